@@ -1,0 +1,31 @@
+// Element types, spelled as safetensors spells them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace wl {
+
+enum class DType : uint8_t {
+  BOOL, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64, F8_E4M3, F8_E5M2,
+};
+
+inline constexpr DType kAllDTypes[] = {
+    DType::BOOL, DType::U8,  DType::I8,  DType::U16,  DType::I16, DType::U32,     DType::I32,    DType::U64,
+    DType::I64,  DType::F16, DType::BF16, DType::F32, DType::F64, DType::F8_E4M3, DType::F8_E5M2,
+};
+
+std::string_view dtype_name(DType dtype);   // "BF16"
+size_t dtype_size(DType dtype);             // bytes per element
+bool dtype_is_float(DType dtype);
+bool dtype_is_signed_int(DType dtype);
+
+// Exact safetensors spelling ("F32"), as the file formats require.
+std::optional<DType> parse_dtype(std::string_view name);
+// Friendly spellings for users too: "bf16", "bfloat16", "float32", "fp16", "half", "f32", ...
+std::optional<DType> parse_dtype_alias(std::string_view name);
+
+}  // namespace wl

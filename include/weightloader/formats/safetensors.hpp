@@ -1,0 +1,99 @@
+// safetensors: an 8-byte little-endian header length N, N bytes of UTF-8 JSON describing every
+// tensor (dtype, shape, data_offsets relative to the data buffer) plus optional string metadata
+// under "__metadata__", then the data buffer, little-endian and row-major.
+//
+// The reader enforces every rule of the reference implementation (huggingface/safetensors), each
+// broken rule with its own ErrorCode, and in addition rejects what the reference lets through
+// silently: a tensor name or field given twice, metadata that is not an object of strings (null is
+// accepted as "no metadata", as upstream does), and dtypes weightloader cannot hold.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "weightloader/format.hpp"
+#include "weightloader/tensor.hpp"
+
+namespace wl {
+
+// Headers longer than this are rejected (HeaderTooLarge), as the reference does.
+inline constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
+
+// Checks the length prefix. `prefix` holds the file's first min(8, file_size) bytes. Returns the
+// header length N. Throws HeaderTooSmall (file under 8 bytes), HeaderTooLarge (N above the limit)
+// or InvalidHeaderLength (8 + N past the end of the file).
+uint64_t safetensors_header_length(std::span<const std::byte> prefix, uint64_t file_size, const std::string& file);
+
+// Validates a header without any I/O. `header` is the N header bytes, `data_start` the file offset
+// of the data buffer (8 + N), `file_size` the whole file's size and `file` its path (used for
+// TensorInfo::file and messages). Tensors come back sorted by data offset, with absolute offsets.
+// Throws InvalidHeader, InvalidHeaderDeserialization, InvalidHeaderStart, DuplicateTensorName,
+// InvalidMetadata, InvalidOffset, ValidationOverflow, MisalignedSlice, TensorInvalidInfo,
+// MetadataIncompleteBuffer and UnsupportedDType.
+Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start, uint64_t file_size,
+                                   const std::string& file);
+
+// Reads the length prefix and the header of `path` (never the data) and validates them.
+Catalogue read_safetensors_catalogue(const std::string& path);
+
+// The format entry: sniffs a plausible length prefix followed by '{' after optional whitespace.
+const FileFormat& safetensors_format();
+
+// A tensor the streaming writer will receive.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+};
+
+// Writes a safetensors file whose tensors arrive one after the other, so a checkpoint never has
+// to be in memory at once. The header (padded with spaces to a multiple of 8) is written by the
+// constructor; the tensors' bytes must then arrive in the order of `entries`, through write()
+// (raw bytes, in pieces of any size) or write_tensor() (one whole tensor). finish() checks that
+// every byte came and moves the file into place; without it `path` is left untouched.
+// Names must be valid UTF-8 and not "__metadata__" (InvalidArgument), and unique (DuplicateTensorName).
+// After write() has ended at a tensor boundary, zero-size entries there count as written.
+class SafetensorsStreamWriter {
+ public:
+  SafetensorsStreamWriter(std::string path, std::vector<SafetensorsEntry> entries,
+                          const std::map<std::string, std::string>& metadata = {});
+  ~SafetensorsStreamWriter();
+  SafetensorsStreamWriter(const SafetensorsStreamWriter&) = delete;
+  SafetensorsStreamWriter& operator=(const SafetensorsStreamWriter&) = delete;
+
+  // Appends raw little-endian bytes; more bytes than the entries declare is InvalidArgument.
+  void write(const void* data, size_t length);
+  // Writes the next whole tensor; its dtype and shape must match the next entry (ShapeMismatch /
+  // InvalidArgument otherwise). Non-contiguous views are written in row-major order.
+  void write_tensor(const TensorView& tensor);
+  // Bytes the data buffer still expects.
+  uint64_t bytes_remaining() const noexcept;
+  // Checks that all bytes were written, then commits the file.
+  void finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Writes `tensors` in the order given, with `metadata` as "__metadata__" (omitted when empty).
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, TensorView>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// A sharded checkpoint: reads `model.safetensors.index.json` and the files its weight_map names
+// (only those; paths are relative to the index's directory), checks that the index and the files
+// agree, and merges their catalogues (files in name order, each sorted by offset). Metadata: the
+// index's scalar "metadata" values (numbers as JSON text), then the shards' __metadata__ entries
+// not already set (files in name order).
+// Throws IndexInvalid, IndexFileMissing, IndexTensorMissing, IndexTensorUnlisted, TensorInTwoFiles
+// and every error of read_safetensors_catalogue.
+Catalogue open_safetensors_index(const std::string& index_json_path);
+
+}  // namespace wl

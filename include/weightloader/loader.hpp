@@ -1,0 +1,48 @@
+// The loader interface, in the terms of vLLM's BaseWeightLoader.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "weightloader/model.hpp"
+#include "weightloader/name_mapping.hpp"
+#include "weightloader/report.hpp"
+#include "weightloader/source.hpp"
+
+namespace wl {
+
+struct LoadOptions {
+  NameMapping names;
+  bool strict = true;          // missing or unexpected names are an error
+  bool allow_reshape = false;  // accept a shape with the same element count
+  IoOptions io;
+};
+
+class WeightLoader {
+ public:
+  virtual ~WeightLoader() = default;
+
+  // Where to read: a lazy catalogue of the checkpoint; nothing is read yet.
+  virtual std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path) = 0;
+
+  // How to put it in: maps names, checks shapes, reads every tensor once straight into its
+  // parameter (converting to the parameter's dtype). Loaders may override; most reuse this.
+  virtual LoadReport load_weights(Model& model, const WeightSource& source);
+
+  // A model whose parameters mirror the checkpoint's tensors (after name mapping), each in
+  // `dtype()` if set, else in the tensor's own dtype.
+  Model mirror_model(const WeightSource& source) const;
+
+  LoadOptions& options() noexcept { return options_; }
+  const LoadOptions& options() const noexcept { return options_; }
+  // The `dtype` kwarg: the dtype weights are converted to when the loader builds the model.
+  std::optional<DType>& dtype() noexcept { return dtype_; }
+  const std::optional<DType>& dtype() const noexcept { return dtype_; }
+
+ protected:
+  LoadOptions options_;
+  std::optional<DType> dtype_;
+};
+
+}  // namespace wl

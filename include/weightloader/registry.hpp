@@ -1,0 +1,78 @@
+// Loaders chosen by name, with checked keyword arguments.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "weightloader/loader.hpp"
+
+namespace wl {
+
+using KwValue = std::variant<bool, int64_t, double, std::string>;
+using Kwargs = std::map<std::string, KwValue>;
+
+enum class KwType { Bool, Int, Float, String };
+
+struct KwargSpec {
+  std::string name;
+  KwType type = KwType::String;
+  std::string help;
+};
+
+using LoaderFactory = std::function<std::unique_ptr<WeightLoader>(const Kwargs&)>;
+
+struct LoaderSpec {
+  std::string description;
+  std::vector<KwargSpec> kwargs;  // the loader's own; the common ones are added by the registry
+  LoaderFactory make;
+};
+
+class WeightLoaderRegistry {
+ public:
+  // The process-wide registry, with the built-in loaders already registered.
+  static WeightLoaderRegistry& global();
+  // An empty registry (for tests and embedding).
+  WeightLoaderRegistry() = default;
+
+  // vLLM's `register(name, loader)`; `register` is a C++ keyword. LoaderExists if taken.
+  void register_loader(const std::string& name, LoaderSpec spec);
+  bool contains(const std::string& name) const;
+  std::vector<std::string> list_available() const;  // sorted
+  const LoaderSpec& spec(const std::string& name) const;  // UnknownLoader lists the available ones
+
+  // Checks every kwarg against the loader's and the common specs (UnknownKwarg lists the
+  // accepted ones), converts string values to the declared type (InvalidKwarg), applies the
+  // common ones (LoadOptions, dtype) and calls the factory.
+  std::unique_ptr<WeightLoader> create(const std::string& name, const Kwargs& kwargs = {}) const;
+
+  // Kwargs every loader accepts: dtype, strict, allow_reshape, strip_prefix, add_prefix,
+  // rename, regex_rename, drop, concurrency.
+  static const std::vector<KwargSpec>& common_kwargs();
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, LoaderSpec> loaders_;
+};
+
+// Typed access to a validated kwarg (after create() normalised it), with a default.
+std::string kwarg_string(const Kwargs& kwargs, const std::string& name, const std::string& fallback);
+int64_t kwarg_int(const Kwargs& kwargs, const std::string& name, int64_t fallback);
+bool kwarg_bool(const Kwargs& kwargs, const std::string& name, bool fallback);
+
+// The built-in loader that fits a path by its content: "custom_binary" for a meta.txt + model.bin
+// directory, else "local". FileNotFound if the path does not exist.
+std::string detect_loader(const std::string& path);
+
+// Registers a loader into the global registry at static-initialisation time:
+//   static wl::LoaderRegistration reg("my_format", {...});
+struct LoaderRegistration {
+  LoaderRegistration(const std::string& name, LoaderSpec spec);
+};
+
+}  // namespace wl

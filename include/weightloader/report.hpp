@@ -1,0 +1,45 @@
+// What a load did.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "weightloader/dtype.hpp"
+#include "weightloader/tensor.hpp"
+
+namespace wl {
+
+struct ConvertedTensor {
+  std::string name;
+  std::string from;  // stored type, e.g. "F32" or "Q8_0"
+  DType to;
+};
+
+struct ReshapedTensor {
+  std::string name;
+  Shape from;
+  Shape to;
+};
+
+struct LoadReport {
+  std::string source;                     // where the weights came from
+  std::string format;
+  std::vector<std::string> loaded;        // parameter names that received data
+  std::vector<ConvertedTensor> converted; // dtype changed on the way
+  std::vector<ReshapedTensor> reshaped;   // element-count-preserving reshapes (allow_reshape)
+  std::vector<std::string> skipped;       // checkpoint names dropped by the name mapping
+  std::vector<std::string> missing;       // parameters nothing was loaded into (non-strict)
+  std::vector<std::string> unexpected;    // checkpoint tensors no parameter takes (non-strict)
+  uint64_t bytes_read = 0;                // bytes read from files
+  uint64_t bytes_written = 0;             // bytes written into parameters
+  double seconds = 0;
+  unsigned concurrency = 0;               // reader threads
+  uint64_t staging_bytes = 0;             // staging memory used for conversion, at most
+
+  double gbps() const { return seconds > 0 ? double(bytes_read) / seconds / 1e9 : 0.0; }
+  std::string to_string(bool verbose = false) const;  // human-readable summary
+  std::string to_json() const;
+};
+
+}  // namespace wl

@@ -1,0 +1,118 @@
+// A lazy catalogue of the tensors of a checkpoint: what is there and where its bytes are.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "weightloader/dtype.hpp"
+#include "weightloader/tensor.hpp"
+
+namespace wl {
+
+// Decodes a stored encoding that is not plain little-endian `dtype` elements (quantised blocks,
+// big-endian data, ...). Data is decoded block by block; a block never straddles a row.
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  virtual std::string name() const = 0;           // shown as the stored type, e.g. "Q8_0"
+  virtual uint64_t block_elems() const = 0;       // elements per block
+  virtual uint64_t block_bytes() const = 0;       // stored bytes per block
+  virtual DType output_dtype() const = 0;         // what decode() writes
+  virtual void decode(const std::byte* src, uint64_t nblocks, void* dst) const = 0;
+};
+
+// One tensor of a checkpoint. Nothing of its data has been read.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;   // type of the values (after decoding, for encoded tensors)
+  Shape shape;
+  std::string file;           // the file that holds the bytes
+  uint64_t offset = 0;        // absolute byte offset of element 0 in `file`
+  uint64_t nbytes = 0;        // bytes stored in the file for this tensor
+  // Element strides as stored; empty means row-major contiguous. Only raw tensors may be strided.
+  std::vector<int64_t> strides;
+  std::shared_ptr<const Decoder> decoder;  // null: raw little-endian `dtype`
+
+  uint64_t numel() const { return shape_numel(shape); }
+  std::string stored_type() const;  // decoder name, or dtype name
+};
+
+// A range [begin, end) along one dimension of a tensor. The default selects everything.
+struct Slice {
+  size_t dim = 0;
+  uint64_t begin = 0;
+  uint64_t end = UINT64_MAX;  // clamped to the dimension's size
+};
+
+// Called as bytes arrive; return false to cancel the load (it then throws ErrorCode::Cancelled).
+using ProgressCallback = std::function<bool(uint64_t bytes_done, uint64_t bytes_total)>;
+
+// How the I/O engine runs: how many reader threads and how much staging memory they may use.
+struct IoOptions {
+  unsigned concurrency = 0;                 // reader threads; 0 = one per core
+  uint64_t chunk_bytes = 8ull << 20;        // a thread's unit of work
+  ProgressCallback progress;                // may be empty
+};
+
+// One read: a slice of a tensor converted into a caller's contiguous buffer.
+struct ReadRequest {
+  const struct TensorInfo* tensor = nullptr;
+  Slice slice;
+  DType dst_dtype = DType::F32;
+  void* dst = nullptr;   // room for the slice's elements of dst_dtype, row-major
+};
+
+// What a batch of reads did.
+struct ReadStats {
+  uint64_t bytes_read = 0;     // bytes read from files
+  unsigned threads = 0;        // reader threads used
+  uint64_t staging_bytes = 0;  // staging memory used at most, all threads together
+};
+
+class FileCache;  // open file handles shared by a source's reads (src/core/file.hpp)
+
+class WeightSource {
+ public:
+  WeightSource(std::string format, std::string origin, std::vector<TensorInfo> tensors,
+               std::map<std::string, std::string> metadata = {});
+  ~WeightSource();
+  WeightSource(const WeightSource&) = delete;
+  WeightSource& operator=(const WeightSource&) = delete;
+
+  const std::string& format() const noexcept { return format_; }  // "safetensors", ...
+  const std::string& origin() const noexcept { return origin_; }  // the path it came from
+  const std::vector<TensorInfo>& tensors() const noexcept { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const noexcept { return metadata_; }
+  const TensorInfo* find(std::string_view name) const;
+  const TensorInfo& at(std::string_view name) const;  // throws TensorNotFound
+  uint64_t total_bytes() const;                        // bytes stored for all tensors
+
+  // Reads (a slice of) a tensor into `dst`, converting to `dst_dtype`. Returns bytes read from disk.
+  uint64_t read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice = {}) const;
+  // Many reads at once, run in parallel by the I/O engine.
+  ReadStats read_all(const std::vector<ReadRequest>& requests, const IoOptions& io = {}) const;
+  // Reads a whole tensor into a fresh heap tensor.
+  TensorView load(const TensorInfo& tensor, std::optional<DType> dtype = std::nullopt) const;
+  // Zero-copy: a view on a read-only mapping of the file, when the bytes are raw and contiguous.
+  std::optional<TensorView> view(const TensorInfo& tensor) const;
+
+  // Shape of a slice of `tensor` (throws SliceOutOfBounds if it does not fit).
+  static Shape slice_shape(const TensorInfo& tensor, const Slice& slice);
+
+ private:
+  std::string format_;
+  std::string origin_;
+  std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string, size_t> by_name_;
+  std::map<std::string, std::string> metadata_;
+  std::unique_ptr<FileCache> files_;
+};
+
+}  // namespace wl

@@ -1,0 +1,13 @@
+// Everything in one include.
+#pragma once
+
+#include "weightloader/convert.hpp"
+#include "weightloader/dtype.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/loader.hpp"
+#include "weightloader/model.hpp"
+#include "weightloader/name_mapping.hpp"
+#include "weightloader/registry.hpp"
+#include "weightloader/report.hpp"
+#include "weightloader/source.hpp"
+#include "weightloader/tensor.hpp"

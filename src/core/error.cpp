@@ -1,0 +1,44 @@
+#include "weightloader/error.hpp"
+
+namespace wl {
+
+std::string_view error_code_name(ErrorCode code) {
+  switch (code) {
+#define WL_CODE(name) \
+  case ErrorCode::name: return #name;
+    WL_CODE(Io) WL_CODE(FileNotFound) WL_CODE(Truncated) WL_CODE(InvalidArgument) WL_CODE(UnsupportedDType)
+    WL_CODE(Cancelled) WL_CODE(HeaderTooSmall) WL_CODE(HeaderTooLarge) WL_CODE(InvalidHeaderLength)
+    WL_CODE(InvalidHeader) WL_CODE(InvalidHeaderDeserialization) WL_CODE(InvalidHeaderStart)
+    WL_CODE(DuplicateTensorName) WL_CODE(TensorInvalidInfo) WL_CODE(InvalidOffset) WL_CODE(ValidationOverflow)
+    WL_CODE(MisalignedSlice) WL_CODE(MetadataIncompleteBuffer) WL_CODE(InvalidMetadata) WL_CODE(IndexInvalid)
+    WL_CODE(IndexFileMissing) WL_CODE(IndexTensorMissing) WL_CODE(IndexTensorUnlisted) WL_CODE(TensorInTwoFiles)
+    WL_CODE(MetaLineInvalid) WL_CODE(BinSizeMismatch) WL_CODE(UnknownLoader) WL_CODE(LoaderExists)
+    WL_CODE(UnknownKwarg) WL_CODE(InvalidKwarg) WL_CODE(NoMatchingFiles) WL_CODE(TensorNotFound)
+    WL_CODE(SliceOutOfBounds) WL_CODE(ShapeMismatch) WL_CODE(MissingParameters) WL_CODE(UnexpectedTensors)
+    WL_CODE(DuplicateParameter) WL_CODE(DuplicateTarget)
+#undef WL_CODE
+  }
+  return "Unknown";
+}
+
+namespace {
+std::string compose(ErrorCode code, const std::string& message, const std::string& file, const std::string& tensor) {
+  std::string out;
+  if (!file.empty()) out += file + ": ";
+  if (!tensor.empty()) out += "tensor '" + tensor + "': ";
+  out += message;
+  out += " [";
+  out += error_code_name(code);
+  out += "]";
+  return out;
+}
+}  // namespace
+
+Error::Error(ErrorCode code, const std::string& message, std::string file, std::string tensor)
+    : std::runtime_error(compose(code, message, file, tensor)),
+      code_(code),
+      message_(message),
+      file_(std::move(file)),
+      tensor_(std::move(tensor)) {}
+
+}  // namespace wl

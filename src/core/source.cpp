@@ -1,0 +1,87 @@
+#include "weightloader/source.hpp"
+
+#include <fmt/format.h>
+
+#include "core/file.hpp"
+#include "core/io_engine.hpp"
+#include "weightloader/error.hpp"
+
+namespace wl {
+
+std::string TensorInfo::stored_type() const { return decoder ? decoder->name() : std::string(dtype_name(dtype)); }
+
+WeightSource::WeightSource(std::string format, std::string origin, std::vector<TensorInfo> tensors,
+                           std::map<std::string, std::string> metadata)
+    : format_(std::move(format)), origin_(std::move(origin)), tensors_(std::move(tensors)),
+      metadata_(std::move(metadata)), files_(std::make_unique<FileCache>()) {
+  by_name_.reserve(tensors_.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    auto [it, inserted] = by_name_.emplace(tensors_[i].name, i);
+    if (!inserted) {
+      const TensorInfo& first = tensors_[it->second];
+      throw Error(first.file == tensors_[i].file ? ErrorCode::DuplicateTensorName : ErrorCode::TensorInTwoFiles,
+                  first.file == tensors_[i].file ? fmt::format("appears twice in {}", first.file)
+                                                 : fmt::format("appears in both {} and {}", first.file, tensors_[i].file),
+                  origin_, tensors_[i].name);
+    }
+  }
+}
+
+WeightSource::~WeightSource() = default;
+
+const TensorInfo* WeightSource::find(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? nullptr : &tensors_[it->second];
+}
+
+const TensorInfo& WeightSource::at(std::string_view name) const {
+  if (const TensorInfo* t = find(name)) return *t;
+  throw Error(ErrorCode::TensorNotFound, fmt::format("no such tensor among the {} in this checkpoint", tensors_.size()),
+              origin_, std::string(name));
+}
+
+uint64_t WeightSource::total_bytes() const {
+  uint64_t sum = 0;
+  for (const TensorInfo& t : tensors_) sum += t.nbytes;
+  return sum;
+}
+
+Shape WeightSource::slice_shape(const TensorInfo& tensor, const Slice& slice) {
+  Shape shape = tensor.shape;
+  if (shape.empty()) {
+    if (slice.dim != 0 || slice.begin != 0 || (slice.end != UINT64_MAX && slice.end != 1))
+      throw Error(ErrorCode::SliceOutOfBounds, "a scalar tensor cannot be sliced", tensor.file, tensor.name);
+    return shape;
+  }
+  if (slice.dim >= shape.size())
+    throw Error(ErrorCode::SliceOutOfBounds,
+                fmt::format("slice along dim {} of a tensor of rank {}", slice.dim, shape.size()), tensor.file, tensor.name);
+  const uint64_t end = std::min(slice.end, shape[slice.dim]);
+  if (slice.begin > end)
+    throw Error(ErrorCode::SliceOutOfBounds,
+                fmt::format("slice [{}, {}) of dim {} of shape {}", slice.begin, slice.end, slice.dim, shape_to_string(shape)),
+                tensor.file, tensor.name);
+  shape[slice.dim] = end - slice.begin;
+  return shape;
+}
+
+uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice) const {
+  return read_all({ReadRequest{&tensor, slice, dst_dtype, dst}}, IoOptions{.concurrency = 1, .chunk_bytes = 8ull << 20, .progress = {}}).bytes_read;
+}
+
+ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
+  return run_reads(requests, *files_, io);
+}
+
+TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dtype) const {
+  TensorView out = TensorView::empty(dtype.value_or(tensor.dtype), tensor.shape);
+  read(tensor, out.dtype(), out.raw());
+  return out;
+}
+
+std::optional<TensorView> WeightSource::view(const TensorInfo& tensor) const {
+  if (tensor.decoder || !tensor.strides.empty()) return std::nullopt;
+  return TensorView(map_file_region(tensor.file, tensor.offset, tensor.nbytes), tensor.dtype, tensor.shape, 0);
+}
+
+}  // namespace wl

@@ -1,0 +1,10 @@
+#include "loaders/builtin_loaders.hpp"
+
+namespace wl {
+
+void register_builtin_loaders(WeightLoaderRegistry& registry) {
+  register_local_loader(registry);
+  register_custom_binary_loader(registry);
+}
+
+}  // namespace wl

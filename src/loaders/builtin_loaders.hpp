@@ -1,0 +1,17 @@
+// The built-in loaders: each registers itself into a registry; global() calls them all.
+#pragma once
+
+namespace wl {
+
+class WeightLoaderRegistry;
+
+// Registers every built-in loader (src/loaders/builtin_loaders.cpp: one line per loader).
+void register_builtin_loaders(WeightLoaderRegistry& registry);
+
+// "local": a file or a directory of files in any single-file format (src/loaders/local_loader.cpp).
+void register_local_loader(WeightLoaderRegistry& registry);
+
+// "custom_binary": the seed's meta.txt + model.bin directory (src/loaders/custom_binary_loader.cpp).
+void register_custom_binary_loader(WeightLoaderRegistry& registry);
+
+}  // namespace wl

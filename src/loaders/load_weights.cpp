@@ -1,0 +1,116 @@
+// The default WeightLoader::load_weights: plan (map names, check shapes), read, report.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "weightloader/error.hpp"
+#include "weightloader/loader.hpp"
+
+namespace wl {
+
+namespace {
+
+// When names differ only by a dotted prefix (the classic `model.`), says which kwarg fixes it.
+std::string prefix_hint(const std::vector<std::string>& unexpected, const std::vector<std::string>& missing) {
+  const std::unordered_set<std::string> missing_set(missing.begin(), missing.end());
+  const std::unordered_set<std::string> unexpected_set(unexpected.begin(), unexpected.end());
+  std::map<std::string, size_t> strip, add;
+  for (const std::string& u : unexpected)
+    for (size_t dot = u.find('.'); dot != std::string::npos; dot = u.find('.', dot + 1))
+      if (missing_set.count(u.substr(dot + 1))) ++strip[u.substr(0, dot + 1)];
+  for (const std::string& m : missing)
+    for (size_t dot = m.find('.'); dot != std::string::npos; dot = m.find('.', dot + 1))
+      if (unexpected_set.count(m.substr(dot + 1))) ++add[m.substr(0, dot + 1)];
+  auto best = [](const std::map<std::string, size_t>& m) {
+    return std::max_element(m.begin(), m.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  };
+  if (!strip.empty())
+    return fmt::format("; checkpoint names carry an extra prefix: pass strip_prefix={}", best(strip)->first);
+  if (!add.empty()) return fmt::format("; parameter names carry a prefix the checkpoint lacks: pass add_prefix={}", best(add)->first);
+  return {};
+}
+
+}  // namespace
+
+LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) {
+  const auto start = std::chrono::steady_clock::now();
+  LoadReport report;
+  report.source = source.origin();
+  report.format = source.format();
+
+  std::unordered_map<std::string, std::string> taken;  // parameter → checkpoint name
+  std::vector<ReadRequest> requests;
+  std::vector<std::string> shape_errors;
+  for (const TensorInfo& t : source.tensors()) {
+    const std::optional<std::string> mapped = options_.names.map(t.name);
+    if (!mapped) {
+      report.skipped.push_back(t.name);
+      continue;
+    }
+    Parameter* p = model.find(*mapped);
+    if (!p) {
+      report.unexpected.push_back(t.name);
+      continue;
+    }
+    auto [it, fresh] = taken.emplace(p->name, t.name);
+    if (!fresh)
+      throw Error(ErrorCode::DuplicateTarget,
+                  fmt::format("checkpoint tensors '{}' and '{}' both map onto parameter '{}'", it->second, t.name, p->name),
+                  source.origin(), t.name);
+    if (p->shape() != t.shape) {
+      if (options_.allow_reshape && shape_numel(p->shape()) == t.numel()) {
+        report.reshaped.push_back({p->name, t.shape, p->shape()});
+      } else {
+        shape_errors.push_back(fmt::format("'{}' is {} in the checkpoint but parameter '{}' is {}{}", t.name,
+                                           shape_to_string(t.shape), p->name, shape_to_string(p->shape()),
+                                           shape_numel(p->shape()) == t.numel() ? " (same element count: pass allow_reshape=true to accept)" : ""));
+        continue;
+      }
+    }
+    if (t.stored_type() != dtype_name(p->dtype())) report.converted.push_back({p->name, t.stored_type(), p->dtype()});
+    requests.push_back(ReadRequest{&t, Slice{}, p->dtype(), p->data.raw()});
+    report.loaded.push_back(p->name);
+    report.bytes_written += p->data.nbytes();
+  }
+  if (!shape_errors.empty())
+    throw Error(ErrorCode::ShapeMismatch,
+                fmt::format("{} shape mismatch{}: {}", shape_errors.size(), shape_errors.size() == 1 ? "" : "es",
+                            fmt::join(shape_errors, "; ")),
+                source.origin());
+  for (const Parameter& p : model.parameters())
+    if (!taken.count(p.name)) report.missing.push_back(p.name);
+
+  if (options_.strict && (!report.missing.empty() || !report.unexpected.empty())) {
+    const std::string hint = prefix_hint(report.unexpected, report.missing);
+    std::string msg;
+    if (!report.missing.empty())
+      msg += fmt::format("{} parameter(s) missing from the checkpoint: {}", report.missing.size(), fmt::join(report.missing, ", "));
+    if (!report.unexpected.empty())
+      msg += fmt::format("{}{} checkpoint tensor(s) match no parameter: {}", msg.empty() ? "" : "; ",
+                         report.unexpected.size(), fmt::join(report.unexpected, ", "));
+    msg += hint + " (or load non-strict with strict=false)";
+    throw Error(report.missing.empty() ? ErrorCode::UnexpectedTensors : ErrorCode::MissingParameters, msg, source.origin());
+  }
+
+  const ReadStats stats = source.read_all(requests, options_.io);
+  report.bytes_read = stats.bytes_read;
+  report.concurrency = stats.threads;
+  report.staging_bytes = stats.staging_bytes;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+Model WeightLoader::mirror_model(const WeightSource& source) const {
+  Model model;
+  for (const TensorInfo& t : source.tensors()) {
+    const std::optional<std::string> mapped = options_.names.map(t.name);
+    if (mapped) model.add_parameter(*mapped, t.shape, dtype_.value_or(t.dtype));
+  }
+  return model;
+}
+
+}  // namespace wl

@@ -1,0 +1,82 @@
+// "local": a checkpoint file, or a directory of checkpoint files selected by a glob pattern.
+// A sharded checkpoint's index (*.index.json) is honoured: only the files it lists are read.
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "loaders/builtin_loaders.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/format.hpp"
+#include "weightloader/formats/safetensors.hpp"
+#include "weightloader/registry.hpp"
+
+namespace wl {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const FileFormat& format_of(const std::string& path) {
+  if (const FileFormat* f = detect_file_format(path)) return *f;
+  std::vector<std::string> tried;
+  for (const FileFormat& f : file_formats()) tried.push_back(f.name);
+  throw Error(ErrorCode::InvalidArgument, fmt::format("not a checkpoint in any known format (tried: {})", fmt::join(tried, ", ")),
+              path);
+}
+
+class LocalLoader final : public WeightLoader {
+ public:
+  explicit LocalLoader(std::string pattern) : pattern_(std::move(pattern)) {}
+
+  std::unique_ptr<WeightSource> get_weights(const std::string& path) override {
+    const fs::path root(path);
+    std::error_code ec;
+    if (!fs::exists(root, ec)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
+    if (!fs::is_directory(root, ec)) return open_files(format_of(path), {path}, path);
+
+    std::vector<std::string> matches;
+    for (const fs::directory_entry& e : fs::directory_iterator(root)) {
+      const std::string name = e.path().filename().string();
+      if (e.is_regular_file() && ::fnmatch(pattern_.c_str(), name.c_str(), FNM_PERIOD) == 0) matches.push_back(e.path().string());
+    }
+    std::sort(matches.begin(), matches.end());
+    if (matches.empty())
+      throw Error(ErrorCode::NoMatchingFiles, fmt::format("no file matches the pattern '{}'", pattern_), path);
+
+    const FileFormat& format = format_of(matches.front());
+    if (format.name == "safetensors" && fs::is_regular_file(root / "model.safetensors.index.json")) {
+      Catalogue c = open_safetensors_index((root / "model.safetensors.index.json").string());
+      return std::make_unique<WeightSource>(format.name, path, std::move(c.tensors), std::move(c.metadata));
+    }
+    for (const std::string& m : matches)
+      if (&format_of(m) != &format)
+        throw Error(ErrorCode::InvalidArgument,
+                    fmt::format("mixes formats: {} is {} but {} is {}; narrow file_pattern", matches.front(), format.name, m,
+                                format_of(m).name),
+                    path);
+    return open_files(format, matches, path);
+  }
+
+ private:
+  std::string pattern_;
+};
+
+}  // namespace
+
+void register_local_loader(WeightLoaderRegistry& registry) {
+  registry.register_loader(
+      "local",
+      LoaderSpec{
+          .description = "a checkpoint file, or the files of a directory matching file_pattern (safetensors; "
+                         "an index.json restricts the load to the files it lists)",
+          .kwargs = {{"file_pattern", KwType::String, "glob for the files to read in a directory (default *.safetensors)"}},
+          .make = [](const Kwargs& kw) -> std::unique_ptr<WeightLoader> {
+            return std::make_unique<LocalLoader>(kwarg_string(kw, "file_pattern", "*.safetensors"));
+          },
+      });
+}
+
+}  // namespace wl

@@ -1,0 +1,63 @@
+#include "weightloader/report.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace wl {
+
+namespace {
+std::string list_or_count(const std::vector<std::string>& names, bool verbose) {
+  if (names.empty()) return "0";
+  if (!verbose && names.size() > 8)
+    return fmt::format("{} ({}, ... )", names.size(), fmt::join(names.begin(), names.begin() + 8, ", "));
+  return fmt::format("{} ({})", names.size(), fmt::join(names, ", "));
+}
+}  // namespace
+
+std::string LoadReport::to_string(bool verbose) const {
+  std::string out;
+  out += fmt::format("source      {} ({})\n", source, format);
+  out += fmt::format("loaded      {} tensors\n", loaded.size());
+  std::map<std::string, size_t> conversions;
+  for (const ConvertedTensor& c : converted) ++conversions[fmt::format("{}->{}", c.from, dtype_name(c.to))];
+  std::vector<std::string> conv;
+  for (const auto& [k, n] : conversions) conv.push_back(fmt::format("{} x{}", k, n));
+  out += fmt::format("converted   {}{}\n", converted.size(), conv.empty() ? "" : fmt::format(" ({})", fmt::join(conv, ", ")));
+  std::vector<std::string> reshaped_names;
+  for (const ReshapedTensor& r : reshaped)
+    reshaped_names.push_back(fmt::format("{} {}->{}", r.name, shape_to_string(r.from), shape_to_string(r.to)));
+  out += fmt::format("reshaped    {}\n", list_or_count(reshaped_names, verbose));
+  out += fmt::format("skipped     {}\n", list_or_count(skipped, verbose));
+  out += fmt::format("missing     {}\n", list_or_count(missing, verbose));
+  out += fmt::format("unexpected  {}\n", list_or_count(unexpected, verbose));
+  out += fmt::format("bytes read  {} ({:.3f} GB), written {} ({:.3f} GB)\n", bytes_read, bytes_read / 1e9, bytes_written,
+                     bytes_written / 1e9);
+  out += fmt::format("time        {:.3f} s, {:.2f} GB/s read, {} threads, {:.1f} MiB staging\n", seconds, gbps(),
+                     concurrency, staging_bytes / 1048576.0);
+  return out;
+}
+
+std::string LoadReport::to_json() const {
+  nlohmann::json j;
+  j["source"] = source;
+  j["format"] = format;
+  j["loaded"] = loaded;
+  j["converted"] = nlohmann::json::array();
+  for (const ConvertedTensor& c : converted)
+    j["converted"].push_back({{"name", c.name}, {"from", c.from}, {"to", std::string(dtype_name(c.to))}});
+  j["reshaped"] = nlohmann::json::array();
+  for (const ReshapedTensor& r : reshaped) j["reshaped"].push_back({{"name", r.name}, {"from", r.from}, {"to", r.to}});
+  j["skipped"] = skipped;
+  j["missing"] = missing;
+  j["unexpected"] = unexpected;
+  j["bytes_read"] = bytes_read;
+  j["bytes_written"] = bytes_written;
+  j["seconds"] = seconds;
+  j["gbps"] = gbps();
+  j["concurrency"] = concurrency;
+  j["staging_bytes"] = staging_bytes;
+  return j.dump(2);
+}
+
+}  // namespace wl

@@ -1,0 +1,75 @@
+#include "cli_common.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "weightloader/error.hpp"
+
+namespace wl::cli {
+
+void SourceOptions::add_to(CLI::App& app) {
+  app.add_option("path", path, "checkpoint file or directory")->required();
+  app.add_option("--loader", loader, "loader name from `weightloader loaders` (default: auto, by content)");
+  app.add_option("--kw", kw, "loader kwarg key=value (repeatable), e.g. --kw dtype=bf16 --kw strip_prefix=model.");
+}
+
+Kwargs SourceOptions::kwargs() const {
+  Kwargs out;
+  for (const std::string& item : kw) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw Error(ErrorCode::InvalidArgument, fmt::format("--kw '{}' is not of the form key=value", item));
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+std::string SourceOptions::loader_name() const { return loader == "auto" ? detect_loader(path) : loader; }
+
+std::string human_bytes(uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", bytes / double(1ull << 30));
+  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", bytes / double(1ull << 20));
+  if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", bytes / double(1ull << 10));
+  return fmt::format("{} B", bytes);
+}
+
+uint64_t peak_rss_bytes() {
+  struct rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+}
+
+ProgressCallback make_progress_bar(bool quiet) {
+  if (quiet || !::isatty(STDERR_FILENO)) return {};
+  using clock = std::chrono::steady_clock;
+  struct State {
+    clock::time_point start = clock::now();
+    clock::time_point last{};
+    bool shown = false;
+  };
+  auto state = std::make_shared<State>();
+  return [state](uint64_t done, uint64_t total) {
+    const auto now = clock::now();
+    const double elapsed = std::chrono::duration<double>(now - state->start).count();
+    const bool finished = done >= total;
+    if ((elapsed < 1.0 && !state->shown) || (!finished && now - state->last < std::chrono::milliseconds(100))) return true;
+    state->last = now;
+    state->shown = true;
+    const double frac = total ? double(done) / double(total) : 1.0;
+    const double rate = elapsed > 0 ? done / elapsed : 0;
+    const double eta = rate > 0 ? (total - done) / rate : 0;
+    const int width = 30, filled = static_cast<int>(frac * width);
+    std::fprintf(stderr, "\r[%s%s] %5.1f%% %s / %s  %.2f GB/s  ETA %.0fs ", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), frac * 100, human_bytes(done).c_str(),
+                 human_bytes(total).c_str(), rate / 1e9, eta);
+    if (finished) std::fprintf(stderr, "\n");
+    return true;
+  };
+}
+
+}  // namespace wl::cli

@@ -1,0 +1,40 @@
+// Pieces the `weightloader` subcommands share.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "weightloader/registry.hpp"
+
+namespace wl::cli {
+
+// The options every command that opens a checkpoint takes: --loader and --kw.
+struct SourceOptions {
+  std::string path;
+  std::string loader = "auto";
+  std::vector<std::string> kw;  // key=value
+
+  void add_to(CLI::App& app);
+  Kwargs kwargs() const;            // InvalidArgument for an item without '='
+  std::string loader_name() const;  // "auto" resolved by content
+};
+
+// A progress bar on stderr (bytes, GB/s, ETA) when stderr is a terminal and the work takes more
+// than about a second; silent otherwise.
+ProgressCallback make_progress_bar(bool quiet);
+
+// Peak resident set size of this process so far, in bytes.
+uint64_t peak_rss_bytes();
+
+std::string human_bytes(uint64_t bytes);
+
+// Subcommands; each adds itself to `app` and runs through its callback.
+void add_inspect_command(CLI::App& app);
+void add_loaders_command(CLI::App& app);
+void add_load_command(CLI::App& app);
+void add_synth_command(CLI::App& app);
+
+}  // namespace wl::cli

@@ -1,0 +1,48 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_common.hpp"
+
+namespace wl::cli {
+
+void add_inspect_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("inspect", "list every tensor of a checkpoint (name, dtype, shape, bytes, file); reads no tensor data");
+  auto opts = std::make_shared<SourceOptions>();
+  auto json = std::make_shared<bool>(false);
+  opts->add_to(*cmd);
+  cmd->add_flag("--json", *json, "print JSON instead of a table");
+  cmd->callback([opts, json] {
+    const std::string loader_name = opts->loader_name();
+    auto loader = WeightLoaderRegistry::global().create(loader_name, opts->kwargs());
+    auto source = loader->get_weights(opts->path);
+    if (*json) {
+      nlohmann::json j;
+      j["path"] = opts->path;
+      j["loader"] = loader_name;
+      j["format"] = source->format();
+      j["metadata"] = source->metadata();
+      j["tensors"] = nlohmann::json::array();
+      for (const TensorInfo& t : source->tensors())
+        j["tensors"].push_back({{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"bytes", t.nbytes},
+                                {"file", t.file}, {"offset", t.offset}});
+      j["total_tensors"] = source->tensors().size();
+      j["total_bytes"] = source->total_bytes();
+      fmt::print("{}\n", j.dump(2));
+      return;
+    }
+    size_t width = 4;
+    for (const TensorInfo& t : source->tensors()) width = std::max(width, t.name.size());
+    fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", "name", width, "dtype", "shape", "bytes", "file");
+    uint64_t params = 0;
+    for (const TensorInfo& t : source->tensors()) {
+      fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", t.name, width, t.stored_type(), shape_to_string(t.shape), t.nbytes, t.file);
+      params += t.numel();
+    }
+    fmt::print("{} tensors, {} parameters, {} ({} bytes), format {}, loader {}\n", source->tensors().size(), params,
+               human_bytes(source->total_bytes()), source->total_bytes(), source->format(), loader_name);
+    for (const auto& [k, v] : source->metadata()) fmt::print("metadata {} = {}\n", k, v);
+  });
+}
+
+}  // namespace wl::cli

@@ -1,0 +1,32 @@
+// weightloader: inspect, load and generate model checkpoints from the command line.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "cli_common.hpp"
+#include "weightloader/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "weightloader: load model weights from safetensors and the custom meta.txt + model.bin format\n"
+      "into a model's parameters, through loaders chosen by name.",
+      "weightloader"};
+  app.require_subcommand(1);
+  wl::cli::add_inspect_command(app);
+  wl::cli::add_loaders_command(app);
+  wl::cli::add_load_command(app);
+  wl::cli::add_synth_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const wl::Error& e) {
+    std::fprintf(stderr, "weightloader: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weightloader: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
