@@ -39,6 +39,49 @@ enum class ErrorCode {
   // custom binary format (meta.txt + model.bin)
   MetaLineInvalid,               // a meta.txt line is not `name:d0,d1,...`
   BinSizeMismatch,               // model.bin's size differs from the sum of declared sizes
+  // GGUF (llama.cpp / ggml); truncation, duplicate tensor names and overflow use the codes above
+  GgufBadMagic,                  // the file does not start with "GGUF"
+  GgufBadVersion,                // version other than 2 or 3 (1 is obsolete; big-endian files read as huge)
+  GgufCountTooLarge,             // a count or length claims more than the bytes left in the file can hold
+  GgufStringTooLong,             // a string longer than 64 MiB (ggml's limit)
+  GgufArrayTooLong,              // an array of more than 64 Mi elements (ggml's limit)
+  GgufBadValueType,              // a metadata value or array element type outside 0..12
+  GgufNestingTooDeep,            // arrays of arrays nested deeper than the reader allows
+  GgufBadBool,                   // a BOOL byte other than 0 or 1
+  GgufEmptyKey,                  // a metadata key of length 0
+  GgufDuplicateKey,              // the same metadata key twice
+  GgufBadAlignment,              // general.alignment not a UINT32 power of two up to 1 MiB
+  GgufNameTooLong,               // a tensor name of 64 bytes or more (ggml's GGML_MAX_NAME)
+  GgufTooManyDims,               // a tensor with n_dims above 4
+  GgufBadDim,                    // a dimension above INT64_MAX (negative as ggml reads it)
+  GgufBadTensorType,             // a tensor type number that is not a ggml type
+  GgufUnsupportedTensorType,     // a ggml type weightloader cannot decode (Q2_K, IQ*, ...)
+  GgufRowNotBlockMultiple,       // ne[0] not a multiple of the type's block size
+  GgufMisalignedOffset,          // a tensor offset not a multiple of the alignment
+  GgufTensorOutOfBounds,         // a tensor's bytes extend past the end of the file
+  GgufTensorOverlap,             // two tensors' byte ranges overlap
+  GgufSplitMismatch,             // split files whose names, split.* keys or tensor counts disagree
+  GgufSplitMissing,              // a split file that split.count promises does not exist
+  GgufHeadCount,                 // Llama head counts missing, not integers, or not splitting q/k rows into heads
+  // llama2.c checkpoints
+  Llama2cHeaderTruncated,        // file shorter than its header (28 bytes; 256 after the magic)
+  Llama2cUnsupportedVersion,     // the "ak42" magic with a version other than 1 or 2
+  Llama2cInvalidField,           // a header field is zero, negative or above its bound
+  Llama2cInconsistentHeads,      // n_heads not dividing dim, n_kv_heads not dividing n_heads, or odd head size
+  Llama2cInvalidGroupSize,       // v2 group size not positive or not a divisor of dim
+  Llama2cSizeMismatch,           // file size differs from the size the header implies
+  // PyTorch checkpoints (zip + pickle)
+  ZipInvalid,                    // the zip container is malformed (directory, local header, bounds, overflow)
+  ZipEntryCompressed,            // a zip entry the reader needs is compressed or encrypted, not stored
+  PickleInvalid,                 // data.pkl is not a well-formed pickle of protocol 2 to 5 (or uses an unsupported opcode)
+  PickleGlobalNotAllowed,        // data.pkl names a global outside the allow-list (never executed)
+  PickleLimitExceeded,           // data.pkl exceeds a size, memo, stack, object or nesting bound
+  LegacyFormat,                  // a pre-1.6 PyTorch checkpoint (pickle sequence or tar): re-save it
+  StateDictNotFound,             // no dict of tensors in the checkpoint, or none under the chosen key
+  StateDictAmbiguous,            // several dicts of tensors and no key chosen
+  StorageInvalid,                // a storage entry missing, of the wrong size or reused as another type; bad byteorder
+  TensorOutOfStorage,            // a tensor's elements reach outside its storage (or a negative offset or stride)
+  UnsupportedLayout,             // a valid layout the reader cannot present (a strided big-endian tensor)
   // loading
   UnknownLoader,                 // no loader registered under a name
   LoaderExists,                  // register with a name already taken

@@ -39,4 +39,9 @@ const FileFormat* detect_file_format(const std::string& path);
 std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::vector<std::string>& paths,
                                          const std::string& origin);
 
+// A sharded checkpoint of one format: an index JSON (`{"metadata": {...}, "weight_map": {tensor: file}}`,
+// as in model.safetensors.index.json and pytorch_model.bin.index.json) and the files it lists, each
+// read with `format`. Only listed files are read; paths must stay inside the index's directory.
+Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format);
+
 }  // namespace wl

@@ -26,6 +26,11 @@ class Decoder {
   virtual uint64_t block_bytes() const = 0;       // stored bytes per block
   virtual DType output_dtype() const = 0;         // what decode() writes
   virtual void decode(const std::byte* src, uint64_t nblocks, void* dst) const = 0;
+  // Split encodings keep the last aux_block_bytes() of each block in a second region of the file,
+  // one after the other from TensorInfo::aux_offset (llama2.c v2: a tensor's int8 values, then
+  // all its scales). decode() then receives the blocks' main parts followed by their aux parts.
+  // 0 (the default): each block is contiguous.
+  virtual uint64_t aux_block_bytes() const { return 0; }
 };
 
 // One tensor of a checkpoint. Nothing of its data has been read.
@@ -36,9 +41,13 @@ struct TensorInfo {
   std::string file;           // the file that holds the bytes
   uint64_t offset = 0;        // absolute byte offset of element 0 in `file`
   uint64_t nbytes = 0;        // bytes stored in the file for this tensor
+  uint64_t aux_offset = 0;    // split encodings only: absolute offset of block 0's aux part
   // Element strides as stored; empty means row-major contiguous. Only raw tensors may be strided.
   std::vector<int64_t> strides;
   std::shared_ptr<const Decoder> decoder;  // null: raw little-endian `dtype`
+  // Row permutation along dim 0: logical row i is stored row row_order[i]; empty = identity.
+  // Lets a reader present rows in another order (e.g. the rotary q/k layouts) without a copy.
+  std::vector<uint64_t> row_order;
 
   uint64_t numel() const { return shape_numel(shape); }
   std::string stored_type() const;  // decoder name, or dtype name

@@ -87,7 +87,8 @@ HWY_INLINE VU ToF32(SmallFormat<kExp, kMant, kFn>, VU v) {
   if constexpr (kFn) {
     r = hn::IfThenElse(hn::Eq(abs, hn::Set(du, kSignBit - 1)), hn::Set(du, kF32QuietNaN), r);
   } else {
-    const VU special = hn::IfThenElse(hn::Eq(abs, hn::Set(du, kInf)), hn::Set(du, 0x7F800000), hn::Set(du, kF32QuietNaN));
+    const VU special =
+        hn::IfThenElse(hn::Eq(abs, hn::Set(du, kInf)), hn::Set(du, 0x7F800000), hn::Set(du, kF32QuietNaN));
     r = hn::IfThenElse(Less(abs, kInf), r, special);
   }
   return hn::Or(r, sign);
@@ -103,7 +104,8 @@ HWY_INLINE VU FromF32(SmallFormat<kExp, kMant, kFn>, VU v) {
   constexpr uint32_t kMaxFinite = kFn ? kNaN - 1 : kInf - 1;
   // The same values as F32 bits: the smallest normal and the largest finite.
   constexpr uint32_t kMinNormalF32 = (127 + 1 - kBias) << 23;
-  constexpr uint32_t kMaxFiniteF32 = (((kMaxFinite >> kMant) + 127 - kBias) << 23) | ((kMaxFinite & kMantMask) << kShift);
+  constexpr uint32_t kMaxFiniteF32 =
+      (((kMaxFinite >> kMant) + 127 - kBias) << 23) | ((kMaxFinite & kMantMask) << kShift);
   // IEEE formats: from max finite + half an ulp up, values round to Inf (max finite is odd, so
   // the tie goes up too). FN: max finite is even, so anything above it that does not round back
   // down would land on the NaN pattern; saturate instead.

@@ -4,7 +4,7 @@
 // round-to-nearest-even step; since every source value is exact in double, that single rounding
 // is the correctly rounded result. Integers travel as int64/uint64. NaN outputs are canonical:
 // the sign is kept, the payload is the quiet bit alone (F8_E4M3, which has one NaN per sign,
-// uses S.1111.111). convert.cpp's SIMD kernels produce exactly the same bits.
+// uses S.1111.111). The SIMD kernels in convert_hwy.cpp produce exactly the same bits.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -71,11 +71,14 @@ uint32_t encode(double value, FloatFormat f) {
   if (std::isinf(value)) return static_cast<uint32_t>(sign | (f.fn ? nan : overflow));
   if (value == 0) return static_cast<uint32_t>(sign);
 
-  // |value| = significand * 2^(e - 53) with a 53-bit integer significand (fewer bits for
-  // double subnormals), so the value's leading bit has exponent e - 1.
-  int e;
-  const double fraction = std::frexp(std::fabs(value), &e);
-  const uint64_t significand = static_cast<uint64_t>(std::ldexp(fraction, 53));
+  // |value| = significand * 2^(e - 53) with a 53-bit integer significand, so the value's leading
+  // bit has exponent e - 1. (Double subnormals have fewer bits, but lie so far below every
+  // target's smallest subnormal that they round to zero anyway.)
+  const uint64_t bits = std::bit_cast<uint64_t>(value);
+  const int biased_exp = static_cast<int>((bits >> 52) & 0x7FF);
+  const uint64_t fraction = bits & ((uint64_t{1} << 52) - 1);
+  const uint64_t significand = biased_exp == 0 ? fraction : fraction | (uint64_t{1} << 52);
+  const int e = biased_exp == 0 ? -1021 : biased_exp - 1022;
   const int emin = 1 - bias;
   // Normal targets keep mant_bits + 1 bits; below emin the spacing is fixed at 2^(emin - mant_bits).
   const int shift = std::max(e - 1, emin) - f.mant_bits - (e - 53);

@@ -21,10 +21,12 @@ struct Chunk {
   const TensorInfo* tensor;
   File* file;
   uint64_t src_offset;  // absolute, in the file
-  uint64_t src_bytes;
+  uint64_t src_bytes;   // without the aux part of split encodings
   uint64_t elems;       // destination elements
   std::byte* dst;
   DType dst_dtype;
+  uint64_t aux_offset;  // split encodings: where the blocks' aux parts are, and their size
+  uint64_t aux_bytes;
 };
 
 // A strided (non-contiguous) tensor: its stored span is read whole and gathered.
@@ -36,6 +38,10 @@ struct Gather {
 uint64_t granule_elems(const TensorInfo& t) { return t.decoder ? t.decoder->block_elems() : 1; }
 uint64_t stored_bytes_for(const TensorInfo& t, uint64_t elems) {
   return t.decoder ? elems / t.decoder->block_elems() * t.decoder->block_bytes() : elems * dtype_size(t.dtype);
+}
+// The part of stored_bytes_for() that a split encoding keeps in its aux region.
+uint64_t aux_bytes_for(const TensorInfo& t, uint64_t elems) {
+  return t.decoder ? elems / t.decoder->block_elems() * t.decoder->aux_block_bytes() : 0;
 }
 
 struct Geometry {
@@ -92,8 +98,9 @@ void run_chunk(const Chunk& c, std::vector<std::byte>& staging, std::vector<std:
     c.file->read_exact(c.src_offset, c.dst, c.src_bytes);
     return;
   }
-  staging.resize(std::max<size_t>(staging.size(), c.src_bytes));
+  staging.resize(std::max<size_t>(staging.size(), c.src_bytes + c.aux_bytes));
   c.file->read_exact(c.src_offset, staging.data(), c.src_bytes);
+  if (c.aux_bytes) c.file->read_exact(c.aux_offset, staging.data() + c.src_bytes, c.aux_bytes);
   if (!t.decoder) {
     convert(t.dtype, staging.data(), c.dst_dtype, c.dst, c.elems);
     return;
@@ -127,7 +134,8 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
     const Geometry g = slice_geometry(t, r.slice);
     if (g.outer * g.len * g.inner == 0) continue;
     if (!t.strides.empty()) {
-      if (t.decoder) throw Error(ErrorCode::InvalidArgument, "strided tensors must be raw", t.file, t.name);
+      if (t.decoder || !t.row_order.empty())
+        throw Error(ErrorCode::InvalidArgument, "strided tensors must be raw and in stored row order", t.file, t.name);
       gathers.push_back({&r, file});
       total += t.nbytes;
       continue;
@@ -144,17 +152,27 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
     const uint64_t chunk_elems = std::max<uint64_t>(1, options.chunk_bytes / granule_bytes) * granule;
     const size_t out_size = dtype_size(r.dst_dtype);
     auto* dst = static_cast<std::byte*>(r.dst);
-    for (uint64_t o = 0; o < g.outer; ++o) {
-      const uint64_t src_elem0 = (o * g.dim + g.begin) * g.inner;
-      const uint64_t dst_elem0 = o * run_elems;
-      for (uint64_t e = 0; e < run_elems; e += chunk_elems) {
-        const uint64_t n = std::min(chunk_elems, run_elems - e);
-        const uint64_t src_off = t.offset + stored_bytes_for(t, src_elem0 + e);
-        const uint64_t src_bytes = stored_bytes_for(t, n);
-        chunks.push_back({&t, file, src_off, src_bytes, n, dst + (dst_elem0 + e) * out_size, r.dst_dtype});
-        total += src_bytes;
+    // A run of `n` logical elements from `elem` on; with a row order, rows are remapped one by one.
+    const uint64_t row_elems = t.shape.empty() || t.shape[0] == 0 ? 1 : t.numel() / t.shape[0];
+    auto emit = [&](uint64_t elem, uint64_t n, std::byte* out) {
+      for (uint64_t e = 0; e < n;) {
+        uint64_t src_elem = elem + e, len = std::min(chunk_elems, n - e);
+        if (!t.row_order.empty()) {
+          const uint64_t row = src_elem / row_elems, within = src_elem % row_elems;
+          len = std::min(len, row_elems - within);
+          src_elem = t.row_order[row] * row_elems + within;
+        }
+        const uint64_t aux_bytes = aux_bytes_for(t, len);
+        const uint64_t src_bytes = stored_bytes_for(t, len) - aux_bytes;
+        const uint64_t src_offset = t.offset + stored_bytes_for(t, src_elem) - aux_bytes_for(t, src_elem);
+        chunks.push_back({&t, file, src_offset, src_bytes, len, out + e * out_size, r.dst_dtype,
+                          t.aux_offset + aux_bytes_for(t, src_elem), aux_bytes});
+        total += src_bytes + aux_bytes;
+        e += len;
       }
-    }
+    };
+    for (uint64_t o = 0; o < g.outer; ++o)
+      emit((o * g.dim + g.begin) * g.inner, run_elems, dst + o * run_elems * out_size);
   }
 
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
@@ -181,12 +199,12 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
         } else {
           const Chunk& c = chunks[i - gathers.size()];
           run_chunk(c, staging, decoded);
-          bytes = c.src_bytes;
+          bytes = c.src_bytes + c.aux_bytes;
         }
-        const uint64_t now = done += bytes;
+        done += bytes;
         if (options.progress) {
-          std::lock_guard lock(mutex);
-          if (!cancelled && !options.progress(now, total)) {
+          std::lock_guard lock(mutex);  // read `done` under the lock so reports never go backwards
+          if (!cancelled && !options.progress(done.load(), total)) {
             cancelled = true;
             stop = true;
           }

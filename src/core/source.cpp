@@ -1,5 +1,7 @@
 #include "weightloader/source.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/file.hpp"
@@ -16,6 +18,11 @@ WeightSource::WeightSource(std::string format, std::string origin, std::vector<T
       metadata_(std::move(metadata)), files_(std::make_unique<FileCache>()) {
   by_name_.reserve(tensors_.size());
   for (size_t i = 0; i < tensors_.size(); ++i) {
+    const TensorInfo& t = tensors_[i];
+    if (!t.row_order.empty() &&
+        (t.shape.empty() || t.row_order.size() != t.shape[0] ||
+         std::any_of(t.row_order.begin(), t.row_order.end(), [&](uint64_t r) { return r >= t.shape[0]; })))
+      throw Error(ErrorCode::InvalidArgument, "row order is not a permutation of the tensor's rows", t.file, t.name);
     auto [it, inserted] = by_name_.emplace(tensors_[i].name, i);
     if (!inserted) {
       const TensorInfo& first = tensors_[it->second];
@@ -80,7 +87,7 @@ TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dty
 }
 
 std::optional<TensorView> WeightSource::view(const TensorInfo& tensor) const {
-  if (tensor.decoder || !tensor.strides.empty()) return std::nullopt;
+  if (tensor.decoder || !tensor.strides.empty() || !tensor.row_order.empty()) return std::nullopt;
   return TensorView(map_file_region(tensor.file, tensor.offset, tensor.nbytes), tensor.dtype, tensor.shape, 0);
 }
 

@@ -5,6 +5,9 @@
 #include "core/file.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
+#include "weightloader/formats/gguf.hpp"
+#include "weightloader/formats/llama2c.hpp"
+#include "weightloader/formats/pytorch.hpp"
 #include "weightloader/formats/safetensors.hpp"
 
 namespace wl {
@@ -12,6 +15,9 @@ namespace wl {
 const std::vector<FileFormat>& file_formats() {
   static const std::vector<FileFormat> formats = {
       safetensors_format(),
+      pytorch_format(),
+      gguf_format(),
+      llama2c_format(),  // last: v0 has no magic, only a plausible header and an exact size
   };
   return formats;
 }

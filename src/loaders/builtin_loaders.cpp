@@ -4,6 +4,7 @@ namespace wl {
 
 void register_builtin_loaders(WeightLoaderRegistry& registry) {
   register_local_loader(registry);
+  register_hf_loader(registry);
   register_custom_binary_loader(registry);
 }
 

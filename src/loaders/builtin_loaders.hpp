@@ -8,6 +8,9 @@ class WeightLoaderRegistry;
 // Registers every built-in loader (src/loaders/builtin_loaders.cpp: one line per loader).
 void register_builtin_loaders(WeightLoaderRegistry& registry);
 
+// "hf": a Hugging Face directory or a cached model id (src/loaders/hf_loader.cpp).
+void register_hf_loader(WeightLoaderRegistry& registry);
+
 // "local": a file or a directory of files in any single-file format (src/loaders/local_loader.cpp).
 void register_local_loader(WeightLoaderRegistry& registry);
 

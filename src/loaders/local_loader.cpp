@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <regex>
 
 #include <fmt/format.h>
 
 #include "loaders/builtin_loaders.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
-#include "weightloader/formats/safetensors.hpp"
 #include "weightloader/registry.hpp"
 
 namespace wl {
@@ -47,10 +47,22 @@ class LocalLoader final : public WeightLoader {
       throw Error(ErrorCode::NoMatchingFiles, fmt::format("no file matches the pattern '{}'", pattern_), path);
 
     const FileFormat& format = format_of(matches.front());
-    if (format.name == "safetensors" && fs::is_regular_file(root / "model.safetensors.index.json")) {
-      Catalogue c = open_safetensors_index((root / "model.safetensors.index.json").string());
+    // A sharded checkpoint: `X.index.json` next to files matching the pattern, X itself matching it
+    // too (model.safetensors.index.json, pytorch_model.bin.index.json): only listed files are read.
+    for (const fs::directory_entry& e : fs::directory_iterator(root)) {
+      const std::string name = e.path().filename().string();
+      if (!name.ends_with(".index.json")) continue;
+      const std::string target = name.substr(0, name.size() - std::string(".index.json").size());
+      if (::fnmatch(pattern_.c_str(), target.c_str(), FNM_PERIOD) != 0) continue;
+      Catalogue c = read_sharded_catalogue(e.path().string(), format);
       return std::make_unique<WeightSource>(format.name, path, std::move(c.tensors), std::move(c.metadata));
     }
+    // Split GGUF models are opened through their first split, which reads the others.
+    static const std::regex later_split(R"(-(\d{5})-of-\d{5}\.gguf$)");
+    std::smatch split;
+    std::erase_if(matches, [&](const std::string& m) {
+      return std::regex_search(m, split, later_split) && split[1] != "00001";
+    });
     for (const std::string& m : matches)
       if (&format_of(m) != &format)
         throw Error(ErrorCode::InvalidArgument,

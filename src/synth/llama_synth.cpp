@@ -138,6 +138,23 @@ uint64_t write_synthetic_llama(const std::string& dir, const SynthOptions& o) {
     }
     writer.finish();
   }
+  const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+                                 {"model_type", "llama"},
+                                 {"hidden_size", o.shape.hidden},
+                                 {"intermediate_size", o.shape.intermediate},
+                                 {"num_hidden_layers", o.shape.layers},
+                                 {"num_attention_heads", o.shape.heads},
+                                 {"num_key_value_heads", o.shape.kv_heads},
+                                 {"vocab_size", o.shape.vocab},
+                                 {"max_position_embeddings", 2048},
+                                 {"rms_norm_eps", 1e-5},
+                                 {"rope_theta", 10000.0},
+                                 {"tie_word_embeddings", o.shape.tie_embeddings},
+                                 {"torch_dtype", o.dtype == DType::BF16 ? "bfloat16" : o.dtype == DType::F16 ? "float16" : "float32"}};
+  const std::string config_text = config.dump(2);
+  AtomicFileWriter config_out((fs::path(dir) / "config.json").string());
+  config_out.write(config_text.data(), config_text.size());
+  config_out.commit();
   if (o.shards > 1) {
     const nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
     const std::string text = index.dump(2);

@@ -36,5 +36,6 @@ void add_inspect_command(CLI::App& app);
 void add_loaders_command(CLI::App& app);
 void add_load_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
 
 }  // namespace wl::cli

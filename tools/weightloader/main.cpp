@@ -9,7 +9,8 @@
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "weightloader: load model weights from safetensors and the custom meta.txt + model.bin format\n"
+      "weightloader: load model weights from safetensors, PyTorch, GGUF, llama2.c and the custom\n"
+      "meta.txt + model.bin format "
       "into a model's parameters, through loaders chosen by name.",
       "weightloader"};
   app.require_subcommand(1);
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   wl::cli::add_loaders_command(app);
   wl::cli::add_load_command(app);
   wl::cli::add_synth_command(app);
+  wl::cli::add_convert_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

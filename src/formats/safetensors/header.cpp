@@ -154,7 +154,8 @@ uint64_t check_layout(const std::vector<Entry>& entries, const std::string& file
     uint64_t bits = 0;
     if (__builtin_mul_overflow(numel, uint64_t{e.bits}, &bits))
       throw Error(ErrorCode::ValidationOverflow,
-                  fmt::format("the size of {} ({} elements of {} bits) overflows u64 bits", described, numel, e.bits),
+                  fmt::format("the size in bits of {} ({} elements of {} bits) overflows u64", described, numel,
+                              e.bits),
                   file, e.name);
     if (bits % 8 != 0)
       throw Error(ErrorCode::MisalignedSlice,

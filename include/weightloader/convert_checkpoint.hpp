@@ -1,0 +1,40 @@
+// Converting a checkpoint from any readable format into safetensors, GGUF, llama2.c or the
+// custom binary format.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "weightloader/dtype.hpp"
+#include "weightloader/source.hpp"
+
+namespace wl {
+
+enum class CheckpointFormat { Safetensors, Gguf, Llama2c, CustomBinary };
+CheckpointFormat parse_checkpoint_format(const std::string& name);  // InvalidArgument lists them
+
+// Llama hyperparameters the tensors' shapes do not tell: found in the source's metadata
+// (llama2.c header, GGUF llama.* keys, or a Hugging Face config.json), overridable here.
+struct LlamaHeads {
+  uint64_t heads = 0;
+  uint64_t kv_heads = 0;
+  uint64_t seq_len = 0;
+};
+LlamaHeads llama_heads_from_metadata(const WeightSource& source, LlamaHeads overrides = {});
+
+struct ConvertOptions {
+  CheckpointFormat to = CheckpointFormat::Safetensors;
+  std::optional<DType> dtype;   // safetensors: element type written (default: as stored)
+  std::string gguf_type = "f16"; // gguf: f32, f16, bf16 or q8_0 for matrices (norms stay F32)
+  int llama2c_version = 1;      // llama2.c: 0, 1 or 2
+  uint64_t llama2c_group = 64;  // llama2.c v2 group size
+  LlamaHeads heads;             // overrides for GGUF / llama2.c
+};
+
+// Writes `source` to `out` (a file for GGUF / llama2.c, a directory for safetensors and the
+// custom binary format). Safetensors and GGUF are streamed tensor by tensor; llama2.c and the
+// custom format hold the model once in memory. Returns the bytes of tensor data written.
+uint64_t convert_checkpoint(const WeightSource& source, const std::string& out, const ConvertOptions& options);
+
+}  // namespace wl

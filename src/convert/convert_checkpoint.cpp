@@ -1,0 +1,168 @@
+#include "weightloader/convert_checkpoint.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "weightloader/error.hpp"
+#include "weightloader/formats/custom_binary.hpp"
+#include "weightloader/formats/gguf.hpp"
+#include "weightloader/formats/llama2c.hpp"
+#include "weightloader/formats/safetensors.hpp"
+
+namespace wl {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t metadata_uint(const WeightSource& s, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    auto it = s.metadata().find(k);
+    if (it == s.metadata().end()) continue;
+    try {
+      return std::stoull(it->second);
+    } catch (const std::exception&) {
+    }
+  }
+  return 0;
+}
+
+Shape shape_of(const WeightSource& s, const std::string& name) {
+  const TensorInfo* t = s.find(name);
+  if (!t)
+    throw Error(ErrorCode::TensorNotFound, "a Llama checkpoint in Hugging Face names is needed for this conversion",
+                s.origin(), name);
+  return t->shape;
+}
+
+std::vector<std::pair<std::string, TensorView>> load_all(const WeightSource& s, DType dtype) {
+  std::vector<std::pair<std::string, TensorView>> out;
+  for (const TensorInfo& t : s.tensors()) out.emplace_back(t.name, s.load(t, dtype));
+  return out;
+}
+
+}  // namespace
+
+CheckpointFormat parse_checkpoint_format(const std::string& name) {
+  if (name == "safetensors") return CheckpointFormat::Safetensors;
+  if (name == "gguf") return CheckpointFormat::Gguf;
+  if (name == "llama2c") return CheckpointFormat::Llama2c;
+  if (name == "custom_binary") return CheckpointFormat::CustomBinary;
+  throw Error(ErrorCode::InvalidArgument,
+              fmt::format("unknown output format '{}' (safetensors, gguf, llama2c, custom_binary)", name));
+}
+
+LlamaHeads llama_heads_from_metadata(const WeightSource& s, LlamaHeads o) {
+  LlamaHeads h;
+  h.heads = metadata_uint(s, {"n_heads", "llama.attention.head_count"});
+  h.kv_heads = metadata_uint(s, {"n_kv_heads", "llama.attention.head_count_kv"});
+  h.seq_len = metadata_uint(s, {"seq_len", "llama.context_length"});
+  if (auto it = s.metadata().find("config.json"); it != s.metadata().end()) {
+    const nlohmann::json c = nlohmann::json::parse(it->second, nullptr, false);
+    if (c.is_object()) {
+      if (c.contains("num_attention_heads") && c["num_attention_heads"].is_number_unsigned())
+        h.heads = c["num_attention_heads"];
+      if (c.contains("num_key_value_heads") && c["num_key_value_heads"].is_number_unsigned())
+        h.kv_heads = c["num_key_value_heads"];
+      if (c.contains("max_position_embeddings") && c["max_position_embeddings"].is_number_unsigned())
+        h.seq_len = c["max_position_embeddings"];
+    }
+  }
+  if (o.heads) h.heads = o.heads;
+  if (o.kv_heads) h.kv_heads = o.kv_heads;
+  if (o.seq_len) h.seq_len = o.seq_len;
+  if (!h.kv_heads) h.kv_heads = h.heads;
+  return h;
+}
+
+uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const ConvertOptions& o) {
+  uint64_t written = 0;
+  switch (o.to) {
+    case CheckpointFormat::Safetensors: {
+      fs::create_directories(out);
+      std::vector<SafetensorsEntry> entries;
+      for (const TensorInfo& t : s.tensors()) entries.push_back({t.name, o.dtype.value_or(t.dtype), t.shape});
+      SafetensorsStreamWriter writer((fs::path(out) / "model.safetensors").string(), entries, {{"format", "pt"}});
+      for (const SafetensorsEntry& e : entries) {
+        TensorView v = s.load(s.at(e.name), e.dtype);
+        writer.write_tensor(v);
+        written += v.nbytes();
+      }
+      writer.finish();
+      if (auto it = s.metadata().find("config.json"); it != s.metadata().end()) {
+        std::ofstream cfg(fs::path(out) / "config.json");
+        cfg << it->second;
+      }
+      return written;
+    }
+    case CheckpointFormat::CustomBinary: {
+      auto tensors = load_all(s, DType::F32);
+      write_custom_binary(out, tensors);
+      for (const auto& [n, v] : tensors) written += v.nbytes();
+      return written;
+    }
+    case CheckpointFormat::Gguf: {
+      const LlamaHeads h = llama_heads_from_metadata(s, o.heads);
+      if (!h.heads)
+        throw Error(ErrorCode::InvalidArgument, "the number of attention heads is unknown: pass --heads", s.origin());
+      const Shape embed = shape_of(s, "model.embed_tokens.weight");
+      const std::map<std::string, GgmlType> types = {
+          {"f32", GgmlType::F32}, {"f16", GgmlType::F16}, {"bf16", GgmlType::BF16}, {"q8_0", GgmlType::Q8_0}};
+      auto type = types.find(o.gguf_type);
+      if (type == types.end())
+        throw Error(ErrorCode::InvalidArgument, fmt::format("gguf type '{}' is not f32, f16, bf16 or q8_0", o.gguf_type));
+      uint64_t layers = 0;
+      while (s.find(fmt::format("model.layers.{}.input_layernorm.weight", layers))) ++layers;
+      GgufMetadata meta = {
+          {"general.architecture", std::string("llama")},
+          {"llama.embedding_length", uint32_t(embed[1])},
+          {"llama.block_count", uint32_t(layers)},
+          {"llama.feed_forward_length", uint32_t(shape_of(s, "model.layers.0.mlp.gate_proj.weight")[0])},
+          {"llama.attention.head_count", uint32_t(h.heads)},
+          {"llama.attention.head_count_kv", uint32_t(h.kv_heads)},
+          {"llama.context_length", uint32_t(h.seq_len ? h.seq_len : 2048)},
+          {"llama.vocab_size", uint32_t(embed[0])},
+      };
+      std::vector<GgufWriteEntry> entries;
+      for (const TensorInfo& t : s.tensors())
+        entries.push_back({t.name, t.shape, t.shape.size() == 2 ? type->second : GgmlType::F32});
+      GgufStreamWriter writer(out, entries, meta, GgufWriteOptions{.hf_llama = true});
+      for (const TensorInfo& t : s.tensors()) {
+        TensorView v = s.load(t, DType::F32);
+        writer.write_tensor(v);
+        written += v.nbytes();
+      }
+      writer.finish();
+      return written;
+    }
+    case CheckpointFormat::Llama2c: {
+      const LlamaHeads h = llama_heads_from_metadata(s, o.heads);
+      if (!h.heads || !h.seq_len)
+        throw Error(ErrorCode::InvalidArgument,
+                    "attention heads and sequence length are unknown: pass --heads and --seq-len", s.origin());
+      const Shape embed = shape_of(s, "model.embed_tokens.weight");
+      Llama2cHeader header;
+      header.version = o.llama2c_version;
+      header.dim = embed[1];
+      header.hidden_dim = shape_of(s, "model.layers.0.mlp.gate_proj.weight")[0];
+      while (s.find(fmt::format("model.layers.{}.input_layernorm.weight", header.n_layers))) ++header.n_layers;
+      header.n_heads = h.heads;
+      header.n_kv_heads = h.kv_heads;
+      header.vocab_size = embed[0];
+      header.seq_len = h.seq_len;
+      header.shared_classifier = s.find("lm_head.weight") == nullptr;
+      header.group_size = o.llama2c_group;
+      auto tensors = load_all(s, DType::F32);
+      write_llama2c(out, header, tensors);
+      for (const auto& [n, v] : tensors) written += v.nbytes();
+      return written;
+    }
+  }
+  return written;
+}
+
+}  // namespace wl

@@ -1,0 +1,33 @@
+// The ggml tensor types: names, block geometry, and how weightloader reads each one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "weightloader/formats/gguf.hpp"
+#include "weightloader/source.hpp"
+
+namespace wl::gguf {
+
+struct GgmlTypeTraits {
+  GgmlType type;
+  std::string_view name;
+  uint64_t block_elems;  // elements per block (1 for plain types)
+  uint64_t block_bytes;  // bytes per block
+};
+
+// The traits of type number `id`; null when it is not a ggml type.
+const GgmlTypeTraits* ggml_type_traits(uint32_t id);
+
+// The dtype of a plain (unquantised) type weightloader reads raw.
+std::optional<DType> ggml_raw_dtype(GgmlType type);
+// The F32 decoder of a quantised type weightloader reads; null for the others.
+std::shared_ptr<const Decoder> ggml_decoder(GgmlType type);
+
+// Quantises `n` floats (a multiple of 32, all finite) into n / 32 Q8_0 blocks of 34 bytes.
+void quantize_q8_0(const float* x, uint64_t n, std::byte* out);
+
+}  // namespace wl::gguf

@@ -1,0 +1,331 @@
+// Writing GGUF v3 files: the header first, then each tensor's bytes, converted or quantised, as
+// they arrive.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "core/file.hpp"
+#include "formats/gguf/ggml_types.hpp"
+#include "weightloader/convert.hpp"
+#include "weightloader/error.hpp"
+
+namespace wl {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "GGUF fields are written straight from memory");
+
+constexpr uint64_t kBatchElems = 1 << 20;  // elements converted per write
+
+// The header's bytes, built in memory (it is small next to the tensors).
+class Bytes {
+ public:
+  template <typename T>
+  void put(T value) {
+    const auto* p = reinterpret_cast<const char*>(&value);
+    data_.append(p, sizeof value);
+  }
+  void put_string(std::string_view s) {
+    put<uint64_t>(s.size());
+    data_.append(s);
+  }
+  template <typename T>
+  void put_all(const std::vector<T>& v) {
+    data_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  void pad_to(uint64_t alignment) { data_.append((alignment - data_.size() % alignment) % alignment, '\0'); }
+  const std::string& data() const noexcept { return data_; }
+
+ private:
+  std::string data_;
+};
+
+void put_array(Bytes& out, const GgufArray& a);
+
+// A value without its type tag.
+void put_payload(Bytes& out, const GgufValue& value) {
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) out.put_string(v);
+        else if constexpr (std::is_same_v<T, GgufArray>) put_array(out, v);
+        else if constexpr (std::is_same_v<T, bool>) out.put<uint8_t>(v ? 1 : 0);
+        else out.put(v);
+      },
+      value);
+}
+
+void put_array(Bytes& out, const GgufArray& a) {
+  out.put<uint32_t>(static_cast<uint32_t>(a.type()));
+  out.put<uint64_t>(a.size());
+  std::visit(
+      [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        if constexpr (std::is_same_v<T, std::string>) {
+          for (const std::string& s : v) out.put_string(s);
+        } else if constexpr (std::is_same_v<T, GgufArray>) {
+          for (const GgufArray& inner : v) put_array(out, inner);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          for (bool b : v) out.put<uint8_t>(b ? 1 : 0);
+        } else {
+          out.put_all(v);
+        }
+      },
+      a.elements);
+}
+
+uint64_t alignment_of(const GgufMetadata& metadata, const std::string& path) {
+  const auto it = metadata.find("general.alignment");
+  if (it == metadata.end()) return kGgufDefaultAlignment;
+  const auto* a = std::get_if<uint32_t>(&it->second);
+  if (!a || *a == 0 || !std::has_single_bit(*a) || *a > kGgufMaxAlignment)
+    throw Error(ErrorCode::GgufBadAlignment,
+                fmt::format("general.alignment is {} ({}); it must be a UINT32 power of two up to {}",
+                            gguf_value_to_string(it->second), gguf_type_name(gguf_value_type(it->second)),
+                            kGgufMaxAlignment),
+                path);
+  return *a;
+}
+
+uint64_t metadata_heads(const GgufMetadata& metadata, std::string_view key, const std::string& path,
+                        const std::string& tensor) {
+  const auto it = metadata.find(key);
+  const auto n = it == metadata.end() ? std::nullopt : gguf_value_to_uint(it->second);
+  if (!n || *n == 0)
+    throw Error(ErrorCode::GgufHeadCount,
+                fmt::format("{} must be a positive integer in the metadata to store q/k rows interleaved", key), path,
+                tensor);
+  return *n;
+}
+
+// Where and how one entry is stored.
+struct Planned {
+  std::string stored_name;
+  uint64_t offset = 0;            // in the data section
+  uint64_t nbytes = 0;
+  std::vector<uint64_t> from_row;  // stored row j comes from input row from_row[j]; empty = same order
+};
+
+}  // namespace
+
+struct GgufStreamWriter::State {
+  std::string path;
+  std::vector<GgufWriteEntry> entries;
+  std::vector<Planned> plan;
+  uint64_t alignment = kGgufDefaultAlignment;
+  AtomicFileWriter out;
+  uint64_t data_written = 0;  // bytes of the data section written so far
+  size_t next = 0;
+  bool finished = false;
+
+  explicit State(std::string p) : path(std::move(p)), out(path) {}
+
+  void write_padded_to(uint64_t data_offset) {
+    static const std::vector<char> zeros(kGgufMaxAlignment, '\0');
+    out.write(zeros.data(), data_offset - data_written);
+    data_written = data_offset;
+  }
+  void encode(const std::byte* in, DType from, uint64_t elems, const GgufWriteEntry& entry);
+};
+
+namespace {
+
+// Checks the entries and lays them out; names are mapped when writing a Hugging Face Llama.
+std::vector<Planned> plan_entries(const std::vector<GgufWriteEntry>& entries, const GgufMetadata& metadata,
+                                  const GgufWriteOptions& options, uint64_t alignment, const std::string& path) {
+  std::vector<Planned> plan;
+  std::unordered_set<std::string> names;
+  uint64_t offset = 0;
+  for (const GgufWriteEntry& e : entries) {
+    Planned p;
+    p.stored_name = options.hf_llama ? hf_llama_name_to_gguf(e.name).value_or(e.name) : e.name;
+    if (e.type != GgmlType::F32 && e.type != GgmlType::F16 && e.type != GgmlType::BF16 && e.type != GgmlType::Q8_0)
+      throw Error(ErrorCode::InvalidArgument,
+                  fmt::format("cannot write {} tensors (only F32, F16, BF16 and Q8_0)", ggml_type_name(e.type)), path,
+                  e.name);
+    if (p.stored_name.size() > kGgufMaxNameBytes)
+      throw Error(ErrorCode::GgufNameTooLong,
+                  fmt::format("name '{}' is {} bytes long; ggml allows at most {}", p.stored_name,
+                              p.stored_name.size(), kGgufMaxNameBytes),
+                  path, e.name);
+    if (!names.insert(p.stored_name).second)
+      throw Error(ErrorCode::DuplicateTensorName, fmt::format("stored name '{}' given twice", p.stored_name), path,
+                  e.name);
+    if (e.shape.size() > kGgufMaxDims)
+      throw Error(ErrorCode::GgufTooManyDims,
+                  fmt::format("shape {} has more than {} dimensions", shape_to_string(e.shape), kGgufMaxDims), path,
+                  e.name);
+    const gguf::GgmlTypeTraits& traits = *gguf::ggml_type_traits(static_cast<uint32_t>(e.type));
+    const uint64_t row = e.shape.empty() ? 1 : e.shape.back();
+    if (row % traits.block_elems != 0)
+      throw Error(ErrorCode::GgufRowNotBlockMultiple,
+                  fmt::format("the last dimension, {}, is not a multiple of {}'s block of {}", row, traits.name,
+                              traits.block_elems),
+                  path, e.name);
+    const uint64_t numel = shape_numel(e.shape);
+    uint64_t padded_end = 0;
+    if (__builtin_mul_overflow(numel / traits.block_elems, traits.block_bytes, &p.nbytes) ||
+        __builtin_add_overflow(offset, p.nbytes, &padded_end) ||
+        __builtin_add_overflow(padded_end, alignment - 1, &padded_end))
+      throw Error(ErrorCode::ValidationOverflow, "the data section would be more than 2^64 bytes", path, e.name);
+    p.offset = offset;
+    offset = padded_end / alignment * alignment;
+    if (options.hf_llama) {
+      const bool q = e.name.find(".self_attn.q_proj.") != std::string::npos;
+      const bool k = e.name.find(".self_attn.k_proj.") != std::string::npos;
+      if ((q || k) && !e.shape.empty()) {
+        const uint64_t heads = k && metadata.count("llama.attention.head_count_kv")
+                                   ? metadata_heads(metadata, "llama.attention.head_count_kv", path, e.name)
+                                   : metadata_heads(metadata, "llama.attention.head_count", path, e.name);
+        if (e.type == GgmlType::Q8_0 && e.shape[0] > 0 && numel / e.shape[0] % traits.block_elems != 0)
+          throw Error(ErrorCode::InvalidArgument,
+                      "Q8_0 rows must be whole blocks to be stored in the interleaved rotary layout", path, e.name);
+        try {
+          p.from_row = rotary_interleaved_to_hf_rows(e.shape[0], heads, /*inverse=*/true);
+        } catch (const Error& err) {
+          throw Error(err.code(), err.message(), path, e.name);
+        }
+      }
+    }
+    plan.push_back(std::move(p));
+  }
+  return plan;
+}
+
+std::string build_header(const std::vector<GgufWriteEntry>& entries, const std::vector<Planned>& plan,
+                         const GgufMetadata& metadata, uint64_t alignment, const std::string& path) {
+  Bytes out;
+  out.put<uint32_t>(0x46554747);  // "GGUF" read as a little-endian u32
+  out.put<uint32_t>(3);
+  out.put<uint64_t>(entries.size());
+  out.put<uint64_t>(metadata.size());
+  for (const auto& [key, value] : metadata) {
+    if (key.empty()) throw Error(ErrorCode::GgufEmptyKey, "a metadata key is empty", path);
+    out.put_string(key);
+    out.put<uint32_t>(static_cast<uint32_t>(gguf_value_type(value)));
+    put_payload(out, value);
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    out.put_string(plan[i].stored_name);
+    out.put<uint32_t>(static_cast<uint32_t>(entries[i].shape.size()));
+    for (auto d = entries[i].shape.rbegin(); d != entries[i].shape.rend(); ++d) out.put<uint64_t>(*d);
+    out.put<uint32_t>(static_cast<uint32_t>(entries[i].type));
+    out.put<uint64_t>(plan[i].offset);
+  }
+  out.pad_to(alignment);
+  return out.data();
+}
+
+}  // namespace
+
+void GgufStreamWriter::State::encode(const std::byte* in, DType from, uint64_t elems, const GgufWriteEntry& entry) {
+  if (entry.type != GgmlType::Q8_0) {
+    const DType to = *gguf::ggml_raw_dtype(entry.type);
+    std::vector<std::byte> bytes(elems * dtype_size(to));
+    convert(from, in, to, bytes.data(), elems);
+    out.write(bytes.data(), bytes.size());
+    data_written += bytes.size();
+    return;
+  }
+  std::vector<float> values(elems);
+  convert(from, in, DType::F32, values.data(), elems);
+  for (uint64_t i = 0; i < elems; ++i)
+    if (!std::isfinite(values[i]))
+      throw Error(ErrorCode::InvalidArgument, fmt::format("cannot quantise {} to Q8_0", values[i]), path, entry.name);
+  std::vector<std::byte> blocks(elems / 32 * 34);
+  gguf::quantize_q8_0(values.data(), elems, blocks.data());
+  out.write(blocks.data(), blocks.size());
+  data_written += blocks.size();
+}
+
+GgufStreamWriter::GgufStreamWriter(std::string path, std::vector<GgufWriteEntry> entries,
+                                   const GgufMetadata& metadata, GgufWriteOptions options) {
+  const uint64_t alignment = alignment_of(metadata, path);
+  if (options.hf_llama) {
+    const auto it = metadata.find("general.architecture");
+    const auto* arch = it == metadata.end() ? nullptr : std::get_if<std::string>(&it->second);
+    if (!arch || *arch != "llama")
+      throw Error(ErrorCode::InvalidArgument,
+                  "writing a Hugging Face Llama needs general.architecture = \"llama\" in the metadata", path);
+  }
+  std::vector<Planned> plan = plan_entries(entries, metadata, options, alignment, path);
+  const std::string header = build_header(entries, plan, metadata, alignment, path);
+  state_ = std::make_unique<State>(std::move(path));
+  state_->entries = std::move(entries);
+  state_->plan = std::move(plan);
+  state_->alignment = alignment;
+  state_->out.write(header.data(), header.size());
+}
+
+GgufStreamWriter::~GgufStreamWriter() = default;
+
+void GgufStreamWriter::write_tensor(const TensorView& tensor) {
+  State& s = *state_;
+  if (s.finished) throw Error(ErrorCode::InvalidArgument, "write_tensor() after finish()", s.path);
+  if (s.next >= s.entries.size())
+    throw Error(ErrorCode::InvalidArgument, "write_tensor() after every declared tensor was written", s.path);
+  const GgufWriteEntry& entry = s.entries[s.next];
+  const Planned& plan = s.plan[s.next];
+  if (!tensor.defined()) throw Error(ErrorCode::InvalidArgument, "tensor has no data", s.path, entry.name);
+  if (tensor.shape() != entry.shape)
+    throw Error(ErrorCode::ShapeMismatch,
+                fmt::format("tensor has shape {} but was declared {}", shape_to_string(tensor.shape()),
+                            shape_to_string(entry.shape)),
+                s.path, entry.name);
+  const TensorView src = tensor.is_contiguous() ? tensor : tensor.to(tensor.dtype());
+  const uint64_t numel = src.numel();
+  const uint64_t rows = entry.shape.empty() ? 1 : entry.shape[0];
+  if (numel > 0) {
+    const size_t esize = dtype_size(src.dtype());
+    const uint64_t row_elems = numel / rows;
+    // Batches of whole rows that are also whole Q8_0 blocks (the last batch is, as numel is).
+    const uint64_t unit = entry.type == GgmlType::Q8_0 ? 32 : 1;
+    const uint64_t unit_rows = unit / std::gcd(unit, row_elems);
+    const uint64_t batch_rows = (std::max<uint64_t>(1, kBatchElems / row_elems) + unit_rows - 1) / unit_rows * unit_rows;
+    std::vector<std::byte> gathered;
+    for (uint64_t r0 = 0; r0 < rows; r0 += batch_rows) {
+      const uint64_t n = std::min(batch_rows, rows - r0);
+      const std::byte* in = src.raw() + r0 * row_elems * esize;
+      if (!plan.from_row.empty()) {
+        gathered.resize(n * row_elems * esize);
+        for (uint64_t r = 0; r < n; ++r)
+          std::memcpy(gathered.data() + r * row_elems * esize, src.raw() + plan.from_row[r0 + r] * row_elems * esize,
+                      row_elems * esize);
+        in = gathered.data();
+      }
+      s.encode(in, src.dtype(), n * row_elems, entry);
+    }
+  }
+  s.write_padded_to((plan.offset + plan.nbytes + s.alignment - 1) / s.alignment * s.alignment);
+  ++s.next;
+}
+
+void GgufStreamWriter::finish() {
+  State& s = *state_;
+  if (s.finished) throw Error(ErrorCode::InvalidArgument, "finish() called twice", s.path);
+  if (s.next != s.entries.size())
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("only {} of the {} declared tensors were written", s.next, s.entries.size()), s.path,
+                s.entries[s.next].name);
+  s.out.commit();
+  s.finished = true;
+}
+
+void write_gguf(const std::string& path, const std::vector<GgufWriteTensor>& tensors, const GgufMetadata& metadata,
+                GgufWriteOptions options) {
+  std::vector<GgufWriteEntry> entries;
+  entries.reserve(tensors.size());
+  for (const GgufWriteTensor& t : tensors) {
+    if (!t.tensor.defined()) throw Error(ErrorCode::InvalidArgument, "tensor has no data", path, t.name);
+    entries.push_back({t.name, t.tensor.shape(), t.type});
+  }
+  GgufStreamWriter writer(path, std::move(entries), metadata, options);
+  for (const GgufWriteTensor& t : tensors) writer.write_tensor(t.tensor);
+  writer.finish();
+}
+
+}  // namespace wl

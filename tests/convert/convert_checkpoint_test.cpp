@@ -1,0 +1,103 @@
+// Conversions between formats give back the same tensors (exactly, for lossless targets).
+#include "weightloader/convert_checkpoint.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "test_util.hpp"
+#include "weightloader/registry.hpp"
+#include "weightloader/synth.hpp"
+
+namespace wl {
+namespace {
+
+std::unique_ptr<WeightSource> open(const std::string& path, const std::string& loader = "local", Kwargs kw = {}) {
+  return WeightLoaderRegistry::global().create(loader, kw)->get_weights(path);
+}
+
+void expect_same_tensors(const WeightSource& a, const WeightSource& b) {
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  for (const TensorInfo& t : a.tensors()) {
+    const TensorInfo* u = b.find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    ASSERT_EQ(t.shape, u->shape) << t.name;
+    TensorView x = a.load(t, DType::F32), y = b.load(*u, DType::F32);
+    ASSERT_EQ(std::memcmp(x.raw(), y.raw(), x.nbytes()), 0) << t.name;
+  }
+}
+
+class ConvertCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SynthOptions o;
+    o.shape = LlamaShape::preset("tiny");
+    write_synthetic_llama(dir.file("src"), o);
+    source = open(dir.file("src"), "hf");
+  }
+  test::TempDir dir;
+  std::unique_ptr<WeightSource> source;
+};
+
+TEST_F(ConvertCheckpoint, ToGgufF32AndBackIsExact) {
+  ConvertOptions o;
+  o.to = CheckpointFormat::Gguf;
+  o.gguf_type = "f32";
+  convert_checkpoint(*source, dir.file("m.gguf"), o);
+  auto back = open(dir.file("m.gguf"));
+  EXPECT_EQ(back->format(), "gguf");
+  expect_same_tensors(*source, *back);
+}
+
+TEST_F(ConvertCheckpoint, ToLlama2cAndBackIsExact) {
+  for (int version : {0, 1}) {
+    ConvertOptions o;
+    o.to = CheckpointFormat::Llama2c;
+    o.llama2c_version = version;
+    const std::string out = dir.file("m" + std::to_string(version) + ".bin");
+    convert_checkpoint(*source, out, o);
+    auto back = open(out);
+    EXPECT_EQ(back->format(), "llama2c");
+    expect_same_tensors(*source, *back);
+  }
+}
+
+TEST_F(ConvertCheckpoint, ToCustomBinaryAndSafetensorsAndBack) {
+  ConvertOptions cb;
+  cb.to = CheckpointFormat::CustomBinary;
+  convert_checkpoint(*source, dir.file("cb"), cb);
+  expect_same_tensors(*source, *open(dir.file("cb"), "custom_binary"));
+  ConvertOptions st;
+  convert_checkpoint(*source, dir.file("st"), st);
+  expect_same_tensors(*source, *open(dir.file("st"), "hf"));
+}
+
+TEST_F(ConvertCheckpoint, UnknownHeadsIsAClearError) {
+  ConvertOptions cb;
+  cb.to = CheckpointFormat::CustomBinary;
+  convert_checkpoint(*source, dir.file("cb"), cb);  // the custom format has no config
+  ConvertOptions o;
+  o.to = CheckpointFormat::Gguf;
+  const std::string msg =
+      test::expect_error(ErrorCode::InvalidArgument, [&] { convert_checkpoint(*open(dir.file("cb"), "custom_binary"), dir.file("x.gguf"), o); });
+  EXPECT_NE(msg.find("--heads"), std::string::npos);
+  test::expect_error(ErrorCode::InvalidArgument, [] { parse_checkpoint_format("onnx"); });
+}
+
+TEST(ConvertReference, Stories260kThroughEveryFormatKeepsItsTensors) {
+  WL_REQUIRE_TESTDATA();
+  test::TempDir dir;
+  auto original = open((test::testdata_dir() / "llama2c-stories260K" / "stories260K.bin").string());
+  ConvertOptions st;
+  convert_checkpoint(*original, dir.file("st"), st);
+  auto as_st = open(dir.file("st"));
+  expect_same_tensors(*original, *as_st);
+  ConvertOptions gg;
+  gg.to = CheckpointFormat::Gguf;
+  gg.gguf_type = "f32";
+  convert_checkpoint(*original, dir.file("m.gguf"), gg);  // heads from the llama2.c header
+  expect_same_tensors(*original, *open(dir.file("m.gguf")));
+}
+
+}  // namespace
+}  // namespace wl

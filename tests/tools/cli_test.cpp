@@ -1,0 +1,115 @@
+// The `weightloader` command as a user runs it: exit codes, stdout, stderr.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+
+namespace wl {
+namespace {
+
+struct CliRun {
+  int status;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun cli(const std::string& args) {
+  const std::string cmd = std::string(WL_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+CliRun cli_stdout(const std::string& args) {
+  return cli(args + " 2>/dev/null");
+}
+
+TEST(Cli, HelpOnEveryCommand) {
+  for (const char* c : {"", "inspect", "load", "loaders", "synth"}) {
+    CliRun r = cli(std::string(c) + " --help");
+    EXPECT_EQ(r.status, 0) << c << ": " << r.out;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << c;
+  }
+  EXPECT_NE(cli("").status, 0);  // a subcommand is required
+}
+
+TEST(Cli, SynthInspectLoadRoundTrip) {
+  test::TempDir dir;
+  const std::string m = dir.file("m");
+  ASSERT_EQ(cli("synth " + m + " --preset tiny --shards 2").status, 0);
+  CliRun inspect = cli_stdout("inspect " + m + " --json");
+  ASSERT_EQ(inspect.status, 0) << inspect.out;
+  const auto j = nlohmann::json::parse(inspect.out);
+  EXPECT_EQ(j["format"], "safetensors");
+  EXPECT_EQ(j["total_tensors"], 21);
+  EXPECT_EQ(j["tensors"][0]["name"], "model.embed_tokens.weight");
+  EXPECT_EQ(j["tensors"][0]["shape"], nlohmann::json::array({512, 64}));
+
+  CliRun load = cli_stdout("load " + m + " --dtype bf16 --json");
+  ASSERT_EQ(load.status, 0) << load.out;
+  const auto r = nlohmann::json::parse(load.out);
+  EXPECT_EQ(r["loaded"].size(), 21u);
+  EXPECT_EQ(r["converted"].size(), 21u);
+  EXPECT_EQ(r["bytes_read"], 2 * r["bytes_written"].get<uint64_t>());
+  EXPECT_GT(r["peak_rss_bytes"].get<uint64_t>(), 0u);
+
+  CliRun text = cli("load " + m + " --kw strip_prefix=model. --kw concurrency=1");
+  EXPECT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("loaded      21 tensors"), std::string::npos) << text.out;
+}
+
+TEST(Cli, CustomBinaryIsFoundByContent) {
+  test::TempDir dir;
+  const std::string m = dir.file("cb");
+  ASSERT_EQ(cli("synth " + m + " --preset tiny --format custom_binary").status, 0);
+  CliRun r = cli("inspect " + m);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("loader custom_binary"), std::string::npos) << r.out;
+}
+
+TEST(Cli, LoadersListsTheBuiltins) {
+  CliRun r = cli("loaders -v");
+  EXPECT_EQ(r.status, 0);
+  for (const char* name : {"local", "custom_binary", "hf", "file_pattern", "strip_prefix"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+}
+
+TEST(Cli, ErrorsAreMessagesWithNonZeroStatus) {
+  test::TempDir dir;
+  CliRun missing = cli("inspect " + dir.file("absent"));
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.out.find("FileNotFound"), std::string::npos) << missing.out;
+
+  CliRun unknown = cli("load " + dir.path().string() + " --loader nope");
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.out.find("available: "), std::string::npos) << unknown.out;
+
+  ASSERT_EQ(cli("synth " + dir.file("m") + " --preset tiny").status, 0);
+  CliRun badkw = cli("load " + dir.file("m") + " --kw colour=red");
+  EXPECT_EQ(badkw.status, 1);
+  EXPECT_NE(badkw.out.find("accepted:"), std::string::npos) << badkw.out;
+
+  CliRun notkv = cli("load " + dir.file("m") + " --kw novalue");
+  EXPECT_EQ(notkv.status, 1);
+
+  test::write_bytes(dir.file("junk.safetensors"), "this is not a checkpoint at all");
+  CliRun junk = cli("inspect " + dir.file("junk.safetensors"));
+  EXPECT_EQ(junk.status, 1);
+  EXPECT_NE(junk.out.find("junk.safetensors"), std::string::npos) << junk.out;
+
+  CliRun badpreset = cli("synth " + dir.file("x") + " --preset huge");
+  EXPECT_EQ(badpreset.status, 1);
+  EXPECT_NE(badpreset.out.find("presets: tiny"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace wl

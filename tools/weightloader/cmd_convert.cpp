@@ -1,0 +1,47 @@
+#include <fmt/format.h>
+
+#include "cli_common.hpp"
+#include "weightloader/convert_checkpoint.hpp"
+#include "weightloader/error.hpp"
+
+namespace wl::cli {
+
+void add_convert_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("convert", "convert a checkpoint of any readable format into safetensors, gguf, llama2c or custom_binary");
+  auto opts = std::make_shared<SourceOptions>();
+  struct Args {
+    std::string out, to = "safetensors", dtype, gguf_type = "f16";
+    int version = 1;
+    uint64_t group = 64, heads = 0, kv_heads = 0, seq_len = 0;
+  };
+  auto a = std::make_shared<Args>();
+  opts->add_to(*cmd);
+  cmd->add_option("out", a->out, "output: a directory (safetensors, custom_binary) or a file (gguf, llama2c)")->required();
+  cmd->add_option("--to", a->to, "safetensors, gguf, llama2c or custom_binary")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "safetensors: element type written (default: as stored)");
+  cmd->add_option("--gguf-type", a->gguf_type, "gguf: type of the matrices (f32, f16, bf16, q8_0)")->capture_default_str();
+  cmd->add_option("--llama2c-version", a->version, "llama2c: 0 (original), 1 (ak42 float32) or 2 (int8 groups)")->capture_default_str();
+  cmd->add_option("--group-size", a->group, "llama2c v2: values per quantisation group")->capture_default_str();
+  cmd->add_option("--heads", a->heads, "attention heads, when the source does not say (gguf, llama2c)");
+  cmd->add_option("--kv-heads", a->kv_heads, "key/value heads (default: --heads)");
+  cmd->add_option("--seq-len", a->seq_len, "maximum sequence length (llama2c)");
+  cmd->callback([opts, a] {
+    ConvertOptions o;
+    o.to = parse_checkpoint_format(a->to);
+    if (!a->dtype.empty()) {
+      o.dtype = parse_dtype_alias(a->dtype);
+      if (!o.dtype) throw Error(ErrorCode::InvalidArgument, fmt::format("unknown dtype '{}'", a->dtype));
+    }
+    o.gguf_type = a->gguf_type;
+    o.llama2c_version = a->version;
+    o.llama2c_group = a->group;
+    o.heads = {a->heads, a->kv_heads, a->seq_len};
+    auto loader = WeightLoaderRegistry::global().create(opts->loader_name(), opts->kwargs());
+    auto source = loader->get_weights(opts->path);
+    const uint64_t bytes = convert_checkpoint(*source, a->out, o);
+    fmt::print("converted {} tensors ({}) from {} to {} at {}\n", source->tensors().size(), human_bytes(bytes),
+               source->format(), a->to, a->out);
+  });
+}
+
+}  // namespace wl::cli
