@@ -63,7 +63,7 @@ def main():
         print(f"generating {ckpt} ...", file=sys.stderr)
         run([wl, "synth", ckpt, "--preset", args.preset, "--dtype", "f32"])
     size = os.path.getsize(path)
-    run(["cat", path])  # warm the page cache
+    subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
 
     cat = []
     for _ in range(args.runs):

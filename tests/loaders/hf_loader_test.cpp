@@ -134,5 +134,23 @@ TEST(HfDirectory, NoWeightsSaysWhatItLookedFor) {
   EXPECT_NE(msg.find("pytorch_model.bin.index.json"), std::string::npos);
 }
 
+TEST(HfDirectory, ReferenceTinyLlamaLoadsIntoBf16AndF32) {
+  WL_REQUIRE_TESTDATA();
+  const std::string dir = (test::testdata_dir() / "hf-tiny-random-llama-2").string();
+  auto loader = WeightLoaderRegistry::global().create("hf", {{"dtype", std::string("f32")}});
+  auto source = loader->get_weights(dir);
+  EXPECT_EQ(source->tensors().size(), 21u);  // 2 layers x 9 + embed + norm + lm_head
+  const TensorInfo& q = source->at("model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(q.dtype, DType::BF16);
+  EXPECT_EQ(q.shape, (Shape{16, 16}));
+  Model model = loader->mirror_model(*source);
+  LoadReport report = loader->load_weights(model, *source);
+  EXPECT_EQ(report.converted.size(), 21u);
+  // BF16 -> F32 is exact: every loaded value has zero low mantissa bits.
+  const TensorView& w = model.find("lm_head.weight")->data;
+  for (uint64_t i = 0; i < w.numel(); ++i) ASSERT_EQ(w.data<uint32_t>()[i] & 0xffffu, 0u);
+  EXPECT_NE(source->metadata().at("config.json").find("LlamaForCausalLM"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace wl

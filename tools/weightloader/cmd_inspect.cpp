@@ -41,7 +41,8 @@ void add_inspect_command(CLI::App& app) {
     }
     fmt::print("{} tensors, {} parameters, {} ({} bytes), format {}, loader {}\n", source->tensors().size(), params,
                human_bytes(source->total_bytes()), source->total_bytes(), source->format(), loader_name);
-    for (const auto& [k, v] : source->metadata()) fmt::print("metadata {} = {}\n", k, v);
+    for (const auto& [k, v] : source->metadata())
+      fmt::print("metadata {} = {}\n", k, v.find('\n') == std::string::npos ? v : fmt::format("({} bytes; --json shows it)", v.size()));
   });
 }
 

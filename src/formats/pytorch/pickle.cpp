@@ -277,7 +277,8 @@ class Unpickler {
 
   std::string describe_args(const std::vector<ObjId>& args) const {
     std::string out = "(";
-    for (size_t i = 0; i < args.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", kind_name(out_.objects[args[i]].kind));
+    for (size_t i = 0; i < args.size(); ++i)
+      out += fmt::format("{}{}", i ? ", " : "", kind_name(out_.objects[args[i]].kind));
     return out + ")";
   }
 

@@ -51,8 +51,8 @@ bool big_endian(const ZipArchive& zip, const std::string& top, const std::string
   const ZipEntry* e = zip.find(top + "/byteorder");
   if (!e) return false;  // written before the entry existed: little-endian
   if (e->size > kMaxByteorderBytes)
-    throw Error(ErrorCode::StorageInvalid, fmt::format("the byteorder entry is {} bytes; expected \"little\" or \"big\"", e->size),
-                path);
+    throw Error(ErrorCode::StorageInvalid,
+                fmt::format("the byteorder entry is {} bytes; expected \"little\" or \"big\"", e->size), path);
   const std::string order = zip.read(*e);
   if (order == "little") return false;
   if (order == "big") return true;

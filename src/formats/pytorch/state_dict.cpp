@@ -143,7 +143,8 @@ class Finder {
     }
     if (parts.empty()) return "nothing";
     const size_t total = dict.items.size() / 2;
-    return fmt::format("{}{}", fmt::join(parts, ", "), total > parts.size() ? fmt::format(" and {} more", total - parts.size()) : "");
+    const std::string more = total > parts.size() ? fmt::format(" and {} more", total - parts.size()) : "";
+    return fmt::format("{}{}", fmt::join(parts, ", "), more);
   }
 
   const Pickle& p_;

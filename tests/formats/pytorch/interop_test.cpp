@@ -37,7 +37,8 @@ class PytorchInterop : public ::testing::Test {
       skip_ = fmt::format("{} not found: cannot write checkpoints with torch", kPython);
       return;
     }
-    const int status = std::system(fmt::format("'{}' '{}' '{}' > '{}' 2>&1", kPython, script, dir_->path().string(), log).c_str());
+    const std::string command = fmt::format("'{}' '{}' '{}' > '{}' 2>&1", kPython, script, dir_->path().string(), log);
+    const int status = std::system(command.c_str());
     if (WIFEXITED(status) && WEXITSTATUS(status) == kNoTorch) {
       skip_ = "python3-torch is not installed (" + read_bytes(log) + ")";
       return;
@@ -99,7 +100,8 @@ TEST_F(PytorchInterop, RefusalsCarryTheirCodes) {
       ADD_FAILURE() << file << ": expected " << code << ", but it was read";
     } catch (const Error& err) {
       EXPECT_EQ(error_code_name(err.code()), code) << file << ": " << err.what();
-      for (const std::string part : e["contains"]) EXPECT_NE(err.message().find(part), std::string::npos) << file << ": \"" << part << "\" not in " << err.what();
+      for (const std::string part : e["contains"])
+        EXPECT_NE(err.message().find(part), std::string::npos) << file << ": \"" << part << "\" not in " << err.what();
     }
   }
   EXPECT_FALSE(std::filesystem::exists(manifest_["marker"].get<std::string>())) << "a pickle was executed";

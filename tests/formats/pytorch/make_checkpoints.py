@@ -119,6 +119,11 @@ views = {
 torch.save(views, path("views.pt"))
 expect("views.pt", views.items())
 
+# A module's own state_dict(): an OrderedDict whose _metadata attribute is pickled with BUILD.
+net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2).half())
+torch.save(net.state_dict(), path("module_state_dict.pt"))
+expect("module_state_dict.pt", net.state_dict().items())
+
 # A training checkpoint: the state dict under a key, beside an optimizer, numbers, strings and
 # an int beyond 64 bits; a nested dict and an nn.Parameter inside the state dict.
 lin = torch.nn.Linear(3, 2)
