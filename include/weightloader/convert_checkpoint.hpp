@@ -26,7 +26,8 @@ LlamaHeads llama_heads_from_metadata(const WeightSource& source, LlamaHeads over
 struct ConvertOptions {
   CheckpointFormat to = CheckpointFormat::Safetensors;
   std::optional<DType> dtype;   // safetensors: element type written (default: as stored)
-  std::string gguf_type = "f16"; // gguf: f32, f16, bf16 or q8_0 for matrices (norms stay F32)
+  std::string gguf_type = "f16"; // gguf: f32, f16, bf16 or q8_0 for matrices (norms stay F32;
+                                 // q8_0 matrices with rows not a multiple of 32 are written F16)
   int llama2c_version = 1;      // llama2.c: 0, 1 or 2
   uint64_t llama2c_group = 64;  // llama2.c v2 group size
   LlamaHeads heads;             // overrides for GGUF / llama2.c

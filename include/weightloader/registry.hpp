@@ -65,9 +65,16 @@ std::string kwarg_string(const Kwargs& kwargs, const std::string& name, const st
 int64_t kwarg_int(const Kwargs& kwargs, const std::string& name, int64_t fallback);
 bool kwarg_bool(const Kwargs& kwargs, const std::string& name, bool fallback);
 
-// The built-in loader that fits a path by its content: "custom_binary" for a meta.txt + model.bin
-// directory, else "local". FileNotFound if the path does not exist.
-std::string detect_loader(const std::string& path);
+// The built-in loader that fits a path, by content, and the kwargs it needs there:
+// a file → "local"; a meta.txt + model.bin directory → "custom_binary"; a Hugging Face style
+// directory (safetensors, an index, pytorch_model*.bin) → "hf"; another directory → "local" with
+// file_pattern selecting the first file whose content a format recognises (e.g. "*.gguf").
+// FileNotFound if the path does not exist.
+struct LoaderChoice {
+  std::string name;
+  Kwargs kwargs;
+};
+LoaderChoice detect_loader(const std::string& path);
 
 // Registers a loader into the global registry at static-initialisation time:
 //   static wl::LoaderRegistration reg("my_format", {...});

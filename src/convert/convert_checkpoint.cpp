@@ -128,8 +128,13 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
           {"llama.vocab_size", uint32_t(embed[0])},
       };
       std::vector<GgufWriteEntry> entries;
-      for (const TensorInfo& t : s.tensors())
-        entries.push_back({t.name, t.shape, t.shape.size() == 2 ? type->second : GgmlType::F32});
+      // Matrices take the requested type; vectors stay F32; a Q8_0 matrix whose rows are not whole
+      // 32-element blocks falls back to F16, as llama.cpp's converter does.
+      for (const TensorInfo& t : s.tensors()) {
+        GgmlType ty = t.shape.size() == 2 ? type->second : GgmlType::F32;
+        if (ty == GgmlType::Q8_0 && t.shape.back() % 32 != 0) ty = GgmlType::F16;
+        entries.push_back({t.name, t.shape, ty});
+      }
       GgufStreamWriter writer(out, entries, meta, GgufWriteOptions{.hf_llama = true});
       for (const TensorInfo& t : s.tensors()) {
         TensorView v = s.load(t, DType::F32);

@@ -1,20 +1,43 @@
+#include <algorithm>
 #include <filesystem>
 
 #include "weightloader/error.hpp"
+#include "weightloader/format.hpp"
 #include "weightloader/registry.hpp"
 
 namespace wl {
 
-std::string detect_loader(const std::string& path) {
+LoaderChoice detect_loader(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path p(path);
   if (!fs::exists(p, ec)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
-  const fs::path dir = fs::is_directory(p, ec) ? p : p.parent_path();
   const std::string name = p.filename().string();
-  if ((fs::is_directory(p, ec) || name == "meta.txt" || name == "model.bin") && fs::is_regular_file(dir / "meta.txt", ec))
-    return "custom_binary";
-  return "local";
+  if ((name == "meta.txt" || name == "model.bin") && fs::is_regular_file(p.parent_path() / "meta.txt", ec))
+    return {"custom_binary", {}};
+  if (!fs::is_directory(p, ec)) return {"local", {}};
+  if (fs::is_regular_file(p / "meta.txt", ec)) return {"custom_binary", {}};
+
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(p, ec))
+    if (e.is_regular_file(ec)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) {
+    const std::string n = f.filename().string();
+    if (n.ends_with(".safetensors") || n.ends_with(".index.json") ||
+        ((n.starts_with("pytorch_model") || n.starts_with("model")) && n.ends_with(".bin")))
+      return {"hf", {}};
+  }
+  for (const fs::path& f : files) {
+    const FileFormat* format = nullptr;
+    try {
+      format = detect_file_format(f.string());
+    } catch (const Error&) {
+      continue;  // unreadable files are not candidates
+    }
+    if (format) return {"local", {{"file_pattern", "*" + f.extension().string()}}};
+  }
+  return {"local", {}};  // reports that nothing matches
 }
 
 }  // namespace wl

@@ -113,3 +113,30 @@ TEST(Cli, ErrorsAreMessagesWithNonZeroStatus) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+TEST(Cli, AutoFindsTheFormatOfAnyDirectoryOrFile) {
+  WL_REQUIRE_TESTDATA();
+  test::TempDir dir;
+  const std::string st = dir.file("st"), gg = dir.file("gg");
+  ASSERT_EQ(cli("synth " + st + " --preset tiny").status, 0);
+  std::filesystem::create_directories(gg);
+  ASSERT_EQ(cli("convert " + st + " " + gg + "/m.gguf --to gguf --gguf-type q8_0").status, 0);
+  CliRun g = cli("load " + gg + " --dtype f32");  // a directory of GGUF files, no loader named
+  EXPECT_EQ(g.status, 0) << g.out;
+  EXPECT_NE(g.out.find("Q8_0->F32"), std::string::npos) << g.out;
+  CliRun h = cli("inspect " + st);
+  EXPECT_NE(h.out.find("loader hf"), std::string::npos) << h.out;
+  const std::string pt = (test::testdata_dir() / "pytorch-zip").string();
+  CliRun p = cli("inspect " + pt + "/candle_test.pt");
+  EXPECT_EQ(p.status, 0) << p.out;
+  EXPECT_NE(p.out.find("format pytorch"), std::string::npos) << p.out;
+  CliRun notckpt = cli("inspect " + (test::testdata_dir() / "llama2c-stories260K" / "tok512.bin").string());
+  EXPECT_EQ(notckpt.status, 1);
+  EXPECT_NE(notckpt.out.find("tried: safetensors, pytorch, gguf, llama2c"), std::string::npos) << notckpt.out;
+}
+
+}  // namespace
+}  // namespace wl

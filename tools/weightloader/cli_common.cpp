@@ -18,18 +18,16 @@ void SourceOptions::add_to(CLI::App& app) {
   app.add_option("--kw", kw, "loader kwarg key=value (repeatable), e.g. --kw dtype=bf16 --kw strip_prefix=model.");
 }
 
-Kwargs SourceOptions::kwargs() const {
-  Kwargs out;
+LoaderChoice SourceOptions::choice() const {
+  LoaderChoice c = loader == "auto" ? detect_loader(path) : LoaderChoice{loader, {}};
   for (const std::string& item : kw) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
       throw Error(ErrorCode::InvalidArgument, fmt::format("--kw '{}' is not of the form key=value", item));
-    out[item.substr(0, eq)] = item.substr(eq + 1);
+    c.kwargs[item.substr(0, eq)] = item.substr(eq + 1);
   }
-  return out;
+  return c;
 }
-
-std::string SourceOptions::loader_name() const { return loader == "auto" ? detect_loader(path) : loader; }
 
 std::string human_bytes(uint64_t bytes) {
   if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", bytes / double(1ull << 30));

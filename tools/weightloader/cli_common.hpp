@@ -18,8 +18,9 @@ struct SourceOptions {
   std::vector<std::string> kw;  // key=value
 
   void add_to(CLI::App& app);
-  Kwargs kwargs() const;            // InvalidArgument for an item without '='
-  std::string loader_name() const;  // "auto" resolved by content
+  // The loader to use ("auto" resolved by content) and its kwargs: --kw items, over the ones
+  // detection suggests. InvalidArgument for an item without '='.
+  LoaderChoice choice() const;
 };
 
 // A progress bar on stderr (bytes, GB/s, ETA) when stderr is a terminal and the work takes more

@@ -36,7 +36,8 @@ void add_convert_command(CLI::App& app) {
     o.llama2c_version = a->version;
     o.llama2c_group = a->group;
     o.heads = {a->heads, a->kv_heads, a->seq_len};
-    auto loader = WeightLoaderRegistry::global().create(opts->loader_name(), opts->kwargs());
+    const LoaderChoice choice = opts->choice();
+    auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
     auto source = loader->get_weights(opts->path);
     const uint64_t bytes = convert_checkpoint(*source, a->out, o);
     fmt::print("converted {} tensors ({}) from {} to {} at {}\n", source->tensors().size(), human_bytes(bytes),

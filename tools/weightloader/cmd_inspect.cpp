@@ -13,8 +13,9 @@ void add_inspect_command(CLI::App& app) {
   opts->add_to(*cmd);
   cmd->add_flag("--json", *json, "print JSON instead of a table");
   cmd->callback([opts, json] {
-    const std::string loader_name = opts->loader_name();
-    auto loader = WeightLoaderRegistry::global().create(loader_name, opts->kwargs());
+    const LoaderChoice choice = opts->choice();
+    const std::string& loader_name = choice.name;
+    auto loader = WeightLoaderRegistry::global().create(loader_name, choice.kwargs);
     auto source = loader->get_weights(opts->path);
     if (*json) {
       nlohmann::json j;

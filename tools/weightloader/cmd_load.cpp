@@ -20,10 +20,10 @@ void add_load_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", *quiet, "no progress bar");
   cmd->add_flag("-v,--verbose", *verbose, "list every name in the report");
   cmd->callback([=] {
-    Kwargs kwargs = opts->kwargs();
-    if (!dtype->empty()) kwargs["dtype"] = *dtype;
-    const std::string loader_name = opts->loader_name();
-    auto loader = WeightLoaderRegistry::global().create(loader_name, kwargs);
+    LoaderChoice choice = opts->choice();
+    if (!dtype->empty()) choice.kwargs["dtype"] = *dtype;
+    const std::string& loader_name = choice.name;
+    auto loader = WeightLoaderRegistry::global().create(loader_name, choice.kwargs);
     loader->options().io.progress = make_progress_bar(*quiet);
     auto source = loader->get_weights(opts->path);
     Model model = loader->mirror_model(*source);
