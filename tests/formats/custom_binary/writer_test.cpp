@@ -34,7 +34,7 @@ TensorView half_tensor(DType dtype, Shape shape) {
 
 std::vector<float> stored_floats(const std::string& bin, const TensorInfo& info) {
   std::vector<float> out(info.nbytes / sizeof(float));
-  std::memcpy(out.data(), bin.data() + info.offset, info.nbytes);
+  if (info.nbytes) std::memcpy(out.data(), bin.data() + info.offset, info.nbytes);
   return out;
 }
 

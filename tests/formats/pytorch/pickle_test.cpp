@@ -86,8 +86,10 @@ TEST(PytorchPickle, RebuildsTensorsAndStorages) {
   const std::string with_state = pk::global("torch._utils", "_rebuild_parameter_with_state") + pk::kMark +
                                  tensor_pickle(spec) + "\x89" + pk::ordered_dict({}) + pk::dict({{"tag", "K\x01"}}) +
                                  pk::kTuple + pk::kReduce;
-  const Pickle p = unpickle(
-      pk::proto(2) + pk::dict({{"a", tensor_pickle(spec)}, {"p", param}, {"s", with_state}}) + pk::kStop, kFile);
+  // The result views into the pickle's bytes (storage keys), so they must outlive it.
+  const std::string bytes =
+      pk::proto(2) + pk::dict({{"a", tensor_pickle(spec)}, {"p", param}, {"s", with_state}}) + pk::kStop;
+  const Pickle p = unpickle(bytes, kFile);
   const Object& root = p.at(p.root);
   ASSERT_EQ(item(p, root, 1).kind, Kind::Tensor);
   ASSERT_EQ(item(p, root, 3).kind, Kind::Tensor);
