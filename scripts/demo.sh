@@ -7,12 +7,13 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 preset="${1:-small}"
 out="$(mktemp -d "${TMPDIR:-/tmp}/weightloader-demo.XXXXXX")"
-trap 'rm -rf "$out"' EXIT
+trap 'rm -rf "$out" "$out.inspect"' EXIT
 wl=build/weightloader
 echo "== weightloader synth $out --preset $preset"
 $wl synth "$out" --preset "$preset"
 echo "== weightloader inspect (first lines)"
-$wl inspect "$out" | { head -n 12; tail -n 2; }
+$wl inspect "$out" > "$out.inspect"
+head -n 12 "$out.inspect"; echo "..."; grep " tensors, " "$out.inspect"
 echo "== weightloader loaders"
 $wl loaders
 echo "== weightloader load --dtype bf16"

@@ -82,8 +82,8 @@ void register_local_loader(WeightLoaderRegistry& registry) {
   registry.register_loader(
       "local",
       LoaderSpec{
-          .description = "a checkpoint file, or the files of a directory matching file_pattern (safetensors; "
-                         "an index.json restricts the load to the files it lists)",
+          .description = "a checkpoint file in any format, or the files of a directory matching file_pattern "
+                         "(formats found by content; an index.json restricts the load to the files it lists)",
           .kwargs = {{"file_pattern", KwType::String, "glob for the files to read in a directory (default *.safetensors)"}},
           .make = [](const Kwargs& kw) -> std::unique_ptr<WeightLoader> {
             return std::make_unique<LocalLoader>(kwarg_string(kw, "file_pattern", "*.safetensors"));
