@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "loaders/builtin_loaders.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/registry.hpp"
@@ -22,12 +23,8 @@ LoaderChoice detect_loader(const std::string& path) {
   for (const fs::directory_entry& e : fs::directory_iterator(p, ec))
     if (e.is_regular_file(ec)) files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  for (const fs::path& f : files) {
-    const std::string n = f.filename().string();
-    if (n.ends_with(".safetensors") || n.ends_with(".index.json") ||
-        ((n.starts_with("pytorch_model") || n.starts_with("model")) && n.ends_with(".bin")))
-      return {"hf", {}};
-  }
+  for (const fs::path& f : files)
+    if (is_hf_weights_file(f.filename().string())) return {"hf", {}};
   for (const fs::path& f : files) {
     const FileFormat* format = nullptr;
     try {

@@ -18,6 +18,25 @@ namespace wl {
 
 namespace {
 
+bool is_safetensors(const std::string& name) { return name.ends_with(".safetensors"); }
+
+// PyTorch weight files, without optimizer/scheduler/trainer state.
+bool is_pytorch_weights(const std::string& name) {
+  static const char* leftovers[] = {"optimizer", "scheduler", "training_args", "trainer_state", "rng_state", "scaler"};
+  for (const char* l : leftovers)
+    if (name.starts_with(l)) return false;
+  return name.ends_with(".bin") && (name.starts_with("pytorch_model") || name.starts_with("model"));
+}
+
+}  // namespace
+
+bool is_hf_weights_file(const std::string& name) {
+  return is_safetensors(name) || is_pytorch_weights(name) || name == "model.safetensors.index.json" ||
+         name == "pytorch_model.bin.index.json";
+}
+
+namespace {
+
 namespace fs = std::filesystem;
 
 std::vector<std::string> files_matching(const fs::path& dir, bool (*wanted)(const std::string&)) {
@@ -28,16 +47,6 @@ std::vector<std::string> files_matching(const fs::path& dir, bool (*wanted)(cons
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-bool is_safetensors(const std::string& name) { return name.ends_with(".safetensors"); }
-
-// PyTorch weight files, without optimizer/scheduler/trainer state.
-bool is_pytorch_weights(const std::string& name) {
-  static const char* leftovers[] = {"optimizer", "scheduler", "training_args", "trainer_state", "rng_state", "scaler"};
-  for (const char* l : leftovers)
-    if (name.starts_with(l)) return false;
-  return name.ends_with(".bin") && (name.starts_with("pytorch_model") || name.starts_with("model"));
 }
 
 // A file reached through the cache's symlinks must stay inside the model's cache folder.
