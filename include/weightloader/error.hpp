@@ -95,6 +95,10 @@ enum class ErrorCode {
   UnexpectedTensors,             // strict load found tensors no parameter takes
   DuplicateParameter,            // a model declares the same parameter twice
   DuplicateTarget,               // two checkpoint tensors map onto the same parameter
+  // inference engine
+  ConfigMissing,                 // no model configuration: no config.json, GGUF llama.* keys or llama.c header
+  ConfigInvalid,                 // a configuration field is missing, malformed, or one the engine cannot run
+  TokenizerNotFound,             // text in or out needs a tokenizer and none was given or found
 };
 
 std::string_view error_code_name(ErrorCode code);

@@ -6,13 +6,27 @@
 #include <unordered_map>
 #include <vector>
 
+#include "weightloader/source.hpp"
 #include "weightloader/tensor.hpp"
 
 namespace wl {
 
+// A part of a parameter filled from (a slice of) one checkpoint tensor: how vLLM's stacked
+// parameters (qkv_proj from q_proj, k_proj and v_proj) and tensor-parallel shards are declared.
+// The slice's rows land at `row_offset` along the parameter's dim 0; the slice's shape must be the
+// parameter's with dim 0 replaced by the slice's row count.
+struct ParameterShard {
+  std::string from;      // checkpoint tensor name, after the name mapping
+  Slice slice;           // default: the whole tensor
+  uint64_t row_offset = 0;
+};
+
 struct Parameter {
   std::string name;
   TensorView data;  // contiguous, writable; its shape and dtype are the parameter's
+  // Empty: the parameter is the whole checkpoint tensor of its own name. Otherwise every shard
+  // must be found for the parameter to count as loaded.
+  std::vector<ParameterShard> shards;
   const Shape& shape() const noexcept { return data.shape(); }
   DType dtype() const noexcept { return data.dtype(); }
 };
@@ -21,6 +35,8 @@ class Model {
  public:
   // Declares a parameter backed by fresh heap memory. DuplicateParameter if the name is taken.
   Parameter& add_parameter(const std::string& name, Shape shape, DType dtype);
+  // Declares a parameter filled from slices of other checkpoint tensors (see ParameterShard).
+  Parameter& add_parameter(const std::string& name, Shape shape, DType dtype, std::vector<ParameterShard> shards);
   // Declares a parameter backed by the caller's memory (contiguous and writable).
   Parameter& add_parameter(const std::string& name, TensorView memory);
 

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/file.hpp"
+#include "weightloader/engine/llama_config.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/custom_binary.hpp"
 #include "weightloader/formats/gguf.hpp"
@@ -43,6 +45,24 @@ std::vector<std::pair<std::string, TensorView>> load_all(const WeightSource& s, 
   std::vector<std::pair<std::string, TensorView>> out;
   for (const TensorInfo& t : s.tensors()) out.emplace_back(t.name, s.load(t, dtype));
   return out;
+}
+
+// The configuration the output's directory needs to be run: the source's config.json, or one
+// derived from its GGUF keys or llama2.c header. Nothing for a checkpoint that is not a Llama.
+void write_config_json(const WeightSource& s, const std::string& dir) {
+  std::string text;
+  if (auto it = s.metadata().find("config.json"); it != s.metadata().end()) {
+    text = it->second;
+  } else {
+    try {
+      text = llama_config_from_source(s).to_hf_config_json();
+    } catch (const Error&) {
+      return;
+    }
+  }
+  AtomicFileWriter file((fs::path(dir) / "config.json").string());
+  file.write(text.data(), text.size());
+  file.commit();
 }
 
 }  // namespace
@@ -93,15 +113,13 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
         written += v.nbytes();
       }
       writer.finish();
-      if (auto it = s.metadata().find("config.json"); it != s.metadata().end()) {
-        std::ofstream cfg(fs::path(out) / "config.json");
-        cfg << it->second;
-      }
+      write_config_json(s, out);
       return written;
     }
     case CheckpointFormat::CustomBinary: {
       auto tensors = load_all(s, DType::F32);
       write_custom_binary(out, tensors);
+      write_config_json(s, out);
       for (const auto& [n, v] : tensors) written += v.nbytes();
       return written;
     }

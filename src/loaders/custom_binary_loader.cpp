@@ -1,6 +1,7 @@
 #include <memory>
 
 #include "loaders/builtin_loaders.hpp"
+#include "loaders/config_json.hpp"
 #include "weightloader/formats/custom_binary.hpp"
 #include "weightloader/registry.hpp"
 
@@ -12,6 +13,7 @@ class CustomBinaryLoader : public WeightLoader {
  public:
   std::unique_ptr<WeightSource> get_weights(const std::string& path) override {
     Catalogue catalogue = read_custom_binary_catalogue(path);
+    attach_config_json(path, catalogue.metadata);
     return std::make_unique<WeightSource>("custom_binary", path, std::move(catalogue.tensors),
                                           std::move(catalogue.metadata));
   }

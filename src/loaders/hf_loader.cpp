@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "loaders/builtin_loaders.hpp"
+#include "loaders/config_json.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/hf_cache.hpp"
@@ -93,14 +94,14 @@ class HfLoader final : public WeightLoader {
       check_inside(index, root);
       Catalogue c = read_sharded_catalogue(index.string(), format);
       for (const TensorInfo& t : c.tensors) check_inside(t.file, root);
-      add_config(dir, c.metadata);
+      attach_config_json(dir, c.metadata);
       return std::make_unique<WeightSource>(format.name, dir.string(), std::move(c.tensors), std::move(c.metadata));
     };
     auto plain = [&](const std::vector<std::string>& files, const FileFormat& format) {
       for (const std::string& f : files) check_inside(f, root);
       std::unique_ptr<WeightSource> s = open_files(format, files, dir.string());
       std::map<std::string, std::string> metadata = s->metadata();
-      add_config(dir, metadata);
+      attach_config_json(dir, metadata);
       return std::make_unique<WeightSource>(s->format(), dir.string(), s->tensors(), std::move(metadata));
     };
     std::error_code ec;
@@ -114,15 +115,6 @@ class HfLoader final : public WeightLoader {
                 "no weights found: looked for model.safetensors.index.json, *.safetensors, pytorch_model.bin.index.json "
                 "and pytorch_model*.bin / model*.bin",
                 dir.string());
-  }
-
-  // config.json travels with the catalogue as metadata["config.json"], for engines that need it.
-  static void add_config(const fs::path& dir, std::map<std::string, std::string>& metadata) {
-    std::ifstream in(dir / "config.json");
-    if (!in) return;
-    std::ostringstream text;
-    text << in.rdbuf();
-    metadata["config.json"] = text.str();
   }
 
   std::string revision_;

@@ -42,7 +42,19 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) 
   report.source = source.origin();
   report.format = source.format();
 
-  std::unordered_map<std::string, std::string> taken;  // parameter → checkpoint name
+  // Where each checkpoint name goes: a parameter and which of its shards (-1: all of it).
+  struct Target {
+    Parameter* param;
+    int shard;
+  };
+  std::unordered_map<std::string, std::vector<Target>> targets;
+  for (Parameter& p : model.parameters()) {
+    if (p.shards.empty()) targets[p.name].push_back({&p, -1});
+    for (size_t i = 0; i < p.shards.size(); ++i) targets[p.shards[i].from].push_back({&p, int(i)});
+  }
+
+  std::map<std::pair<const Parameter*, int>, std::string> filled;  // target → checkpoint name
+  std::unordered_set<const Parameter*> listed;                     // in report.loaded / converted
   std::vector<ReadRequest> requests;
   std::vector<std::string> shape_errors;
   for (const TensorInfo& t : source.tensors()) {
@@ -51,38 +63,68 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) 
       report.skipped.push_back(t.name);
       continue;
     }
-    Parameter* p = model.find(*mapped);
-    if (!p) {
+    auto found = targets.find(*mapped);
+    if (found == targets.end()) {
       report.unexpected.push_back(t.name);
       continue;
     }
-    auto [it, fresh] = taken.emplace(p->name, t.name);
-    if (!fresh)
-      throw Error(ErrorCode::DuplicateTarget,
-                  fmt::format("checkpoint tensors '{}' and '{}' both map onto parameter '{}'", it->second, t.name, p->name),
-                  source.origin(), t.name);
-    if (p->shape() != t.shape) {
-      if (options_.allow_reshape && shape_numel(p->shape()) == t.numel()) {
-        report.reshaped.push_back({p->name, t.shape, p->shape()});
+    for (const Target& target : found->second) {
+      Parameter* p = target.param;
+      auto [it, fresh] = filled.emplace(std::pair<const Parameter*, int>(p, target.shard), t.name);
+      if (!fresh)
+        throw Error(ErrorCode::DuplicateTarget,
+                    fmt::format("checkpoint tensors '{}' and '{}' both map onto parameter '{}'", it->second, t.name, p->name),
+                    source.origin(), t.name);
+      ReadRequest request{&t, Slice{}, p->dtype(), p->data.raw()};
+      uint64_t elements = p->data.numel();
+      if (target.shard < 0) {
+        if (p->shape() != t.shape) {
+          if (options_.allow_reshape && shape_numel(p->shape()) == t.numel()) {
+            report.reshaped.push_back({p->name, t.shape, p->shape()});
+          } else {
+            shape_errors.push_back(fmt::format("'{}' is {} in the checkpoint but parameter '{}' is {}{}", t.name,
+                                               shape_to_string(t.shape), p->name, shape_to_string(p->shape()),
+                                               shape_numel(p->shape()) == t.numel() ? " (same element count: pass allow_reshape=true to accept)" : ""));
+            continue;
+          }
+        }
       } else {
-        shape_errors.push_back(fmt::format("'{}' is {} in the checkpoint but parameter '{}' is {}{}", t.name,
-                                           shape_to_string(t.shape), p->name, shape_to_string(p->shape()),
-                                           shape_numel(p->shape()) == t.numel() ? " (same element count: pass allow_reshape=true to accept)" : ""));
-        continue;
+        const ParameterShard& shard = p->shards[size_t(target.shard)];
+        const Shape got = WeightSource::slice_shape(t, shard.slice);
+        const Shape& want = p->shape();
+        const bool fits = !want.empty() && got.size() == want.size() &&
+                          std::equal(got.begin() + 1, got.end(), want.begin() + 1) && shard.row_offset <= want[0] &&
+                          got[0] <= want[0] - shard.row_offset;
+        if (!fits) {
+          shape_errors.push_back(fmt::format("'{}' (slice [{}, {}) of dim {}) is {} but must fill rows from {} of parameter '{}' {}",
+                                             t.name, shard.slice.begin, std::min(shard.slice.end, t.shape.empty() ? 0 : t.shape[shard.slice.dim]),
+                                             shard.slice.dim, shape_to_string(got), shard.row_offset, p->name,
+                                             shape_to_string(want)));
+          continue;
+        }
+        elements = shape_numel(got);
+        request.slice = shard.slice;
+        const uint64_t row_elements = want[0] ? p->data.numel() / want[0] : 0;
+        request.dst = p->data.raw() + shard.row_offset * row_elements * dtype_size(p->dtype());
       }
+      if (listed.insert(p).second) {
+        if (t.stored_type() != dtype_name(p->dtype())) report.converted.push_back({p->name, t.stored_type(), p->dtype()});
+        report.loaded.push_back(p->name);
+      }
+      requests.push_back(request);
+      report.bytes_written += elements * dtype_size(p->dtype());
     }
-    if (t.stored_type() != dtype_name(p->dtype())) report.converted.push_back({p->name, t.stored_type(), p->dtype()});
-    requests.push_back(ReadRequest{&t, Slice{}, p->dtype(), p->data.raw()});
-    report.loaded.push_back(p->name);
-    report.bytes_written += p->data.nbytes();
   }
   if (!shape_errors.empty())
     throw Error(ErrorCode::ShapeMismatch,
                 fmt::format("{} shape mismatch{}: {}", shape_errors.size(), shape_errors.size() == 1 ? "" : "es",
                             fmt::join(shape_errors, "; ")),
                 source.origin());
-  for (const Parameter& p : model.parameters())
-    if (!taken.count(p.name)) report.missing.push_back(p.name);
+  for (const Parameter& p : model.parameters()) {
+    if (p.shards.empty() && !filled.count({&p, -1})) report.missing.push_back(p.name);
+    for (size_t i = 0; i < p.shards.size(); ++i)
+      if (!filled.count({&p, int(i)})) report.missing.push_back(fmt::format("{} (from {})", p.name, p.shards[i].from));
+  }
 
   if (options_.strict && (!report.missing.empty() || !report.unexpected.empty())) {
     const std::string hint = prefix_hint(report.unexpected, report.missing);

@@ -1,0 +1,83 @@
+// vLLM's entry point: LLM(model, weight_loader, weight_loader_kwargs) loads a Llama-family model
+// through any registered loader and generates from it on the CPU. The engine exists to make a
+// load's correctness visible (its output matches other implementations' exactly), while being
+// a real engine: KV cache, multithreaded products, tensor parallelism inside one process.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "weightloader/dtype.hpp"
+#include "weightloader/engine/llama_config.hpp"
+#include "weightloader/registry.hpp"
+#include "weightloader/report.hpp"
+#include "weightloader/tokenizer.hpp"
+
+namespace wl {
+
+struct LLMOptions {
+  std::string model;                    // a path (file or directory) or a cached Hugging Face model id
+  std::string weight_loader = "auto";   // a registered loader, or "auto" to pick one by content
+  Kwargs weight_loader_kwargs;          // passed to the loader (file_pattern, strip_prefix, io, ...)
+  DType dtype = DType::F32;             // how weights are stored: F32, BF16 or F16 (computed in F32)
+  unsigned tensor_parallel_size = 1;    // ranks, each holding and reading only its slice
+  std::string tokenizer;                // a tokenizer file; empty: the one found beside the model
+  unsigned threads = 0;                 // compute threads; 0 = one per core
+  IoOptions io;                         // loading: concurrency, progress
+};
+
+struct SamplingParams {
+  uint32_t max_tokens = 256;   // tokens to generate (vLLM's max_tokens)
+  float temperature = 1.0f;    // 0 = greedy
+  float top_p = 0.9f;          // nucleus sampling when in (0, 1)
+  uint64_t seed = 0;           // 0 = from the clock
+  bool return_logits = false;  // keep the logits of every position
+  bool stop_at_eos = true;     // stop at EOS (and, as llama2.c, at BOS)
+  // Called with each piece of text as it is produced (the prompt's pieces too), e.g. to print it.
+  std::function<void(const std::string& piece)> stream;
+};
+
+struct GenerationOutput {
+  std::vector<int32_t> prompt_token_ids;
+  std::vector<int32_t> token_ids;             // generated
+  std::string text;                           // the prompt then the generated text, as llama2.c's run prints it
+  std::vector<std::vector<float>> logits;     // when asked: logits[i] predicts the token after position i
+  double tokens_per_second = 0;               // generated tokens over the time spent generating them
+};
+
+class LlamaEngine;
+
+class LLM {
+ public:
+  // Loads the model; throws wl::Error (ConfigMissing, ConfigInvalid, load errors...).
+  explicit LLM(LLMOptions options);
+  ~LLM();
+  LLM(const LLM&) = delete;
+  LLM& operator=(const LLM&) = delete;
+
+  // Encodes `prompt` with BOS (TokenizerNotFound when there is no tokenizer) and generates.
+  GenerationOutput generate(const std::string& prompt, const SamplingParams& params = {});
+  // Generates after the given token ids (text is empty without a tokenizer).
+  GenerationOutput generate(const std::vector<int32_t>& prompt_token_ids, const SamplingParams& params = {});
+
+  const LlamaConfig& config() const noexcept { return config_; }
+  const std::string& loader_name() const noexcept { return loader_name_; }
+  // One report per tensor-parallel rank: what it loaded and the bytes it read.
+  const std::vector<LoadReport>& load_reports() const noexcept { return reports_; }
+  uint64_t parameter_bytes() const;
+  const Tokenizer* tokenizer() const noexcept { return tokenizer_.get(); }
+
+ private:
+  LLMOptions options_;
+  LlamaConfig config_;
+  std::string loader_name_;
+  std::vector<LoadReport> reports_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<LlamaEngine> engine_;
+};
+
+}  // namespace wl

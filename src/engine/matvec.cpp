@@ -1,0 +1,52 @@
+#include "engine/matvec.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "weightloader/convert.hpp"
+
+namespace wl {
+
+namespace {
+
+constexpr uint64_t kBlockElements = 1 << 15;  // 128 KiB of F32: stays in L2 while sgemv reads it
+
+struct Block {
+  const MatVec* job;
+  uint64_t begin, end;  // rows
+};
+
+void run_block(const Block& b) {
+  const MatVec& m = *b.job;
+  const uint64_t rows = b.end - b.begin;
+  const std::byte* w = m.w + b.begin * m.cols * dtype_size(m.dtype);
+  const float* wf = reinterpret_cast<const float*>(w);
+  if (m.dtype != DType::F32) {
+    thread_local std::vector<float> widened;
+    widened.resize(rows * m.cols);
+    convert(m.dtype, w, DType::F32, widened.data(), rows * m.cols);
+    wf = widened.data();
+  }
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, int(rows), int(m.cols), 1.0f, wf, int(m.cols), m.x, 1, 0.0f, m.y + b.begin, 1);
+}
+
+}  // namespace
+
+void init_blas_threads() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+void run_matvecs(ThreadPool& pool, std::span<const MatVec> jobs) {
+  std::vector<Block> blocks;
+  for (const MatVec& m : jobs) {
+    const uint64_t step = std::max<uint64_t>(1, kBlockElements / std::max<uint64_t>(1, m.cols));
+    for (uint64_t r = 0; r < m.rows; r += step) blocks.push_back({&m, r, std::min(m.rows, r + step)});
+  }
+  pool.run(blocks.size(), [&](size_t i) { run_block(blocks[i]); });
+}
+
+}  // namespace wl

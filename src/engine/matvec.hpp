@@ -1,0 +1,30 @@
+// Matrix-vector products for the engine: weights stored in F32, BF16 or F16, computed in F32.
+// Rows are cut into blocks that all threads share; F32 blocks go straight to OpenBLAS's sgemv,
+// others are widened into a small per-thread buffer first (the Highway conversion kernels).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "engine/thread_pool.hpp"
+#include "weightloader/dtype.hpp"
+
+namespace wl {
+
+struct MatVec {
+  const std::byte* w = nullptr;  // [rows, cols], row-major
+  DType dtype = DType::F32;
+  uint64_t rows = 0;
+  uint64_t cols = 0;
+  const float* x = nullptr;      // [cols]
+  float* y = nullptr;            // [rows], overwritten
+};
+
+// Runs every product, all of them in one parallel step.
+void run_matvecs(ThreadPool& pool, std::span<const MatVec> jobs);
+
+// Keeps OpenBLAS to one thread per call: the engine's own pool provides the parallelism.
+void init_blas_threads();
+
+}  // namespace wl

@@ -1,0 +1,32 @@
+// How a Llama model is split over tensor-parallel ranks (Megatron-style, as vLLM does it):
+// q/k/v and gate/up are column-parallel (each rank owns whole heads and a range of the MLP's
+// intermediate units), o_proj and down_proj row-parallel (the matching input columns), the
+// embedding and lm_head vocabulary-parallel. kv heads are replicated when ranks outnumber them.
+#pragma once
+
+#include <cstdint>
+
+#include "weightloader/engine/llama_config.hpp"
+#include "weightloader/model.hpp"
+
+namespace wl {
+
+struct RankPartition {
+  unsigned rank = 0;
+  unsigned size = 1;
+  uint64_t q_head0 = 0, q_heads = 0;    // this rank's query heads
+  uint64_t kv_head0 = 0, kv_heads = 0;  // the kv heads they read
+  uint64_t ff0 = 0, ff = 0;             // intermediate units
+  uint64_t vocab0 = 0, vocab = 0;       // vocabulary rows
+};
+
+// ConfigInvalid (naming tensor_parallel_size) when the heads cannot be split evenly.
+RankPartition partition_rank(const LlamaConfig& config, unsigned rank, unsigned size);
+
+// Declares rank `p`'s parameters under vLLM's names (qkv_proj, gate_up_proj, ...), each shard
+// reading only its slice of the checkpoint's Hugging Face tensors. Matrices and the embedding are
+// stored in `dtype`; norms and biases in F32. Row-parallel biases live on rank 0 only (added once
+// after the all-reduce); lm_head is absent when the embeddings are tied.
+Model declare_rank_parameters(const LlamaConfig& config, const RankPartition& p, DType dtype);
+
+}  // namespace wl

@@ -1,0 +1,120 @@
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli_common.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/llm.hpp"
+
+namespace wl::cli {
+
+namespace {
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    size_t used = 0;
+    int64_t v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != item.size() || item.empty() || v < 0 || v > INT32_MAX)
+      throw Error(ErrorCode::InvalidArgument, fmt::format("--prompt-ids: '{}' is not a token id", item));
+    ids.push_back(int32_t(v));
+    start = end + 1;
+  }
+  return ids;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "generate",
+      "load a Llama-family model through a loader and generate text on the CPU; prints the prompt followed by the\n"
+      "generated text, as llama2.c's run does, and the speed on stderr");
+  struct Options {
+    std::string model, tokenizer, loader = "auto", prompt, prompt_ids, dtype = "f32";
+    std::vector<std::string> kw;
+    uint32_t steps = 256;
+    float temperature = 1.0f, top_p = 0.9f;
+    uint64_t seed = 0;
+    unsigned tp = 1, threads = 0;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--model", o->model, "checkpoint file or directory, or a cached Hugging Face model id")->required();
+  cmd->add_option("--tokenizer", o->tokenizer,
+                  "tokenizer file (llama2.c tokenizer.bin, SentencePiece tokenizer.model, or a GGUF file); default: the "
+                  "one beside the model or inside its GGUF file");
+  cmd->add_option("--loader", o->loader, "loader name from `weightloader loaders` (default: auto, by content)");
+  cmd->add_option("--kw", o->kw, "loader kwarg key=value (repeatable)");
+  cmd->add_option("-i,--prompt", o->prompt, "prompt text (default: empty, generation starts from BOS)");
+  cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids, instead of text");
+  cmd->add_option("-n,--max-tokens", o->steps, "tokens to generate (vLLM's max_tokens; stops early at EOS)")->capture_default_str();
+  cmd->add_option("-t,--temperature", o->temperature, "sampling temperature; 0 = greedy")->capture_default_str();
+  cmd->add_option("-p,--top-p", o->top_p, "nucleus sampling threshold in (0, 1); 1 = off")->capture_default_str();
+  cmd->add_option("-s,--seed", o->seed, "random seed (default: the clock)");
+  cmd->add_option("--tp", o->tp, "tensor-parallel ranks (threads in this process), each loading only its slice")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "how weights are held: f32, bf16 or f16 (computed in f32)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "compute threads (default: one per core)");
+  cmd->add_flag("-q,--quiet", o->quiet, "no load summary or speed on stderr");
+  cmd->callback([o] {
+    LLMOptions options;
+    options.model = o->model;
+    options.weight_loader = o->loader;
+    for (const std::string& item : o->kw) {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw Error(ErrorCode::InvalidArgument, fmt::format("--kw '{}' is not of the form key=value", item));
+      options.weight_loader_kwargs[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+    const std::optional<DType> dtype = parse_dtype_alias(o->dtype);
+    if (!dtype) throw Error(ErrorCode::UnsupportedDType, fmt::format("--dtype '{}' is not a dtype", o->dtype));
+    options.dtype = *dtype;
+    options.tensor_parallel_size = o->tp;
+    options.tokenizer = o->tokenizer;
+    options.threads = o->threads;
+    options.io.progress = make_progress_bar(o->quiet);
+    LLM llm(options);
+    if (!o->quiet) {
+      const LlamaConfig& c = llm.config();
+      fmt::print(stderr, "model: {} layers, hidden {}, {} heads ({} kv), vocab {}, from {} via loader '{}'; {} of weights\n",
+                 c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size, c.origin, llm.loader_name(),
+                 human_bytes(llm.parameter_bytes()));
+      for (size_t r = 0; r < llm.load_reports().size(); ++r)
+        fmt::print(stderr, "rank {}: read {} in {:.3f} s\n", r, human_bytes(llm.load_reports()[r].bytes_read),
+                   llm.load_reports()[r].seconds);
+    }
+    SamplingParams params;
+    params.max_tokens = o->steps;
+    params.temperature = o->temperature;
+    params.top_p = o->top_p;
+    params.seed = o->seed;
+    params.stream = [](const std::string& piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    };
+    GenerationOutput out;
+    if (!o->prompt_ids.empty()) {
+      if (!o->prompt.empty()) throw Error(ErrorCode::InvalidArgument, "give --prompt or --prompt-ids, not both");
+      out = llm.generate(parse_ids(o->prompt_ids), params);
+    } else {
+      out = llm.generate(o->prompt, params);
+    }
+    if (!llm.tokenizer()) {
+      std::vector<std::string> ids;
+      for (int32_t id : out.token_ids) ids.push_back(std::to_string(id));
+      fmt::print("{}", fmt::join(ids, " "));
+    }
+    std::fputc('\n', stdout);
+    if (!o->quiet) fmt::print(stderr, "achieved tok/s: {:.2f}\n", out.tokens_per_second);
+  });
+}
+
+}  // namespace wl::cli
