@@ -19,7 +19,8 @@ struct LlamaShape {
   uint64_t kv_heads = 2;
   bool tie_embeddings = false;
 
-  // Named presets: "tiny" (about 0.2 M parameters), "small" (about 56 M), "1gb" (about 270 M,
+  // Named presets: "tiny" (about 0.2 M parameters), "small" (about 56 M), "100m" (about 110 M, tied
+  // embeddings: the engine's speed benchmark), "1gb" (about 270 M,
   // 1.08 GB in F32), "2gb" (about 610 M, 2.4 GB in F32). InvalidArgument lists them for an unknown name.
   static LlamaShape preset(const std::string& name);
   uint64_t parameter_count() const;

@@ -37,9 +37,10 @@ constexpr uint64_t kBlockElems = 1 << 16;  // generate in blocks to bound memory
 LlamaShape LlamaShape::preset(const std::string& name) {
   if (name == "tiny") return {};
   if (name == "small") return {32000, 512, 1376, 8, 8, 4, false};
+  if (name == "100m") return {32000, 768, 2048, 12, 12, 12, true};
   if (name == "1gb") return {32000, 1024, 2816, 16, 16, 16, false};
   if (name == "2gb") return {32000, 1536, 4096, 18, 16, 16, false};
-  throw Error(ErrorCode::InvalidArgument, fmt::format("unknown preset '{}' (presets: tiny, small, 1gb, 2gb)", name));
+  throw Error(ErrorCode::InvalidArgument, fmt::format("unknown preset '{}' (presets: tiny, small, 100m, 1gb, 2gb)", name));
 }
 
 uint64_t LlamaShape::parameter_count() const {

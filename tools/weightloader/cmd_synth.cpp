@@ -16,7 +16,7 @@ void add_synth_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("out", a->out, "output directory")->required();
-  cmd->add_option("--preset", a->preset, "tiny (0.2 M params), small (56 M), 1gb (270 M), 2gb (610 M)")->capture_default_str();
+  cmd->add_option("--preset", a->preset, "tiny (0.2 M params), small (56 M), 100m (110 M, tied embeddings), 1gb (270 M), 2gb (610 M)")->capture_default_str();
   cmd->add_option("--layers", a->layers, "override the preset's layer count");
   cmd->add_option("--format", a->format, "safetensors or custom_binary")->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "element type written (safetensors only; custom_binary is always F32)")->capture_default_str();
