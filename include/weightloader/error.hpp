@@ -95,6 +95,10 @@ enum class ErrorCode {
   UnexpectedTensors,             // strict load found tensors no parameter takes
   DuplicateParameter,            // a model declares the same parameter twice
   DuplicateTarget,               // two checkpoint tensors map onto the same parameter
+  // tokenizers
+  TokenizerInvalid,              // a tokenizer file or tokenizer.ggml.* metadata breaks its format's rules
+  TokenizerUnsupported,          // a tokenizer kind weightloader cannot run (tokenizer.ggml.model other than llama)
+  TokenOutOfRange,               // a token id outside the vocabulary, or a byte without a fallback token
 };
 
 std::string_view error_code_name(ErrorCode code);

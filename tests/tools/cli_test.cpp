@@ -1,37 +1,17 @@
 // The `weightloader` command as a user runs it: exit codes, stdout, stderr.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
+#include "tools/cli_run.hpp"
 
 namespace wl {
 namespace {
 
-struct CliRun {
-  int status;
-  std::string out;  // stdout and stderr together
-};
-
-CliRun cli(const std::string& args) {
-  const std::string cmd = std::string(WL_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-CliRun cli_stdout(const std::string& args) {
-  return cli(args + " 2>/dev/null");
-}
+using test::cli;
+using test::cli_stdout;
+using test::CliRun;
 
 TEST(Cli, HelpOnEveryCommand) {
   for (const char* c : {"", "inspect", "load", "loaders", "synth"}) {
