@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build pkg-config git
           libhwy-dev libopenblas-dev nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+          libsentencepiece-dev
           python3 python3-numpy python3-pytest python3-torch)
 missing=()
 for p in "${packages[@]}"; do

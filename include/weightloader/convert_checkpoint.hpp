@@ -31,6 +31,8 @@ struct ConvertOptions {
   int llama2c_version = 1;      // llama2.c: 0, 1 or 2
   uint64_t llama2c_group = 64;  // llama2.c v2 group size
   LlamaHeads heads;             // overrides for GGUF / llama2.c
+  std::string tokenizer;        // gguf: a tokenizer file (llama2.c, SentencePiece or GGUF) whose
+                                // vocabulary is written as tokenizer.ggml.*; empty: none
 };
 
 // Writes `source` to `out` (a file for GGUF / llama2.c, a directory for safetensors and the

@@ -99,6 +99,10 @@ enum class ErrorCode {
   ConfigMissing,                 // no model configuration: no config.json, GGUF llama.* keys or llama.c header
   ConfigInvalid,                 // a configuration field is missing, malformed, or one the engine cannot run
   TokenizerNotFound,             // text in or out needs a tokenizer and none was given or found
+  // tokenizers
+  TokenizerInvalid,              // a tokenizer file or tokenizer.ggml.* metadata breaks its format's rules
+  TokenizerUnsupported,          // a tokenizer kind weightloader cannot run (tokenizer.ggml.model other than llama)
+  TokenOutOfRange,               // a token id outside the vocabulary, or a byte without a fallback token
 };
 
 std::string_view error_code_name(ErrorCode code);

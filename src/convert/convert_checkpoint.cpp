@@ -14,6 +14,7 @@
 #include "weightloader/formats/gguf.hpp"
 #include "weightloader/formats/llama2c.hpp"
 #include "weightloader/formats/safetensors.hpp"
+#include "weightloader/tokenizer.hpp"
 
 namespace wl {
 
@@ -145,6 +146,15 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
           {"llama.context_length", uint32_t(h.seq_len ? h.seq_len : 2048)},
           {"llama.vocab_size", uint32_t(embed[0])},
       };
+      if (!o.tokenizer.empty()) {
+        GgufMetadata tok = tokenizer_gguf_metadata(o.tokenizer);
+        const uint64_t n = std::get<GgufArray>(tok.at("tokenizer.ggml.tokens")).size();
+        if (n != embed[0])
+          throw Error(ErrorCode::InvalidArgument,
+                      fmt::format("the tokenizer has {} tokens but the model's embedding {} rows", n, embed[0]),
+                      o.tokenizer);
+        meta.merge(tok);
+      }
       std::vector<GgufWriteEntry> entries;
       // Matrices take the requested type; vectors stay F32; a Q8_0 matrix whose rows are not whole
       // 32-element blocks falls back to F16, as llama.cpp's converter does.

@@ -1,4 +1,4 @@
-// Runs the `weightloader` command as a user does and captures what it prints.
+// Runs the `weightloader` command as a user does, for the CLI tests.
 #pragma once
 
 #include <sys/wait.h>

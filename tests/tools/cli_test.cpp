@@ -1,11 +1,6 @@
 // The `weightloader` command as a user runs it: exit codes, stdout, stderr.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"

@@ -39,5 +39,6 @@ void add_load_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 
 }  // namespace wl::cli

@@ -3,6 +3,7 @@
 #include "cli_common.hpp"
 #include "weightloader/convert_checkpoint.hpp"
 #include "weightloader/error.hpp"
+#include "weightloader/tokenizer.hpp"
 
 namespace wl::cli {
 
@@ -10,7 +11,8 @@ void add_convert_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert", "convert a checkpoint of any readable format into safetensors, gguf, llama2c or custom_binary");
   auto opts = std::make_shared<SourceOptions>();
   struct Args {
-    std::string out, to = "safetensors", dtype, gguf_type = "f16";
+    std::string out, to = "safetensors", dtype, gguf_type = "f16", tokenizer;
+    bool no_tokenizer = false;
     int version = 1;
     uint64_t group = 64, heads = 0, kv_heads = 0, seq_len = 0;
   };
@@ -25,6 +27,10 @@ void add_convert_command(CLI::App& app) {
   cmd->add_option("--heads", a->heads, "attention heads, when the source does not say (gguf, llama2c)");
   cmd->add_option("--kv-heads", a->kv_heads, "key/value heads (default: --heads)");
   cmd->add_option("--seq-len", a->seq_len, "maximum sequence length (llama2c)");
+  cmd->add_option("--tokenizer", a->tokenizer,
+                  "gguf: tokenizer to embed (llama2.c tokenizer.bin, tokenizer.model or a GGUF file; default: the one "
+                  "found next to the input)");
+  cmd->add_flag("--no-tokenizer", a->no_tokenizer, "gguf: embed no tokenizer");
   cmd->callback([opts, a] {
     ConvertOptions o;
     o.to = parse_checkpoint_format(a->to);
@@ -36,12 +42,15 @@ void add_convert_command(CLI::App& app) {
     o.llama2c_version = a->version;
     o.llama2c_group = a->group;
     o.heads = {a->heads, a->kv_heads, a->seq_len};
+    if (o.to == CheckpointFormat::Gguf && !a->no_tokenizer)
+      o.tokenizer = a->tokenizer.empty() ? find_tokenizer_path(opts->path) : a->tokenizer;
     const LoaderChoice choice = opts->choice();
     auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
     auto source = loader->get_weights(opts->path);
     const uint64_t bytes = convert_checkpoint(*source, a->out, o);
     fmt::print("converted {} tensors ({}) from {} to {} at {}\n", source->tensors().size(), human_bytes(bytes),
                source->format(), a->to, a->out);
+    if (!o.tokenizer.empty()) fmt::print("embedded the tokenizer of {}\n", o.tokenizer);
   });
 }
 

@@ -1,0 +1,191 @@
+#include "engine/tokenizer/gguf_tokenizer.hpp"
+
+#include <array>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "engine/tokenizer/bpe_merge.hpp"
+
+#include "weightloader/error.hpp"
+
+namespace wl::tok {
+
+namespace {
+
+class ScoredVocabTokenizer : public Tokenizer {
+ public:
+  ScoredVocabTokenizer(ScoredVocab v, std::string origin)
+      : v_(std::move(v)), origin_(std::move(origin)), merger_(v_.pieces, v_.scores, [this](int32_t id) {
+          // SentencePiece's pieces_ map: merges never produce control, unknown or byte tokens.
+          const TokenType t = v_.types[id];
+          return t == TokenType::Normal || t == TokenType::UserDefined || t == TokenType::Unused;
+        }) {
+    byte_ids_.fill(-1);
+    for (size_t i = 0; i < v_.pieces.size(); ++i)
+      if (v_.types[i] == TokenType::Byte)
+        if (auto b = byte_piece_value(v_.pieces[i]); b && byte_ids_[*b] < 0) byte_ids_[*b] = static_cast<int32_t>(i);
+  }
+
+  std::string kind() const override { return "gguf"; }
+  size_t vocab_size() const override { return v_.pieces.size(); }
+  int32_t bos_id() const override { return v_.bos; }
+  int32_t eos_id() const override { return v_.eos; }
+
+  std::vector<int32_t> encode(std::string_view text, bool add_bos) const override {
+    std::vector<int32_t> ids;
+    if (add_bos && v_.bos >= 0) ids.push_back(v_.bos);
+    if (text.empty()) return ids;
+    const std::string s = (v_.add_space_prefix ? std::string(kSpaceSymbol) : std::string()) + spaces_to_symbol(text);
+    merger_.encode(s, ids, [this](std::string_view bytes, std::vector<int32_t>& out) {
+      bool all_bytes = true;
+      for (unsigned char b : bytes) all_bytes = all_bytes && byte_ids_[b] >= 0;
+      if (all_bytes) {
+        for (unsigned char b : bytes) out.push_back(byte_ids_[b]);
+      } else if (out.empty() || out.back() != v_.unk) {  // SentencePiece folds a run of unknowns into one
+        out.push_back(v_.unk);
+      }
+    });
+    return ids;
+  }
+
+  std::string decode(int32_t prev, int32_t token) const override {
+    if (token < 0 || static_cast<size_t>(token) >= v_.pieces.size())
+      throw Error(ErrorCode::TokenOutOfRange,
+                  fmt::format("token {} is outside the vocabulary of {} tokens", token, v_.pieces.size()), origin_);
+    const std::string& piece = v_.pieces[token];
+    switch (v_.types[token]) {
+      case TokenType::Control:
+        return {};
+      case TokenType::Unknown:
+        return std::string(kUnknownSurface);
+      case TokenType::Byte:
+        if (auto b = byte_piece_value(piece)) return std::string(1, static_cast<char>(*b));
+        break;
+      default:
+        break;
+    }
+    std::string text = symbol_to_spaces(piece);
+    if (prev == v_.bos && !text.empty() && text[0] == ' ') text.erase(0, 1);
+    return text;
+  }
+
+ private:
+  ScoredVocab v_;
+  std::string origin_;
+  BpeMerger merger_;
+  std::array<int32_t, 256> byte_ids_;
+};
+
+template <typename T>
+const std::vector<T>* typed_array(const GgufFile& f, std::string_view key, std::string_view element_type, bool required) {
+  const GgufValue* v = f.find(key);
+  if (!v) {
+    if (required) throw Error(ErrorCode::TokenizerInvalid, fmt::format("{} is missing", key), f.path);
+    return nullptr;
+  }
+  const GgufArray* a = std::get_if<GgufArray>(v);
+  const std::vector<T>* elements = a ? a->get<T>() : nullptr;
+  if (!elements)
+    throw Error(ErrorCode::TokenizerInvalid,
+                fmt::format("{} is {}, not an array of {}", key,
+                            a ? fmt::format("an array of {}", gguf_type_name(a->type())) : std::string(gguf_type_name(gguf_value_type(*v))),
+                            element_type),
+                f.path);
+  return elements;
+}
+
+int32_t special_id(const GgufFile& f, std::string_view key, int32_t fallback, size_t n) {
+  const GgufValue* v = f.find(key);
+  if (!v) return fallback;
+  const std::optional<uint64_t> id = gguf_value_to_uint(*v);
+  if (!id || *id >= n)
+    throw Error(ErrorCode::TokenizerInvalid,
+                fmt::format("{} is {}, not a token id below the vocabulary size {}", key, gguf_value_to_string(*v), n),
+                f.path);
+  return static_cast<int32_t>(*id);
+}
+
+}  // namespace
+
+bool gguf_has_tokenizer(const GgufFile& file) { return file.find("tokenizer.ggml.model") != nullptr; }
+
+ScoredVocab gguf_scored_vocab(const GgufFile& f) {
+  const std::string* model = f.get<std::string>("tokenizer.ggml.model");
+  if (!model)
+    throw Error(ErrorCode::TokenizerUnsupported,
+                f.find("tokenizer.ggml.model") ? "tokenizer.ggml.model is not a string"
+                                               : "no tokenizer: tokenizer.ggml.model is missing",
+                f.path);
+  if (*model != "llama")
+    throw Error(ErrorCode::TokenizerUnsupported,
+                fmt::format("tokenizer.ggml.model is '{}'; only 'llama' (SentencePiece-style) tokenizers are supported",
+                            *model),
+                f.path);
+  ScoredVocab v;
+  v.pieces = *typed_array<std::string>(f, "tokenizer.ggml.tokens", "STRING", true);
+  const size_t n = v.pieces.size();
+  if (n == 0) throw Error(ErrorCode::TokenizerInvalid, "tokenizer.ggml.tokens is empty", f.path);
+  auto check_size = [&](std::string_view key, size_t size) {
+    if (size != n)
+      throw Error(ErrorCode::TokenizerInvalid,
+                  fmt::format("{} has {} elements for {} tokens", key, size, n), f.path);
+  };
+  if (const auto* scores = typed_array<float>(f, "tokenizer.ggml.scores", "FLOAT32", false)) {
+    check_size("tokenizer.ggml.scores", scores->size());
+    for (size_t i = 0; i < n; ++i)
+      if (!std::isfinite((*scores)[i]))
+        throw Error(ErrorCode::TokenizerInvalid,
+                    fmt::format("tokenizer.ggml.scores[{}] is {}; scores must be finite", i, (*scores)[i]), f.path);
+    v.scores = *scores;
+  } else {
+    v.scores.assign(n, 0.0f);
+  }
+  if (const auto* types = typed_array<int32_t>(f, "tokenizer.ggml.token_type", "INT32", false)) {
+    check_size("tokenizer.ggml.token_type", types->size());
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t t = (*types)[i];
+      if (t < 0 || t > static_cast<int32_t>(TokenType::Byte))
+        throw Error(ErrorCode::TokenizerInvalid,
+                    fmt::format("tokenizer.ggml.token_type[{}] is {}, outside 0..6", i, t), f.path);
+      v.types.push_back(static_cast<TokenType>(t));
+    }
+  } else {
+    v.types.assign(n, TokenType::Normal);
+  }
+  v.bos = special_id(f, "tokenizer.ggml.bos_token_id", 1, n);
+  v.eos = special_id(f, "tokenizer.ggml.eos_token_id", 2, n);
+  v.unk = special_id(f, "tokenizer.ggml.unknown_token_id", 0, n);
+  if (const GgufValue* p = f.find("tokenizer.ggml.add_space_prefix")) {
+    const bool* b = std::get_if<bool>(p);
+    if (!b)
+      throw Error(ErrorCode::TokenizerInvalid,
+                  fmt::format("tokenizer.ggml.add_space_prefix is {}, not a BOOL", gguf_type_name(gguf_value_type(*p))),
+                  f.path);
+    v.add_space_prefix = *b;
+  }
+  return v;
+}
+
+GgufMetadata scored_vocab_to_gguf(const ScoredVocab& v) {
+  std::vector<int32_t> types;
+  for (TokenType t : v.types) types.push_back(static_cast<int32_t>(t));
+  GgufMetadata m = {
+      {"tokenizer.ggml.model", std::string("llama")},
+      {"tokenizer.ggml.tokens", GgufArray{v.pieces}},
+      {"tokenizer.ggml.scores", GgufArray{v.scores}},
+      {"tokenizer.ggml.token_type", GgufArray{std::move(types)}},
+      {"tokenizer.ggml.add_space_prefix", v.add_space_prefix},
+  };
+  // A SentencePiece model may disable a special token (id -1): the key is then left out.
+  if (v.bos >= 0) m["tokenizer.ggml.bos_token_id"] = static_cast<uint32_t>(v.bos);
+  if (v.eos >= 0) m["tokenizer.ggml.eos_token_id"] = static_cast<uint32_t>(v.eos);
+  if (v.unk >= 0) m["tokenizer.ggml.unknown_token_id"] = static_cast<uint32_t>(v.unk);
+  return m;
+}
+
+std::unique_ptr<Tokenizer> make_scored_vocab_tokenizer(ScoredVocab vocab, std::string origin) {
+  return std::make_unique<ScoredVocabTokenizer>(std::move(vocab), std::move(origin));
+}
+
+}  // namespace wl::tok

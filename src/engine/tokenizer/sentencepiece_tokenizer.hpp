@@ -1,0 +1,20 @@
+// SentencePiece models (a Hugging Face directory's tokenizer.model) through libsentencepiece:
+// encoding is SentencePiece's own (normalisation included); decode follows run.c's per-token rule.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/tokenizer/pieces.hpp"
+#include "weightloader/tokenizer.hpp"
+
+namespace wl::tok {
+
+// TokenizerInvalid (with libsentencepiece's reason) when `path` is no SentencePiece model.
+std::unique_ptr<Tokenizer> open_sentencepiece_tokenizer(const std::string& path);
+
+// The model's vocabulary for GGUF (user-defined pieces, which libsentencepiece does not report,
+// come out normal). add_space_prefix is true, as for Llama's models.
+ScoredVocab sentencepiece_scored_vocab(const std::string& path);
+
+}  // namespace wl::tok
