@@ -20,6 +20,8 @@ struct LlamaHeads {
   uint64_t heads = 0;
   uint64_t kv_heads = 0;
   uint64_t seq_len = 0;
+  double rms_norm_eps = 1e-5;  // from the configuration when there is one (not overridable)
+  double rope_theta = 10000.0;
 };
 LlamaHeads llama_heads_from_metadata(const WeightSource& source, LlamaHeads overrides = {});
 

@@ -5,8 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "core/file.hpp"
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/error.hpp"
@@ -21,18 +19,6 @@ namespace wl {
 namespace {
 
 namespace fs = std::filesystem;
-
-uint64_t metadata_uint(const WeightSource& s, std::initializer_list<const char*> keys) {
-  for (const char* k : keys) {
-    auto it = s.metadata().find(k);
-    if (it == s.metadata().end()) continue;
-    try {
-      return std::stoull(it->second);
-    } catch (const std::exception&) {
-    }
-  }
-  return 0;
-}
 
 Shape shape_of(const WeightSource& s, const std::string& name) {
   const TensorInfo* t = s.find(name);
@@ -79,19 +65,11 @@ CheckpointFormat parse_checkpoint_format(const std::string& name) {
 
 LlamaHeads llama_heads_from_metadata(const WeightSource& s, LlamaHeads o) {
   LlamaHeads h;
-  h.heads = metadata_uint(s, {"n_heads", "llama.attention.head_count"});
-  h.kv_heads = metadata_uint(s, {"n_kv_heads", "llama.attention.head_count_kv"});
-  h.seq_len = metadata_uint(s, {"seq_len", "llama.context_length"});
-  if (auto it = s.metadata().find("config.json"); it != s.metadata().end()) {
-    const nlohmann::json c = nlohmann::json::parse(it->second, nullptr, false);
-    if (c.is_object()) {
-      if (c.contains("num_attention_heads") && c["num_attention_heads"].is_number_unsigned())
-        h.heads = c["num_attention_heads"];
-      if (c.contains("num_key_value_heads") && c["num_key_value_heads"].is_number_unsigned())
-        h.kv_heads = c["num_key_value_heads"];
-      if (c.contains("max_position_embeddings") && c["max_position_embeddings"].is_number_unsigned())
-        h.seq_len = c["max_position_embeddings"];
-    }
+  try {  // the engine's reading of config.json, GGUF keys or the llama2.c header
+    const LlamaConfig c = llama_config_from_source(s);
+    h = {c.num_heads, c.num_kv_heads, c.max_position_embeddings, c.rms_norm_eps, c.rope_theta};
+  } catch (const Error&) {
+    // no usable configuration: the overrides must say it
   }
   if (o.heads) h.heads = o.heads;
   if (o.kv_heads) h.kv_heads = o.kv_heads;
@@ -145,6 +123,8 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
           {"llama.attention.head_count_kv", uint32_t(h.kv_heads)},
           {"llama.context_length", uint32_t(h.seq_len ? h.seq_len : 2048)},
           {"llama.vocab_size", uint32_t(embed[0])},
+          {"llama.attention.layer_norm_rms_epsilon", float(h.rms_norm_eps)},
+          {"llama.rope.freq_base", float(h.rope_theta)},
       };
       if (!o.tokenizer.empty()) {
         GgufMetadata tok = tokenizer_gguf_metadata(o.tokenizer);

@@ -41,13 +41,17 @@ LLM open(const std::string& model, Kwargs kw = {}, unsigned tp = 1, DType dtype 
   return LLM(o);
 }
 
+// run.c's `-n 200` samples a token at each of its 200 positions (BOS is fed at position 0, and the
+// token sampled there is printed too), so its text is 200 generated tokens: max_tokens = 200.
 TEST(LlmStories260K, GreedyTextIsExactlyRunC) {
   WL_REQUIRE_TESTDATA();
   LLM llm = open(stories("stories260K.bin"));
   EXPECT_EQ(llm.loader_name(), "local");
-  const GenerationOutput out = llm.generate(std::string(), greedy(199));
+  const GenerationOutput out = llm.generate(std::string(), greedy(200));
   EXPECT_EQ(out.text, expected_text());
-  EXPECT_EQ(out.token_ids.size(), 199u);
+  EXPECT_EQ(out.token_ids.size(), 200u);
+  // One token fewer is the same text without its last piece, " she".
+  EXPECT_EQ(llm.generate(std::string(), greedy(199)).text + " she", expected_text());
 }
 
 TEST(LlmStories260K, FirstLogitsMatchRunCWithin1e4) {
@@ -117,13 +121,17 @@ TEST(LlmStories260K, EveryFormatGivesTheSameText) {
                         Case{CheckpointFormat::CustomBinary, dir.file("custom"), "custom_binary"}}) {
     ConvertOptions o;
     o.to = c.format;
+    const bool gguf = c.format == CheckpointFormat::Gguf;
+    if (gguf) o.tokenizer = stories("tok512.bin");  // embedded: the engine finds it there
     convert_checkpoint(*source, c.out, o);
     LLMOptions lo;
     lo.model = c.out;
     lo.weight_loader = c.loader;
-    lo.tokenizer = stories("tok512.bin");
+    if (!gguf) lo.tokenizer = stories("tok512.bin");
     LLM llm(lo);
-    EXPECT_EQ(llm.generate(std::string(), greedy(199)).text, want) << c.loader;
+    ASSERT_NE(llm.tokenizer(), nullptr);
+    EXPECT_EQ(llm.tokenizer()->kind(), gguf ? "gguf" : "llama2c");
+    EXPECT_EQ(llm.generate(std::string(), greedy(200)).text, want) << c.loader;
   }
 }
 
@@ -157,11 +165,11 @@ TEST(LlmStories260K, SeededSamplingIsReproducible) {
 
 TEST(LlmStories260K, CliPrintsRunCsText) {
   WL_REQUIRE_TESTDATA();
-  const test::CliRun r = test::cli_stdout(fmt::format("generate --model {} --tokenizer {} -t 0 -n 199", stories("stories260K.bin"),
+  const test::CliRun r = test::cli_stdout(fmt::format("generate --model {} --tokenizer {} -t 0 -n 200", stories("stories260K.bin"),
                                                       stories("tok512.bin")));
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out, test::read_bytes(stories("expected_greedy_t0_n200.txt")));
-  const test::CliRun tp = test::cli_stdout(fmt::format("generate --model {} --tokenizer {} -t 0 -n 199 --tp 2 --loader llama2c",
+  const test::CliRun tp = test::cli_stdout(fmt::format("generate --model {} --tokenizer {} -t 0 -n 200 --tp 2 --loader llama2c",
                                                        stories("stories260K.bin"), stories("tok512.bin")));
   EXPECT_EQ(tp.out, r.out);
 }

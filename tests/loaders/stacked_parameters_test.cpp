@@ -50,7 +50,7 @@ TEST_F(StackedParameters, AShardThatDoesNotFitIsAShapeMismatchNamingBoth) {
   m.add_parameter("qk", {4, 3}, DType::F32, {{"q.weight", Slice{0, 0, 2}, 0}, {"k.weight", Slice{}, 3}});
   loader->options().strict = false;
   const std::string msg = test::expect_error(ErrorCode::ShapeMismatch, [&] { loader->load_weights(m, *source); });
-  EXPECT_NE(msg.find("q.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("k.weight"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'qk'"), std::string::npos) << msg;
 }
 

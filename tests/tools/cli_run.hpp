@@ -11,11 +11,12 @@ namespace wl::test {
 
 struct CliRun {
   int status;
-  std::string out;  // stdout and stderr together
+  std::string out;  // stdout, and stderr unless discarded
 };
 
-inline CliRun cli(const std::string& args) {
-  const std::string cmd = std::string(WL_CLI_PATH) + " " + args + " 2>&1";
+// Runs the CLI with `args` followed by `redirect` (which says where stderr goes).
+inline CliRun run_cli(const std::string& args, const std::string& redirect) {
+  const std::string cmd = std::string(WL_CLI_PATH) + " " + args + " " + redirect;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
@@ -25,6 +26,7 @@ inline CliRun cli(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-inline CliRun cli_stdout(const std::string& args) { return cli(args + " 2>/dev/null"); }
+inline CliRun cli(const std::string& args) { return run_cli(args, "2>&1"); }
+inline CliRun cli_stdout(const std::string& args) { return run_cli(args, "2>/dev/null"); }
 
 }  // namespace wl::test

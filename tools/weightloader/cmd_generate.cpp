@@ -113,6 +113,7 @@ void add_generate_command(CLI::App& app) {
       fmt::print("{}", fmt::join(ids, " "));
     }
     std::fputc('\n', stdout);
+    std::fflush(stdout);
     if (!o->quiet) fmt::print(stderr, "achieved tok/s: {:.2f}\n", out.tokens_per_second);
   });
 }
