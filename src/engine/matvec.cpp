@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "weightloader/convert.hpp"
+#include "engine/dot_hwy.hpp"
 
 namespace wl {
 
@@ -23,14 +23,11 @@ void run_block(const Block& b) {
   const MatVec& m = *b.job;
   const uint64_t rows = b.end - b.begin;
   const std::byte* w = m.w + b.begin * m.cols * dtype_size(m.dtype);
-  const float* wf = reinterpret_cast<const float*>(w);
-  if (m.dtype != DType::F32) {
-    thread_local std::vector<float> widened;
-    widened.resize(rows * m.cols);
-    convert(m.dtype, w, DType::F32, widened.data(), rows * m.cols);
-    wf = widened.data();
-  }
-  cblas_sgemv(CblasRowMajor, CblasNoTrans, int(rows), int(m.cols), 1.0f, wf, int(m.cols), m.x, 1, 0.0f, m.y + b.begin, 1);
+  if (m.dtype == DType::F32)
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, int(rows), int(m.cols), 1.0f, reinterpret_cast<const float*>(w), int(m.cols),
+                m.x, 1, 0.0f, m.y + b.begin, 1);
+  else
+    dot_rows_half(m.dtype, w, rows, m.cols, m.x, m.y + b.begin);
 }
 
 }  // namespace

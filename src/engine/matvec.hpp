@@ -1,6 +1,6 @@
 // Matrix-vector products for the engine: weights stored in F32, BF16 or F16, computed in F32.
-// Rows are cut into blocks that all threads share; F32 blocks go straight to OpenBLAS's sgemv,
-// others are widened into a small per-thread buffer first (the Highway conversion kernels).
+// Rows are cut into blocks that all threads share; F32 blocks go to OpenBLAS's sgemv, BF16 and F16
+// blocks to a Highway kernel that widens in registers.
 #pragma once
 
 #include <cstddef>
