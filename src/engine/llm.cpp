@@ -50,10 +50,8 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
     loader->options() = base;
   }
 
-  if (!options_.tokenizer.empty())
-    tokenizer_ = open_tokenizer(options_.tokenizer);
-  else if (std::filesystem::exists(options_.model, ec))
-    tokenizer_ = find_tokenizer(options_.model);
+  // Beside the weights: origin() is where the loader found them (a model id resolves to its snapshot).
+  tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin()) : open_tokenizer(options_.tokenizer);
 }
 
 LLM::~LLM() = default;

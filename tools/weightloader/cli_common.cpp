@@ -18,14 +18,20 @@ void SourceOptions::add_to(CLI::App& app) {
   app.add_option("--kw", kw, "loader kwarg key=value (repeatable), e.g. --kw dtype=bf16 --kw strip_prefix=model.");
 }
 
-LoaderChoice SourceOptions::choice() const {
-  LoaderChoice c = loader == "auto" ? detect_loader(path) : LoaderChoice{loader, {}};
-  for (const std::string& item : kw) {
+Kwargs parse_kw_items(const std::vector<std::string>& items) {
+  Kwargs kwargs;
+  for (const std::string& item : items) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
       throw Error(ErrorCode::InvalidArgument, fmt::format("--kw '{}' is not of the form key=value", item));
-    c.kwargs[item.substr(0, eq)] = item.substr(eq + 1);
+    kwargs[item.substr(0, eq)] = item.substr(eq + 1);
   }
+  return kwargs;
+}
+
+LoaderChoice SourceOptions::choice() const {
+  LoaderChoice c = loader == "auto" ? detect_loader(path) : LoaderChoice{loader, {}};
+  for (auto& [k, v] : parse_kw_items(kw)) c.kwargs[k] = v;
   return c;
 }
 

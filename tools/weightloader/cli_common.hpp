@@ -23,6 +23,9 @@ struct SourceOptions {
   LoaderChoice choice() const;
 };
 
+// --kw items (key=value) as kwargs; InvalidArgument for an item without '='.
+Kwargs parse_kw_items(const std::vector<std::string>& items);
+
 // A progress bar on stderr (bytes, GB/s, ETA) when stderr is a terminal and the work takes more
 // than about a second; silent otherwise.
 ProgressCallback make_progress_bar(bool quiet);

@@ -68,12 +68,7 @@ void add_generate_command(CLI::App& app) {
     LLMOptions options;
     options.model = o->model;
     options.weight_loader = o->loader;
-    for (const std::string& item : o->kw) {
-      const size_t eq = item.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw Error(ErrorCode::InvalidArgument, fmt::format("--kw '{}' is not of the form key=value", item));
-      options.weight_loader_kwargs[item.substr(0, eq)] = item.substr(eq + 1);
-    }
+    options.weight_loader_kwargs = parse_kw_items(o->kw);
     const std::optional<DType> dtype = parse_dtype_alias(o->dtype);
     if (!dtype) throw Error(ErrorCode::UnsupportedDType, fmt::format("--dtype '{}' is not a dtype", o->dtype));
     options.dtype = *dtype;
