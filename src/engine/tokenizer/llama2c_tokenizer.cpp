@@ -71,10 +71,10 @@ class Llama2cTokenizer : public Tokenizer {
 
 Llama2cVocab read_llama2c_vocab(const std::string& path) {
   File file(path);
-  if (file.size() > kLlama2cTokenizerMaxBytes)
+  if (file.size() > kTokenizerFileMaxBytes)
     throw Error(ErrorCode::TokenizerInvalid,
                 fmt::format("{} bytes is more than a llama2.c tokenizer file may have ({})", file.size(),
-                            kLlama2cTokenizerMaxBytes),
+                            kTokenizerFileMaxBytes),
                 path);
   const std::string bytes = file.read_string(0, file.size());
   Llama2cVocab v;

@@ -20,9 +20,6 @@ struct Llama2cVocab {
   std::vector<float> scores;
 };
 
-// Files larger than this are refused before anything is read (Llama 3's 128k vocabulary is ~2 MB).
-inline constexpr uint64_t kLlama2cTokenizerMaxBytes = 64ull << 20;
-
 // Reads and validates a whole file: max_token_length positive; every length within
 // 0..max_token_length and the bytes left; finite scores; at least the 3 special tokens. Errors
 // (Truncated, TokenizerInvalid) name the file and the token index.

@@ -11,6 +11,10 @@
 namespace wl::tok {
 
 inline constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81";      // U+2581 "▁": a space inside a piece
+// Tokenizer files larger than this are refused before they are read (a 128k-token vocabulary
+// takes ~2 MB).
+inline constexpr uint64_t kTokenizerFileMaxBytes = 64ull << 20;
+
 inline constexpr std::string_view kUnknownSurface = " \xE2\x81\x87 ";  // " ⁇ ": how SentencePiece decodes <unk>
 
 // Token types, numbered as llama.cpp (and GGUF's tokenizer.ggml.token_type) number them.

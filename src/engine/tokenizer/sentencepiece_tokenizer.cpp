@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-
+#include "core/file.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::tok {
@@ -12,6 +12,10 @@ namespace wl::tok {
 namespace {
 
 std::unique_ptr<sentencepiece::SentencePieceProcessor> load(const std::string& path) {
+  if (const uint64_t size = File(path).size(); size > kTokenizerFileMaxBytes)
+    throw Error(ErrorCode::TokenizerInvalid,
+                fmt::format("{} bytes is more than a SentencePiece model may have ({})", size, kTokenizerFileMaxBytes),
+                path);
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = sp->Load(path);
   if (!status.ok())

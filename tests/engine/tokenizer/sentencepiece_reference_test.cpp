@@ -7,6 +7,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <iostream>
 #include <memory>
 
 #include "engine/tokenizer/tokenizer_test_util.hpp"
@@ -47,12 +48,16 @@ const TrainedModel& trained() {
     for (int copy = 0; copy < 4; ++copy)
       for (const char* line : kCorpus) corpus += std::string(line) + "\n";
     test::write_bytes(t->dir.file("corpus.txt"), corpus);
+    // The trainer logs its command line to std::cerr before it reads --minloglevel: silence it.
+    std::streambuf* cerr_buf = std::cerr.rdbuf(nullptr);
     const auto status = sentencepiece::SentencePieceTrainer::Train(
         "--input=" + t->dir.file("corpus.txt") + " --model_prefix=" + t->dir.file("tokenizer") +
         " --model_type=bpe --vocab_size=420 --byte_fallback=true --character_coverage=1.0"
         " --normalization_rule_name=identity --remove_extra_whitespaces=false --add_dummy_prefix=true"
         " --split_digits=true --allow_whitespace_only_pieces=true --hard_vocab_limit=false"
         " --num_threads=1 --minloglevel=2");
+    std::cerr.rdbuf(cerr_buf);
+    std::cerr.clear();
     EXPECT_TRUE(status.ok()) << status.ToString();
     t->model = t->dir.file("tokenizer.model");
     EXPECT_TRUE(t->sp.Load(t->model).ok());
