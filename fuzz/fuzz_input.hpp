@@ -22,7 +22,8 @@ inline std::string as_file(const uint8_t* data, size_t size) {
   return "/proc/self/fd/" + std::to_string(fd);
 }
 
-// A directory of this process's own, for parsers that read a file by its name inside a folder.
+// A directory of this process's own under $TMPDIR (scripts/fuzz.sh points it at /dev/shm and
+// removes it), for parsers that read a file by its name inside a folder.
 inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path dir = [] {
     auto d = std::filesystem::temp_directory_path() / ("wl-fuzz-" + std::to_string(getpid()));
