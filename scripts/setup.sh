@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 packages=(g++ cmake ninja-build pkg-config git
           libhwy-dev libopenblas-dev nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
           libsentencepiece-dev
-          python3 python3-numpy python3-pytest python3-torch)
+          python3 python3-numpy python3-pytest python3-torch
+          clang-14 libclang-rt-14-dev)  # clang: scripts/fuzz.sh
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,12 @@
+// Format detection, which `--loader auto` runs on any file: every format's sniffer on the bytes.
+#include "fuzz_input.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/format.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    wl::detect_file_format(wl::fuzz::as_file(data, size));
+  } catch (const wl::Error&) {
+  }
+  return 0;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of fuzz/ with clang-14 (ASan + UBSan) into build-fuzz/ and runs each
+# for SECONDS (default 30), one after the other, from seeds that fuzz/make_seeds.sh writes.
+# A crash, leak, timeout (>10 s per input) or an allocation above 512 MiB fails the run; the input
+# that caused it is left in build-fuzz/artifacts/<target>/ (reproduce: build-fuzz/fuzz/<target> FILE).
+# Usage: scripts/fuzz.sh [SECONDS] [target ...]     (targets: the names of fuzz/fuzz_*.cpp without fuzz_)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+shift || true
+scripts/setup.sh >/dev/null  # packages (clang-14 among them) and build/, whose CLI writes the seeds
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DWL_BUILD_FUZZ=ON -DWL_BUILD_TESTS=OFF -DWL_BUILD_BENCH=OFF >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_targets
+fuzz/make_seeds.sh build/weightloader build-fuzz/seeds
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=($(ls fuzz/fuzz_*.cpp | sed 's|fuzz/fuzz_||; s|\.cpp$||'))
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Targets that write their input into a folder do it in memory (ten times the executions of a disk).
+scratch_base=/dev/shm
+[ -d "$scratch_base" ] || scratch_base=${TMPDIR:-/tmp}
+TMPDIR=$(mktemp -d "$scratch_base/wl-fuzz.XXXXXX")
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+failed=()
+for t in "${targets[@]}"; do
+  mkdir -p "build-fuzz/corpus/$t" "build-fuzz/artifacts/$t"
+  echo "fuzz: $t for ${seconds}s" >&2
+  # The corpus grows across runs in build-fuzz/corpus; the seeds are only read.
+  if ! "build-fuzz/fuzz/fuzz_$t" "build-fuzz/corpus/$t" "build-fuzz/seeds/$t" -max_total_time="$seconds" \
+       -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \
+       -artifact_prefix="build-fuzz/artifacts/$t/" >"build-fuzz/$t.log" 2>&1; then
+    failed+=("$t")
+    tail -n 40 "build-fuzz/$t.log" >&2
+  fi
+  grep -E '^stat::(number_of_executed_units|peak_rss_mb)|^#[0-9]+.*DONE' "build-fuzz/$t.log" | tr '\n' ' ' >&2 || true
+  echo >&2
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: FAILED: ${failed[*]} (inputs in build-fuzz/artifacts/)" >&2
+  exit 1
+fi
+echo "fuzz: ${#targets[@]} targets clean" >&2
