@@ -6,7 +6,7 @@ set -euo pipefail
 cli=$1 out=$2
 testdata="$(dirname "$0")/../../shared/testdata"
 py=/usr/bin/python3
-rm -rf "$out" && mkdir -p "$out"/{safetensors,index_json,pytorch_zip,pickle,gguf,llama2c,custom_binary_meta,config_json,detect}
+rm -rf "$out" && mkdir -p "$out"/{safetensors,index_json,pytorch_zip,pickle,gguf,llama2c,custom_binary_meta,config_json,detect,tokenizer}
 work=$(mktemp -d) && trap 'rm -rf "$work"' EXIT
 
 # A Llama of 1 layer, hidden 32, 2 heads (1 kv head), vocab 32, in F32 safetensors with its config.json:
@@ -67,3 +67,7 @@ cp "$work/st/config.json" "$out/config_json/tiny.json"
 cp "$testdata/hf-tiny-random-llama-2/config.json" "$out/config_json/hf.json"
 cp "$work/f16.gguf" "$work/v0.l2c" "$work/v2.l2c" "$work/st/model.safetensors" "$testdata/pytorch-zip/candle_test.pt" \
    "$out/detect/"
+# Tokenizers: llama2.c's tok512.bin, and stories260K as GGUF with that tokenizer embedded.
+cp "$testdata/llama2c-stories260K/tok512.bin" "$out/tokenizer/"
+"$cli" convert "$testdata/llama2c-stories260K/stories260K.bin" "$out/tokenizer/stories_tok.gguf" --to gguf --gguf-type f16 \
+  --tokenizer "$testdata/llama2c-stories260K/tok512.bin" >/dev/null

@@ -23,8 +23,17 @@ RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size)
   const uint64_t group = c.num_heads / c.num_kv_heads;  // query heads per kv head
   p.kv_head0 = p.q_head0 / group;
   p.kv_heads = c.num_kv_heads >= size ? c.num_kv_heads / size : 1;
-  p.ff0 = c.intermediate_size * rank / size;
-  p.ff = c.intermediate_size * (rank + 1) / size - p.ff0;
+  // MLP units split in whole quantisation blocks (256 for K-quants, 32 for the others) when the size
+  // allows, so row-parallel down_proj columns of a quantised GGUF file stay readable.
+  uint64_t granule = 1;
+  for (uint64_t g : {256u, 32u})
+    if (c.intermediate_size % g == 0 && c.intermediate_size / g >= size) {
+      granule = g;
+      break;
+    }
+  const uint64_t units = c.intermediate_size / granule;
+  p.ff0 = granule * (units * rank / size);
+  p.ff = granule * (units * (rank + 1) / size) - p.ff0;
   p.vocab0 = c.vocab_size * rank / size;
   p.vocab = c.vocab_size * (rank + 1) / size - p.vocab0;
   return p;
