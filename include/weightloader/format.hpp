@@ -42,6 +42,9 @@ std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::ve
 // A sharded checkpoint of one format: an index JSON (`{"metadata": {...}, "weight_map": {tensor: file}}`,
 // as in model.safetensors.index.json and pytorch_model.bin.index.json) and the files it lists, each
 // read with `format`. Only listed files are read; paths must stay inside the index's directory.
-Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format);
+// `confine_to` non-empty: each file must also resolve, symlinks followed, inside that folder
+// (checked before it is opened; InvalidArgument otherwise).
+Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format,
+                                 const std::string& confine_to = {});
 
 }  // namespace wl

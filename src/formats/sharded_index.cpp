@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/file.hpp"
+#include "formats/confined_path.hpp"
 #include "formats/safetensors/json_doc.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
@@ -39,7 +40,8 @@ std::string scalar_text(const nlohmann::json& value) {
 
 }  // namespace
 
-Catalogue read_sharded_catalogue(const std::string& index_json_path, const FileFormat& format) {
+Catalogue read_sharded_catalogue(const std::string& index_json_path, const FileFormat& format,
+                                 const std::string& confine_to) {
   const File index_file(index_json_path);
   const safetensors::JsonDocument doc =
       safetensors::parse_json_document(index_file.read_string(0, index_file.size()));
@@ -77,6 +79,7 @@ Catalogue read_sharded_catalogue(const std::string& index_json_path, const FileF
   std::vector<std::pair<std::string, Catalogue>> shards;
   for (const auto& [file, tensors] : files) {
     const std::string full = (dir / file).string();
+    if (!confine_to.empty()) require_inside(full, confine_to);
     std::error_code ec;
     if (!fs::exists(full, ec))
       throw Error(ErrorCode::IndexFileMissing,

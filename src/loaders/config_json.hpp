@@ -8,7 +8,9 @@
 namespace wl {
 
 // Adds `dir`/config.json (when present and not already there) to `metadata`. For a file path,
-// the directory that holds it.
-void attach_config_json(const std::filesystem::path& path, std::map<std::string, std::string>& metadata);
+// the directory that holds it. With `root`, a config.json resolving outside it is refused
+// (InvalidArgument), as every file of a Hugging Face cache folder.
+void attach_config_json(const std::filesystem::path& path, std::map<std::string, std::string>& metadata,
+                        const std::filesystem::path& root = {});
 
 }  // namespace wl

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "formats/confined_path.hpp"
 #include "loaders/builtin_loaders.hpp"
 #include "loaders/config_json.hpp"
 #include "weightloader/error.hpp"
@@ -50,18 +51,6 @@ std::vector<std::string> files_matching(const fs::path& dir, bool (*wanted)(cons
   return out;
 }
 
-// A file reached through the cache's symlinks must stay inside the model's cache folder.
-void check_inside(const fs::path& file, const fs::path& root) {
-  std::error_code ec;
-  const fs::path real = fs::weakly_canonical(file, ec);
-  const fs::path base = fs::weakly_canonical(root, ec);
-  const auto [end, _] = std::mismatch(base.begin(), base.end(), real.begin(), real.end());
-  if (end != base.end())
-    throw Error(ErrorCode::InvalidArgument,
-                fmt::format("resolves to {}, outside the model's folder {}; refusing to read it", real.string(), base.string()),
-                file.string());
-}
-
 const FileFormat& format_named(const std::string& name) {
   if (const FileFormat* f = find_file_format(name)) return *f;
   throw Error(ErrorCode::InvalidArgument, fmt::format("format '{}' is not available in this build", name));
@@ -91,17 +80,16 @@ class HfLoader final : public WeightLoader {
  private:
   std::unique_ptr<WeightSource> open_weights(const fs::path& dir, const fs::path& root) {
     auto sharded = [&](const fs::path& index, const FileFormat& format) {
-      check_inside(index, root);
-      Catalogue c = read_sharded_catalogue(index.string(), format);
-      for (const TensorInfo& t : c.tensors) check_inside(t.file, root);
-      attach_config_json(dir, c.metadata);
+      require_inside(index.string(), root.string());
+      Catalogue c = read_sharded_catalogue(index.string(), format, root.string());
+      attach_config_json(dir, c.metadata, root);
       return std::make_unique<WeightSource>(format.name, dir.string(), std::move(c.tensors), std::move(c.metadata));
     };
     auto plain = [&](const std::vector<std::string>& files, const FileFormat& format) {
-      for (const std::string& f : files) check_inside(f, root);
+      for (const std::string& f : files) require_inside(f, root.string());
       std::unique_ptr<WeightSource> s = open_files(format, files, dir.string());
       std::map<std::string, std::string> metadata = s->metadata();
-      attach_config_json(dir, metadata);
+      attach_config_json(dir, metadata, root);
       return std::make_unique<WeightSource>(s->format(), dir.string(), s->tensors(), std::move(metadata));
     };
     std::error_code ec;

@@ -1,0 +1,25 @@
+#include "formats/confined_path.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "weightloader/error.hpp"
+
+namespace wl {
+
+void require_inside(const std::string& file, const std::string& root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(file, ec);
+  const fs::path base = fs::weakly_canonical(root, ec);
+  const auto [end, _] = std::mismatch(base.begin(), base.end(), real.begin(), real.end());
+  if (end != base.end())
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("resolves to {}, outside the model's folder {}; refusing to read it", real.string(),
+                            base.string()),
+                file);
+}
+
+}  // namespace wl
