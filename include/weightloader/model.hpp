@@ -12,7 +12,7 @@ namespace wl {
 
 struct Parameter {
   std::string name;
-  TensorView data;  // contiguous, writable; its shape and dtype are the parameter's
+  TensorView data;  // contiguous, writable (read-only when a zero_copy load backed it by the file); its shape and dtype are the parameter's
   const Shape& shape() const noexcept { return data.shape(); }
   DType dtype() const noexcept { return data.dtype(); }
 };
