@@ -97,6 +97,10 @@ void gather_strided(const ReadRequest& r, const File& file) {
   }
 }
 
+// Chunk size of staged buffered reads: small enough for the staging to stay in the cache until
+// the conversion drains it.
+constexpr uint64_t kStagedChunkBytes = 1u << 20;
+
 // Direct mode's bounce area for the unaligned heads and tails of staged reads.
 constexpr uint64_t kBounce = 16 * File::kDirectAlign;
 
@@ -155,6 +159,13 @@ void read_direct(const Chunk& c, uint64_t offset, uint64_t length, std::byte* ou
   }
 }
 
+// Blocks decoded per piece when the decoder's output still needs converting: about kDecodedPiece.
+constexpr uint64_t kDecodedPiece = 64u << 10;
+uint64_t decoded_piece_blocks(const TensorInfo& t) {
+  if (t.decoder->aux_block_bytes() != 0) return UINT64_MAX;  // split blocks decode in one go
+  return std::max<uint64_t>(1, kDecodedPiece / (t.decoder->block_elems() * dtype_size(t.decoder->output_dtype())));
+}
+
 // Converts or decodes `c.elems` elements of stored bytes at `src` (main parts, then aux parts)
 // into the chunk's destination. Owns nothing, so it may run under a SIGBUS guard.
 void transform(const Chunk& c, const std::byte* src, std::byte* decoded) {
@@ -168,8 +179,15 @@ void transform(const Chunk& c, const std::byte* src, std::byte* decoded) {
     t.decoder->decode(src, nblocks, c.dst);
     return;
   }
-  t.decoder->decode(src, nblocks, decoded);
-  convert(t.decoder->output_dtype(), decoded, c.dst_dtype, c.dst, c.elems);
+  // Decode and convert a cache-sized piece at a time, so decoded values never leave the cache.
+  const uint64_t piece = decoded_piece_blocks(t);
+  const uint64_t block_elems = t.decoder->block_elems();
+  const size_t out_size = dtype_size(c.dst_dtype);
+  for (uint64_t b = 0; b < nblocks; b += piece) {
+    const uint64_t n = std::min(piece, nblocks - b);
+    t.decoder->decode(src + b * t.decoder->block_bytes(), n, decoded);
+    convert(t.decoder->output_dtype(), decoded, c.dst_dtype, c.dst + b * block_elems * out_size, n * block_elems);
+  }
 }
 
 bool needs_transform(const Chunk& c) { return c.tensor->decoder || c.tensor->dtype != c.dst_dtype; }
@@ -177,7 +195,8 @@ bool needs_transform(const Chunk& c) { return c.tensor->decoder || c.tensor->dty
 std::byte* decoded_buffer(const Chunk& c, Scratch& scratch) {
   const Decoder* d = c.tensor->decoder.get();
   if (!d || d->output_dtype() == c.dst_dtype) return nullptr;
-  scratch.decoded.resize(std::max<size_t>(scratch.decoded.size(), c.elems * dtype_size(d->output_dtype())));
+  const uint64_t blocks = std::min(c.elems / d->block_elems(), decoded_piece_blocks(*c.tensor));
+  scratch.decoded.resize(std::max<size_t>(scratch.decoded.size(), blocks * d->block_elems() * dtype_size(d->output_dtype())));
   return scratch.decoded.data();
 }
 
@@ -283,8 +302,9 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
         throw Error(ErrorCode::Io, "the file system does not support O_DIRECT reads (use io=pread or io=auto)", f->path());
   if (stats.mode == IoMode::Pread)
     for (File* f : used_files) f->advise(0, 0, POSIX_FADV_SEQUENTIAL);
-  // What a staged chunk may use of the share: direct mode keeps a bounce area and one block of slack.
-  const uint64_t reserved = stats.mode == IoMode::Direct ? kBounce + File::kDirectAlign : 0;
+  // What a staged chunk may use of the share: decoded pieces, and in direct mode a bounce area
+  // and one block of slack.
+  const uint64_t reserved = kDecodedPiece + (stats.mode == IoMode::Direct ? kBounce + File::kDirectAlign : 0);
   const uint64_t room = share > reserved ? share - reserved : 0;
 
   std::vector<Chunk> chunks;
@@ -317,9 +337,11 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
     const uint64_t granule_bytes = stored_bytes_for(t, granule);
     uint64_t chunk_granules = std::max<uint64_t>(1, options.chunk_bytes / granule_bytes);
     if (t.decoder || t.dtype != r.dst_dtype) {
-      const bool decodes = t.decoder && t.decoder->output_dtype() != r.dst_dtype;
-      const uint64_t cost = granule_bytes + (decodes ? granule * dtype_size(t.decoder->output_dtype()) : 0);
-      chunk_granules = std::max<uint64_t>(1, std::min(chunk_granules, room / cost));
+      const bool split = t.decoder && t.decoder->aux_block_bytes() != 0 && t.decoder->output_dtype() != r.dst_dtype;
+      const uint64_t cost = granule_bytes + (split ? granule * dtype_size(t.decoder->output_dtype()) : 0);
+      // Buffered reads: chunks that stay in the cache between the read and the conversion.
+      const uint64_t cap = stats.mode == IoMode::Pread ? std::min<uint64_t>(options.chunk_bytes, kStagedChunkBytes) : options.chunk_bytes;
+      chunk_granules = std::max<uint64_t>(1, std::min({cap / granule_bytes, room / cost}));
     }
     const uint64_t chunk_elems = chunk_granules * granule;
     auto* dst = static_cast<std::byte*>(r.dst);
