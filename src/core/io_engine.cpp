@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -10,6 +11,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -39,6 +41,14 @@ struct Chunk {
 struct Gather {
   const ReadRequest* request;
   File* file;
+};
+
+// Chunks [first, first + count) that lie back to back in one file, read with one request so that
+// read sizes do not depend on tensor sizes (a model's many small tensors would otherwise mean
+// many small reads).
+struct Extent {
+  size_t first, count;
+  uint64_t bytes;
 };
 
 uint64_t granule_elems(const TensorInfo& t) { return t.decoder ? t.decoder->block_elems() : 1; }
@@ -248,6 +258,45 @@ void run_chunk(const Chunk& c, IoMode mode, Scratch& scratch, uint64_t bounce_by
   transform(c, staging, decoded_buffer(c, scratch));
 }
 
+// Several chunks back to back in one file. Buffered reads: one preadv straight into their
+// destinations (merged only when none needs conversion). Direct reads: one O_DIRECT read into
+// staging, from which each chunk is copied or converted.
+void run_extent(const Chunk* c, const Extent& e, IoMode mode, Scratch& scratch) {
+  const uint64_t offset = c[0].src_offset;
+  if (mode == IoMode::Pread) {
+    std::vector<iovec> iov(e.count);
+    for (size_t i = 0; i < e.count; ++i) iov[i] = {c[i].dst, c[i].src_bytes};
+    size_t at = 0;
+    uint64_t done = 0;
+    while (at < iov.size()) {
+      const ssize_t n = ::preadv(c[0].file->fd(), iov.data() + at, static_cast<int>(iov.size() - at),
+                                 static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error(ErrorCode::Io, fmt::format("read at offset {} failed: {}", offset + done, std::strerror(errno)), c[0].file->path(), c[0].tensor->name);
+      if (n == 0) throw_truncated(c[at]);
+      done += static_cast<uint64_t>(n);
+      for (uint64_t left = static_cast<uint64_t>(n); left > 0 && at < iov.size();) {  // skip what was filled
+        const uint64_t take = std::min<uint64_t>(left, iov[at].iov_len);
+        iov[at].iov_base = static_cast<std::byte*>(iov[at].iov_base) + take;
+        iov[at].iov_len -= take;
+        left -= take;
+        if (iov[at].iov_len == 0) ++at;
+      }
+    }
+    return;
+  }
+  const uint64_t staged_at = kBounce + offset % File::kDirectAlign;
+  std::byte* staging = scratch.reserve(staged_at + e.bytes) + staged_at;
+  read_direct(c[0], offset, e.bytes, staging, scratch, kBounce);
+  for (size_t i = 0; i < e.count; ++i) {
+    const std::byte* src = staging + (c[i].src_offset - offset);
+    if (needs_transform(c[i]))
+      transform(c[i], src, decoded_buffer(c[i], scratch));
+    else
+      std::memcpy(c[i].dst, src, c[i].src_bytes);
+  }
+}
+
 // Auto: the page cache is faster than any disk, so pread when most of the files' bytes are
 // cached; otherwise O_DIRECT (as fast as buffered reads from disk, without filling the cache
 // with a second copy of the weights), unless a file system refuses it.
@@ -284,9 +333,6 @@ uint64_t stored_bytes_of_slice(const TensorInfo& tensor, const Slice& slice) {
 
 ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, const IoOptions& options) {
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned planned = options.concurrency ? options.concurrency : hw;
-  // Each thread's share of the staging bound; chunks that need staging are cut to fit it.
-  const uint64_t share = options.staging_bytes / planned;
 
   std::vector<File*> used_files;
   for (const ReadRequest& r : requests) {
@@ -302,6 +348,10 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
         throw Error(ErrorCode::Io, "the file system does not support O_DIRECT reads (use io=pread or io=auto)", f->path());
   if (stats.mode == IoMode::Pread)
     for (File* f : used_files) f->advise(0, 0, POSIX_FADV_SEQUENTIAL);
+  // Direct reads wait on the device, not the CPU: keep at least 4 requests in flight.
+  const unsigned planned = options.concurrency ? options.concurrency : stats.mode == IoMode::Direct ? std::max(4u, hw) : hw;
+  // Each thread's share of the staging bound; chunks that need staging are cut to fit it.
+  const uint64_t share = options.staging_bytes / planned;
   // What a staged chunk may use of the share: decoded pieces, and in direct mode a bounce area
   // and one block of slack.
   const uint64_t reserved = kDecodedPiece + (stats.mode == IoMode::Direct ? kBounce + File::kDirectAlign : 0);
@@ -368,14 +418,39 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
       emit((o * g.dim + g.begin) * g.inner, run_elems, dst + o * run_elems * out_size);
   }
 
-  // Destinations cut into pieces for the prefault pass, which runs before any chunk.
+  // Destinations cut into pieces for the prefault pass. With prefault=true it runs on all threads
+  // before any read; in direct mode one more thread always runs it alongside the reads, in read
+  // order, so that page faults are taken while the readers wait on the device.
   constexpr uint64_t kPrefaultPiece = 8ull << 20;
+  const bool background_prefault = stats.mode == IoMode::Direct;
   std::vector<std::pair<std::byte*, uint64_t>> prefaults;
-  if (options.prefault)
+  if (options.prefault || background_prefault)
     for (auto [p, n] : destinations)
       for (uint64_t at = 0; at < n; at += kPrefaultPiece) prefaults.push_back({p + at, std::min(kPrefaultPiece, n - at)});
 
-  const size_t work = chunks.size() + gathers.size();
+  // Back-to-back chunks of one file merge into extents of up to chunk_bytes (direct: and up to
+  // the staging share, where they are staged).
+  std::vector<Extent> extents;
+  const uint64_t merge_limit = stats.mode == IoMode::Direct ? std::min(options.chunk_bytes, room) : options.chunk_bytes;
+  constexpr size_t kMaxMerged = 256;  // well under IOV_MAX
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const Chunk& c = chunks[i];
+    if (!extents.empty() && stats.mode != IoMode::Mmap) {
+      Extent& e = extents.back();
+      const Chunk& last = chunks[i - 1];
+      const bool mergeable = c.file == last.file && c.src_offset == last.src_offset + last.src_bytes && !c.aux_bytes &&
+                             !last.aux_bytes && e.count < kMaxMerged && e.bytes + c.src_bytes <= merge_limit &&
+                             (stats.mode == IoMode::Direct || (!needs_transform(c) && !needs_transform(last)));
+      if (mergeable) {
+        ++e.count;
+        e.bytes += c.src_bytes;
+        continue;
+      }
+    }
+    extents.push_back({i, 1, c.src_bytes + c.aux_bytes});
+  }
+
+  const size_t work = extents.size() + gathers.size();
   const unsigned threads = static_cast<unsigned>(std::min<size_t>(planned, std::max<size_t>(1, work)));
   const uint64_t bounce_bytes = std::max<uint64_t>(kBounce, std::min(share, options.chunk_bytes) / File::kDirectAlign * File::kDirectAlign);
 
@@ -392,18 +467,21 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
   auto hint_ahead = [&](size_t i) {
     const size_t ahead = i + threads;
     if (ahead < gathers.size() || ahead >= work) return;
-    const Chunk& c = chunks[ahead - gathers.size()];
-    if (stats.mode == IoMode::Pread) c.file->advise(c.src_offset, c.src_bytes, POSIX_FADV_WILLNEED);
-    if (stats.mode == IoMode::Mmap) c.file->advise_mapping(c.src_offset, c.src_bytes, MADV_WILLNEED);
+    const Extent& e = extents[ahead - gathers.size()];
+    const Chunk& c = chunks[e.first];
+    if (stats.mode == IoMode::Pread) c.file->advise(c.src_offset, e.bytes, POSIX_FADV_WILLNEED);
+    if (stats.mode == IoMode::Mmap) c.file->advise_mapping(c.src_offset, e.bytes, MADV_WILLNEED);
   };
 
   auto worker = [&] {
     Scratch scratch;
     try {
-      for (size_t i = next_prefault++; i < prefaults.size(); i = next_prefault++) prefault(prefaults[i].first, prefaults[i].second);
-      // Reads wait for the whole prefault pass, so that no copy takes a page fault.
-      --prefaulting;
-      while (prefaulting.load() > 0) std::this_thread::yield();
+      if (!background_prefault) {
+        for (size_t i = next_prefault++; i < prefaults.size(); i = next_prefault++) prefault(prefaults[i].first, prefaults[i].second);
+        // Reads wait for the whole prefault pass, so that no copy takes a page fault.
+        --prefaulting;
+        while (prefaulting.load() > 0) std::this_thread::yield();
+      }
       for (size_t i = next++; i < work && !stop; i = next++) {
         hint_ahead(i);
         uint64_t bytes;
@@ -411,9 +489,12 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
           gather_strided(*gathers[i].request, *gathers[i].file);
           bytes = gathers[i].request->tensor->nbytes;
         } else {
-          const Chunk& c = chunks[i - gathers.size()];
-          run_chunk(c, stats.mode, scratch, bounce_bytes);
-          bytes = c.src_bytes + c.aux_bytes;
+          const Extent& e = extents[i - gathers.size()];
+          if (e.count == 1)
+            run_chunk(chunks[e.first], stats.mode, scratch, bounce_bytes);
+          else
+            run_extent(&chunks[e.first], e, stats.mode, scratch);
+          bytes = e.bytes;
         }
         done += bytes;
         if (options.progress) {
@@ -432,6 +513,11 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
     staging_peak += scratch.bytes();
   };
 
+  std::jthread prefaulter;
+  if (background_prefault)
+    prefaulter = std::jthread([&] {
+      for (size_t i = 0; i < prefaults.size() && !stop; ++i) prefault(prefaults[i].first, prefaults[i].second);
+    });
   if (threads <= 1) {
     worker();
   } else {
@@ -439,6 +525,8 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
     pool.reserve(threads);
     for (unsigned i = 0; i < threads; ++i) pool.emplace_back(worker);
   }
+  stop = true;  // the prefaulter has nothing left to do once every read is done
+  if (prefaulter.joinable()) prefaulter.join();
   if (error) std::rethrow_exception(error);
   if (cancelled)
     throw Error(ErrorCode::Cancelled, fmt::format("load cancelled by the progress callback after {} of {} bytes", done.load(), total));

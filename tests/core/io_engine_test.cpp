@@ -102,6 +102,41 @@ TEST_P(IoModes, EveryModeReadsTheSameValuesWhateverTheAlignment) {
   }
 }
 
+TEST_P(IoModes, BackToBackTensorsReadTogetherLandInTheirOwnDestinations) {
+  test::TempDir dir;
+  const std::string path = write_raw(dir, 13);
+  if (GetParam() == IoMode::Direct && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  // Many small tensors back to back: rows of the raw file, every third one converted to BF16.
+  std::vector<TensorInfo> tensors;
+  for (uint64_t r = 0; r < kRows; ++r) {
+    TensorInfo t = raw_tensor(path, 13 + r * kCols * 4);
+    t.name = "row" + std::to_string(r);
+    t.shape = {kCols};
+    t.nbytes = kCols * 4;
+    tensors.push_back(t);
+  }
+  WeightSource src("raw", path, tensors);
+  std::vector<float> f32(kRows * kCols);
+  std::vector<uint16_t> bf16(kRows * kCols);
+  std::vector<ReadRequest> requests;
+  for (uint64_t r = 0; r < kRows; ++r)
+    requests.push_back(r % 3 ? ReadRequest{&src.tensors()[r], Slice{}, DType::F32, &f32[r * kCols]}
+                             : ReadRequest{&src.tensors()[r], Slice{}, DType::BF16, &bf16[r * kCols]});
+  IoOptions io = options(GetParam());
+  io.chunk_bytes = 1000;  // extents of several tensors, cut inside others
+  EXPECT_EQ(src.read_all(requests, io).bytes_read, kRows * kCols * 4);
+  for (uint64_t i = 0; i < kRows * kCols; ++i) {
+    const float v = float(i) * 0.5f;
+    if ((i / kCols) % 3) {
+      ASSERT_EQ(f32[i], v) << i;
+    } else {
+      uint16_t want;
+      convert(DType::F32, &v, DType::BF16, &want, 1);
+      ASSERT_EQ(bf16[i], want) << i;
+    }
+  }
+}
+
 TEST_P(IoModes, QuantisedGgufDecodesTheSameInEveryMode) {
   test::TempDir dir;
   const std::string path = dir.file("q.gguf");
