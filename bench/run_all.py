@@ -295,7 +295,9 @@ class Suite:
         targets = [
             ("cold >= 0.9x O_DIRECT read limit (F32, io=auto)", o[("cold", "f32", "auto")] / self.dd, 0.9),
             ("warm F32 >= 0.7x parallel-pread limit", o[("warm", "f32", "auto")] / self.pread_limit, 0.7),
-            ("warm F32 reload >= 0.7x parallel-pread limit", o[("reload", "f32")] / self.pread_limit, 0.7),
+            ("warm F32 reload (parameters already faulted in) >= 0.7x parallel-pread limit",
+             o[("reload", "f32")] / self.pread_limit, 0.7),
+            ("(not a target) warm F32 / pread into fresh memory with huge pages", o[("warm", "f32", "auto")] / self.fresh_limit, 0.7),
             ("warm F32 >= 5x torch.load + load_state_dict", o[("warm", "f32", "auto")] / p[("torch", "f32")], 5.0),
             ("warm F32->BF16 >= 10x torch.load + .to(bfloat16)", o[("warm", "bf16", "auto")] / p[("torch", "bf16")], 10.0),
             ("tp=2: bytes read by both ranks <= 1.05x the model", self.tp_ratio, 1.05),
@@ -335,7 +337,8 @@ class Suite:
         lines += ["", "Targets:", "", "| target | measured | met |", "| --- | --- | --- |"]
         for label, value, goal in targets:
             met = value <= goal if label.startswith("tp=2") else value >= goal
-            lines.append(f"| {label} | {value:.2f} | {'yes' if met else 'NO'} |")
+            verdict = "" if label.startswith("(not") else ("yes" if met else "NO")
+            lines.append(f"| {label} | {value:.2f} | {verdict} |")
         bad = [label for label, extra in rss_rows if not extra["rss_ok"]]
         lines.append(f"| peak RSS <= parameters + staging bound + baseline, every load above | "
                      f"{len(rss_rows) - len(bad)} of {len(rss_rows)} | {'yes' if not bad else 'NO: ' + ', '.join(bad)} |")

@@ -49,6 +49,7 @@ struct Gather {
 struct Extent {
   size_t first, count;
   uint64_t bytes;
+  bool staged;  // read into staging first (direct reads, conversions); else preadv into place
 };
 
 uint64_t granule_elems(const TensorInfo& t) { return t.decoder ? t.decoder->block_elems() : 1; }
@@ -258,12 +259,12 @@ void run_chunk(const Chunk& c, IoMode mode, Scratch& scratch, uint64_t bounce_by
   transform(c, staging, decoded_buffer(c, scratch));
 }
 
-// Several chunks back to back in one file. Buffered reads: one preadv straight into their
-// destinations (merged only when none needs conversion). Direct reads: one O_DIRECT read into
-// staging, from which each chunk is copied or converted.
+// Several chunks back to back in one file. Unstaged: one preadv straight into their
+// destinations. Staged: one read (O_DIRECT in direct mode) into staging, from which each chunk is
+// copied or converted.
 void run_extent(const Chunk* c, const Extent& e, IoMode mode, Scratch& scratch) {
   const uint64_t offset = c[0].src_offset;
-  if (mode == IoMode::Pread) {
+  if (!e.staged) {
     std::vector<iovec> iov(e.count);
     for (size_t i = 0; i < e.count; ++i) iov[i] = {c[i].dst, c[i].src_bytes};
     size_t at = 0;
@@ -285,9 +286,12 @@ void run_extent(const Chunk* c, const Extent& e, IoMode mode, Scratch& scratch) 
     }
     return;
   }
-  const uint64_t staged_at = kBounce + offset % File::kDirectAlign;
+  const uint64_t staged_at = mode == IoMode::Direct ? kBounce + offset % File::kDirectAlign : 0;
   std::byte* staging = scratch.reserve(staged_at + e.bytes) + staged_at;
-  read_direct(c[0], offset, e.bytes, staging, scratch, kBounce);
+  if (mode == IoMode::Direct)
+    read_direct(c[0], offset, e.bytes, staging, scratch, kBounce);
+  else
+    c[0].file->read_exact(offset, staging, e.bytes);
   for (size_t i = 0; i < e.count; ++i) {
     const std::byte* src = staging + (c[i].src_offset - offset);
     if (needs_transform(c[i]))
@@ -414,8 +418,14 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
         e += len;
       }
     };
+    const size_t first_chunk = chunks.size();
     for (uint64_t o = 0; o < g.outer; ++o)
       emit((o * g.dim + g.begin) * g.inner, run_elems, dst + o * run_elems * out_size);
+    // Permuted rows in file order: rows stored side by side then merge into one read that
+    // scatters them to their places.
+    if (!t.row_order.empty())
+      std::sort(chunks.begin() + static_cast<ptrdiff_t>(first_chunk), chunks.end(),
+                [](const Chunk& a, const Chunk& b) { return a.src_offset < b.src_offset; });
   }
 
   // Destinations cut into pieces for the prefault pass. With prefault=true it runs on all threads
@@ -428,26 +438,30 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
     for (auto [p, n] : destinations)
       for (uint64_t at = 0; at < n; at += kPrefaultPiece) prefaults.push_back({p + at, std::min(kPrefaultPiece, n - at)});
 
-  // Back-to-back chunks of one file merge into extents of up to chunk_bytes (direct: and up to
-  // the staging share, where they are staged).
+  // Back-to-back chunks of one file merge into extents: up to chunk_bytes when read in place,
+  // and when staged, up to what staging allows (for buffered reads, a cache-sized chunk).
   std::vector<Extent> extents;
-  const uint64_t merge_limit = stats.mode == IoMode::Direct ? std::min(options.chunk_bytes, room) : options.chunk_bytes;
+  const uint64_t staged_limit =
+      std::min(room, stats.mode == IoMode::Direct ? options.chunk_bytes : std::min(options.chunk_bytes, kStagedChunkBytes));
   constexpr size_t kMaxMerged = 256;  // well under IOV_MAX
   for (size_t i = 0; i < chunks.size(); ++i) {
     const Chunk& c = chunks[i];
+    const bool staged = stats.mode == IoMode::Direct || needs_transform(c);
     if (!extents.empty() && stats.mode != IoMode::Mmap) {
       Extent& e = extents.back();
       const Chunk& last = chunks[i - 1];
+      const bool both_staged = e.staged || staged;
       const bool mergeable = c.file == last.file && c.src_offset == last.src_offset + last.src_bytes && !c.aux_bytes &&
-                             !last.aux_bytes && e.count < kMaxMerged && e.bytes + c.src_bytes <= merge_limit &&
-                             (stats.mode == IoMode::Direct || (!needs_transform(c) && !needs_transform(last)));
+                             !last.aux_bytes && e.count < kMaxMerged &&
+                             e.bytes + c.src_bytes <= (both_staged ? staged_limit : options.chunk_bytes);
       if (mergeable) {
         ++e.count;
         e.bytes += c.src_bytes;
+        e.staged = both_staged;
         continue;
       }
     }
-    extents.push_back({i, 1, c.src_bytes + c.aux_bytes});
+    extents.push_back({i, 1, c.src_bytes + c.aux_bytes, staged});
   }
 
   const size_t work = extents.size() + gathers.size();
@@ -468,6 +482,7 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, 
     const size_t ahead = i + threads;
     if (ahead < gathers.size() || ahead >= work) return;
     const Extent& e = extents[ahead - gathers.size()];
+    if (e.bytes < (256u << 10)) return;  // not worth a system call
     const Chunk& c = chunks[e.first];
     if (stats.mode == IoMode::Pread) c.file->advise(c.src_offset, e.bytes, POSIX_FADV_WILLNEED);
     if (stats.mode == IoMode::Mmap) c.file->advise_mapping(c.src_offset, e.bytes, MADV_WILLNEED);
