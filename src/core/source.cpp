@@ -76,6 +76,7 @@ uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst
   IoOptions io;
   io.concurrency = 1;
   io.mode = IoMode::Pread;
+  io.prefault = false;  // one small read: not worth a second pass
   return read_all({ReadRequest{&tensor, slice, dst_dtype, dst}}, io).bytes_read;
 }
 

@@ -132,7 +132,7 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
       {"concurrency", KwType::Int, "reader threads (0 = one per core)"},
       {"io", KwType::String, "how to read: auto (pread if mostly cached, else direct), mmap, pread, direct (O_DIRECT)"},
       {"staging_bytes", KwType::Int, "staging memory for conversion and O_DIRECT, all threads together (default 32 MiB)"},
-      {"prefault", KwType::Bool, "fault the parameters' pages in, in parallel, before reading (default false)"},
+      {"prefault", KwType::Bool, "fault the parameters' pages in, in parallel, before reading (default true)"},
       {"zero_copy", KwType::Bool, "back parameters whose exact bytes are in the file by its read-only mapping (default false)"},
   };
   return specs;
