@@ -1,6 +1,10 @@
 // The machine's own limits for moving N bytes, to put weightloader's figures in proportion:
 //   memcpy    one thread, between two pre-touched buffers
 //   pread     page-cache read of FILE into a pre-touched buffer, T threads, 4 MiB requests
+//   reused    page-cache read of FILE through one reused 4 MiB buffer, 1 thread (no page faults)
+//   fresh_*   as pread, into freshly mapped memory (the cost of page faults, timed with the read):
+//             4k pages (MADV_NOHUGEPAGE), transparent huge pages (MADV_HUGEPAGE), and huge pages
+//             pre-faulted by T threads with MADV_POPULATE_WRITE before the reads
 // Prints one JSON object; each figure is the median of R runs with min and max for the spread.
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -69,20 +73,52 @@ int main(int argc, char** argv) {
   std::byte* a = touched_buffer(bytes);
   std::byte* b = touched_buffer(bytes);
 
-  const Stat memcpy_stat = measure(runs, bytes, [&] { std::memcpy(b, a, bytes); });
-  const Stat pread_stat = measure(runs, bytes, [&] {
+  auto parallel_pread = [&](std::byte* dst) {
     constexpr uint64_t kReq = 4 << 20;
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
         for (uint64_t off = t * kReq; off < bytes; off += threads * kReq) {
           const uint64_t n = std::min(kReq, bytes - off);
-          if (::pread(fd, a + off, n, static_cast<off_t>(off)) != static_cast<ssize_t>(n)) std::abort();
+          if (::pread(fd, dst + off, n, static_cast<off_t>(off)) != static_cast<ssize_t>(n)) std::abort();
         }
       });
     for (auto& th : pool) th.join();
+  };
+  auto fresh = [&](int advice, bool prefault) {
+    return measure(runs, bytes, [&] {
+      void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) std::abort();
+      auto* dst = static_cast<std::byte*>(p);
+      ::madvise(p, bytes, advice);
+      if (prefault) {
+        std::vector<std::thread> pool;
+        const uint64_t per = (bytes / threads + 4095) / 4096 * 4096;
+        for (unsigned t = 0; t < threads; ++t)
+          pool.emplace_back([&, t] {
+            const uint64_t at = std::min<uint64_t>(bytes, t * per);
+            ::madvise(dst + at, std::min(per, bytes - at), MADV_POPULATE_WRITE);
+          });
+        for (auto& th : pool) th.join();
+      }
+      parallel_pread(dst);
+      ::munmap(p, bytes);
+    });
+  };
+  const Stat fresh_4k = fresh(MADV_NOHUGEPAGE, false);
+  const Stat fresh_thp = fresh(MADV_HUGEPAGE, false);
+  const Stat fresh_prefault = fresh(MADV_HUGEPAGE, true);
+  const Stat reused = measure(runs, bytes, [&] {
+    constexpr uint64_t kReq = 4 << 20;
+    for (uint64_t off = 0; off < bytes; off += kReq)
+      if (::pread(fd, a, std::min(kReq, bytes - off), static_cast<off_t>(off)) < 0) std::abort();
   });
-  std::printf("{\"bytes\": %llu, \"threads\": %u, \"runs\": %d, %s, %s}\n", static_cast<unsigned long long>(bytes), threads,
-              runs, json("memcpy", memcpy_stat).c_str(), json("pread_page_cache", pread_stat).c_str());
+  const Stat memcpy_stat = measure(runs, bytes, [&] { std::memcpy(b, a, bytes); });
+  const Stat pread_stat = measure(runs, bytes, [&] { parallel_pread(a); });
+  std::printf("{\"bytes\": %llu, \"threads\": %u, \"runs\": %d, %s, %s, %s, %s, %s, %s}\n",
+              static_cast<unsigned long long>(bytes), threads, runs, json("memcpy", memcpy_stat).c_str(),
+              json("pread_page_cache", pread_stat).c_str(), json("reused_buffer", reused).c_str(),
+              json("fresh_4k", fresh_4k).c_str(), json("fresh_thp", fresh_thp).c_str(),
+              json("fresh_prefault", fresh_prefault).c_str());
   return 0;
 }

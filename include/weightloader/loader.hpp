@@ -16,6 +16,9 @@ struct LoadOptions {
   NameMapping names;
   bool strict = true;          // missing or unexpected names are an error
   bool allow_reshape = false;  // accept a shape with the same element count
+  // A parameter whose exact bytes the file holds (same dtype, raw, contiguous) gets a read-only
+  // view of the file mapping instead of a copy; the file must not change while the model lives.
+  bool zero_copy = false;
   IoOptions io;
 };
 

@@ -23,7 +23,9 @@ struct ParameterShard {
 
 struct Parameter {
   std::string name;
-  TensorView data;  // contiguous, writable; its shape and dtype are the parameter's
+  // Contiguous and writable (read-only when a zero_copy load backed it by the file); its shape and
+  // dtype are the parameter's.
+  TensorView data;
   // Empty: the parameter is the whole checkpoint tensor of its own name. Otherwise every shard
   // must be found for the parameter to count as loaded.
   std::vector<ParameterShard> shards;

@@ -36,6 +36,10 @@ struct LoadReport {
   double seconds = 0;
   unsigned concurrency = 0;               // reader threads
   uint64_t staging_bytes = 0;             // staging memory used for conversion, at most
+  uint64_t staging_bound = 0;             // the staging_bytes setting it stayed within
+  std::string io_mode;                    // "pread", "direct", "mmap" (what ran, never "auto")
+  std::string io_mode_reason;             // when io=auto chose: why
+  std::vector<std::string> zero_copy;     // parameters backed by the file mapping (zero_copy=true)
 
   double gbps() const { return seconds > 0 ? double(bytes_read) / seconds / 1e9 : 0.0; }
   std::string to_string(bool verbose = false) const;  // human-readable summary

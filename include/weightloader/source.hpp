@@ -63,10 +63,28 @@ struct Slice {
 // Called as bytes arrive; return false to cancel the load (it then throws ErrorCode::Cancelled).
 using ProgressCallback = std::function<bool(uint64_t bytes_done, uint64_t bytes_total)>;
 
+// How bytes get from the file to memory.
+enum class IoMode {
+  Auto,    // pread when most of the bytes are in the page cache, direct otherwise (see README)
+  Mmap,    // copy (and convert) straight out of a read-only mapping of the file
+  Pread,   // buffered positioned reads: straight into the destination, or through staging
+  Direct,  // O_DIRECT reads through aligned buffers: cold reads that leave the page cache alone
+};
+std::string_view io_mode_name(IoMode mode);                 // "auto", "mmap", "pread", "direct"
+std::optional<IoMode> parse_io_mode(std::string_view name);  // the inverse; nullopt if unknown
+
 // How the I/O engine runs: how many reader threads and how much staging memory they may use.
 struct IoOptions {
   unsigned concurrency = 0;                 // reader threads; 0 = one per core
   uint64_t chunk_bytes = 8ull << 20;        // a thread's unit of work
+  IoMode mode = IoMode::Auto;
+  // Staging memory for conversion, decoding and O_DIRECT bounce buffers, all threads together.
+  // Chunks that need staging shrink so that each thread's share fits (never below one block).
+  uint64_t staging_bytes = 32ull << 20;
+  // Touch every destination page in parallel (MADV_POPULATE_WRITE) before reading, so that page
+  // faults are taken on all threads at once instead of inside the copies (measured faster on the
+  // benchmark machine: bench/RESULTS.md).
+  bool prefault = true;
   ProgressCallback progress;                // may be empty
 };
 
@@ -83,6 +101,8 @@ struct ReadStats {
   uint64_t bytes_read = 0;     // bytes read from files
   unsigned threads = 0;        // reader threads used
   uint64_t staging_bytes = 0;  // staging memory used at most, all threads together
+  IoMode mode = IoMode::Pread; // the mode that ran (never Auto)
+  std::string mode_reason;     // why, when Auto chose it, e.g. "auto: 3% of the bytes in the page cache"
 };
 
 class FileCache;  // open file handles shared by a source's reads (src/core/file.hpp)
@@ -110,6 +130,8 @@ class WeightSource {
   // Reads a whole tensor into a fresh heap tensor.
   TensorView load(const TensorInfo& tensor, std::optional<DType> dtype = std::nullopt) const;
   // Zero-copy: a view on a read-only mapping of the file, when the bytes are raw and contiguous.
+  // Truncated if the file is now shorter than the tensor's bytes. The file must not shrink while
+  // the view lives (reading a page past its end would raise SIGBUS).
   std::optional<TensorView> view(const TensorInfo& tensor) const;
 
   // Shape of a slice of `tensor` (throws SliceOutOfBounds if it does not fit).

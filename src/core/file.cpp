@@ -1,8 +1,12 @@
 #include "core/file.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <vector>
 
 #include <cerrno>
 #include <cstring>
@@ -11,6 +15,12 @@
 #include <fmt/format.h>
 
 #include "weightloader/error.hpp"
+
+// cachestat(2) (Linux 6.5) has one number on every architecture of the unified syscall table;
+// glibc 2.36 does not name it yet. Older kernels answer ENOSYS and we fall back to mincore.
+#if !defined(SYS_cachestat) && (defined(__x86_64__) || defined(__aarch64__))
+#define SYS_cachestat 451
+#endif
 
 namespace wl {
 
@@ -38,7 +48,82 @@ File::File(std::string path) : path_(std::move(path)) {
 }
 
 File::~File() {
+  if (map_) ::munmap(map_, size_);
+  if (direct_fd_ >= 0) ::close(direct_fd_);
   if (fd_ >= 0) ::close(fd_);
+}
+
+int File::direct_fd() {
+  std::lock_guard lock(mutex_);
+  if (direct_fd_ == -2) direct_fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+  if (direct_fd_ < 0) direct_fd_ = -1;
+  return direct_fd_;
+}
+
+uint64_t File::read_direct(uint64_t offset, void* dst, uint64_t length) {
+  const int fd = direct_fd();
+  if (fd < 0) throw Error(ErrorCode::Io, "the file system does not support O_DIRECT reads (use io=pread)", path_);
+  auto* out = static_cast<char*>(dst);
+  uint64_t done = 0;
+  while (done < length) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(length - done, 1ull << 30));
+    const ssize_t n = ::pread(fd, out + done, want, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(fmt::format("O_DIRECT read of {} bytes at offset {} failed", length, offset), path_);
+    }
+    if (n == 0) break;
+    done += static_cast<uint64_t>(n);
+    if (done % kDirectAlign != 0) break;  // a partial block: the end of the file
+  }
+  return done;
+}
+
+const std::byte* File::mapping() {
+  std::lock_guard lock(mutex_);
+  if (!map_ && size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (p == MAP_FAILED) throw_errno(fmt::format("mmap of {} bytes failed", size_), path_);
+    ::madvise(p, size_, MADV_SEQUENTIAL);
+    map_ = static_cast<std::byte*>(p);
+  }
+  return map_;
+}
+
+uint64_t File::cached_bytes() {
+  if (size_ == 0) return 0;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+#ifdef SYS_cachestat
+  struct {
+    uint64_t off, len;
+  } range{0, 0};  // len 0: to the end of the file
+  struct {
+    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+  } stat{};
+  if (::syscall(SYS_cachestat, fd_, &range, &stat, 0) == 0) return std::min(size_, stat.nr_cache * page);
+#endif
+  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+  if (p == MAP_FAILED) return 0;
+  std::vector<unsigned char> resident((size_ + page - 1) / page);
+  uint64_t cached = 0;
+  if (::mincore(p, size_, resident.data()) == 0)
+    for (unsigned char r : resident) cached += (r & 1) ? page : 0;
+  ::munmap(p, size_);
+  return std::min(size_, cached);
+}
+
+void File::advise(uint64_t offset, uint64_t length, int fadvice) const {
+  ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), fadvice);
+}
+
+void File::advise_mapping(uint64_t offset, uint64_t length, int madvice) {
+  const std::byte* base = mapping();
+  if (!base || offset >= size_) return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  length = std::min(length, size_ - offset);
+  // Whole pages inside the range only: a page shared with a neighbouring range is left alone.
+  const uint64_t begin = (offset + page - 1) / page * page, end = (offset + length) / page * page;
+  if (end > begin) ::madvise(const_cast<std::byte*>(base) + begin, end - begin, madvice);
 }
 
 uint64_t File::read_some(uint64_t offset, void* dst, uint64_t length) const {

@@ -29,10 +29,29 @@ class File {
   // Reads [offset, offset + length) into a string (for headers).
   std::string read_string(uint64_t offset, uint64_t length) const;
 
+  // The block size O_DIRECT reads align offsets, lengths and buffers to.
+  static constexpr uint64_t kDirectAlign = 4096;
+  // A second descriptor opened with O_DIRECT (once); -1 if the file system refuses O_DIRECT.
+  int direct_fd();
+  // Reads whole aligned blocks with O_DIRECT: `offset`, `length` and `dst` must be multiples of
+  // kDirectAlign. Returns the bytes read (fewer only at the end of the file).
+  uint64_t read_direct(uint64_t offset, void* dst, uint64_t length);
+  // A read-only mapping of the whole file as it was opened (made once, advised sequential).
+  // Touching it past the file's current end raises SIGBUS: copy out of it under a SigbusGuard.
+  const std::byte* mapping();
+  // Bytes of the file now in the page cache (cachestat, else mincore).
+  uint64_t cached_bytes();
+  // posix_fadvise / madvise hints; failures are ignored (they are only hints).
+  void advise(uint64_t offset, uint64_t length, int fadvice) const;
+  void advise_mapping(uint64_t offset, uint64_t length, int madvice);
+
  private:
   std::string path_;
   int fd_ = -1;
   uint64_t size_ = 0;
+  std::mutex mutex_;  // guards the lazily made direct_fd_ and map_
+  int direct_fd_ = -2;  // -2: not tried yet
+  std::byte* map_ = nullptr;
 };
 
 // Files shared by the reads of one source: each path is opened once.

@@ -73,7 +73,11 @@ Shape WeightSource::slice_shape(const TensorInfo& tensor, const Slice& slice) {
 }
 
 uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice) const {
-  return read_all({ReadRequest{&tensor, slice, dst_dtype, dst}}, IoOptions{.concurrency = 1, .chunk_bytes = 8ull << 20, .progress = {}}).bytes_read;
+  IoOptions io;
+  io.concurrency = 1;
+  io.mode = IoMode::Pread;
+  io.prefault = false;  // one small read: not worth a second pass
+  return read_all({ReadRequest{&tensor, slice, dst_dtype, dst}}, io).bytes_read;
 }
 
 ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
@@ -88,6 +92,13 @@ TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dty
 
 std::optional<TensorView> WeightSource::view(const TensorInfo& tensor) const {
   if (tensor.decoder || !tensor.strides.empty() || !tensor.row_order.empty()) return std::nullopt;
+  // The file may have shrunk since the catalogue was read: a mapping past its end would SIGBUS.
+  const uint64_t size = File(tensor.file).size();
+  if (tensor.offset > size || tensor.nbytes > size - tensor.offset)
+    throw Error(ErrorCode::Truncated,
+                fmt::format("cannot map bytes [{}, {}): the file now has only {} bytes", tensor.offset,
+                            tensor.offset + tensor.nbytes, size),
+                tensor.file, tensor.name);
   return TensorView(map_file_region(tensor.file, tensor.offset, tensor.nbytes), tensor.dtype, tensor.shape, 0);
 }
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "loaders/zero_copy.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/loader.hpp"
 
@@ -88,6 +89,12 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) 
             continue;
           }
         }
+        if (options_.zero_copy && back_by_file_mapping(*p, t, source)) {
+          report.zero_copy.push_back(p->name);
+          report.loaded.push_back(p->name);
+          listed.insert(p);
+          continue;
+        }
       } else {
         const ParameterShard& shard = p->shards[size_t(target.shard)];
         const Shape got = WeightSource::slice_shape(t, shard.slice);
@@ -142,6 +149,9 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) 
   report.bytes_read = stats.bytes_read;
   report.concurrency = stats.threads;
   report.staging_bytes = stats.staging_bytes;
+  report.staging_bound = options_.io.staging_bytes;
+  report.io_mode = std::string(io_mode_name(stats.mode));
+  report.io_mode_reason = stats.mode_reason;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

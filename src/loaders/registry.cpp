@@ -104,6 +104,17 @@ void apply_common(WeightLoader& loader, const Kwargs& kw) {
   if (concurrency < 0 || concurrency > 1024)
     throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'concurrency': {} is outside [0, 1024]", concurrency));
   o.io.concurrency = static_cast<unsigned>(concurrency);
+  if (kw.count("io")) {
+    const std::string name = kwarg_string(kw, "io", "auto");
+    const auto mode = parse_io_mode(name);
+    if (!mode) throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'io': unknown mode '{}' (auto, mmap, pread, direct)", name));
+    o.io.mode = *mode;
+  }
+  const int64_t staging = kwarg_int(kw, "staging_bytes", static_cast<int64_t>(o.io.staging_bytes));
+  if (staging < 0) throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'staging_bytes': {} is negative", staging));
+  o.io.staging_bytes = static_cast<uint64_t>(staging);
+  o.io.prefault = kwarg_bool(kw, "prefault", o.io.prefault);
+  o.zero_copy = kwarg_bool(kw, "zero_copy", o.zero_copy);
 }
 
 }  // namespace
@@ -119,6 +130,10 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
       {"regex_rename", KwType::String, "regex renames 'pattern=>replacement;...' (ECMAScript, $1 for groups)"},
       {"drop", KwType::String, "skip checkpoint names fully matching these regexes (';'-separated)"},
       {"concurrency", KwType::Int, "reader threads (0 = one per core)"},
+      {"io", KwType::String, "how to read: auto (pread if mostly cached, else direct), mmap, pread, direct (O_DIRECT)"},
+      {"staging_bytes", KwType::Int, "staging memory for conversion and O_DIRECT, all threads together (default 32 MiB)"},
+      {"prefault", KwType::Bool, "fault the parameters' pages in, in parallel, before reading (default true)"},
+      {"zero_copy", KwType::Bool, "back parameters whose exact bytes are in the file by its read-only mapping (default false)"},
   };
   return specs;
 }

@@ -33,8 +33,11 @@ std::string LoadReport::to_string(bool verbose) const {
   out += fmt::format("unexpected  {}\n", list_or_count(unexpected, verbose));
   out += fmt::format("bytes read  {} ({:.3f} GB), written {} ({:.3f} GB)\n", bytes_read, bytes_read / 1e9, bytes_written,
                      bytes_written / 1e9);
-  out += fmt::format("time        {:.3f} s, {:.2f} GB/s read, {} threads, {:.1f} MiB staging\n", seconds, gbps(),
-                     concurrency, staging_bytes / 1048576.0);
+  out += fmt::format("time        {:.3f} s, {:.2f} GB/s read, {} threads, {:.1f} MiB staging (bound {:.1f} MiB)\n",
+                     seconds, gbps(), concurrency, staging_bytes / 1048576.0, staging_bound / 1048576.0);
+  out += fmt::format("io          {}{}\n", io_mode.empty() ? "none" : io_mode,
+                     io_mode_reason.empty() ? "" : fmt::format(" ({})", io_mode_reason));
+  if (!zero_copy.empty()) out += fmt::format("zero-copy   {}\n", list_or_count(zero_copy, verbose));
   return out;
 }
 
@@ -57,6 +60,10 @@ std::string LoadReport::to_json() const {
   j["gbps"] = gbps();
   j["concurrency"] = concurrency;
   j["staging_bytes"] = staging_bytes;
+  j["staging_bound"] = staging_bound;
+  j["io_mode"] = io_mode;
+  j["io_mode_reason"] = io_mode_reason;
+  j["zero_copy"] = zero_copy;
   return j.dump(2);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "formats/gguf/ggml_types.hpp"
+#include "formats/gguf/quants.hpp"
 #include "weightloader/convert.hpp"
 
 namespace wl::gguf {
@@ -161,6 +162,7 @@ class BlockDecoder final : public Decoder {
   void decode(const std::byte* src, uint64_t nblocks, void* dst) const override {
     const auto* in = reinterpret_cast<const uint8_t*>(src);
     auto* out = static_cast<float*>(dst);
+    if (dequantize_simd(traits_.type, in, nblocks, out)) return;
     for (uint64_t i = 0; i < nblocks; ++i) fn_(in + i * traits_.block_bytes, out + i * traits_.block_elems);
   }
 
@@ -189,6 +191,24 @@ std::shared_ptr<const Decoder> ggml_decoder(GgmlType type) {
     case GgmlType::Q6_K: return decoder_of<GgmlType::Q6_K, q6_k>();
     default: return nullptr;
   }
+}
+
+bool dequantize_reference(GgmlType type, const uint8_t* blocks, uint64_t nblocks, float* out) {
+  BlockFn fn = nullptr;
+  switch (type) {
+    case GgmlType::Q4_0: fn = q4_0; break;
+    case GgmlType::Q4_1: fn = q4_1; break;
+    case GgmlType::Q5_0: fn = q5_0; break;
+    case GgmlType::Q5_1: fn = q5_1; break;
+    case GgmlType::Q8_0: fn = q8_0; break;
+    case GgmlType::Q4_K: fn = q4_k; break;
+    case GgmlType::Q5_K: fn = q5_k; break;
+    case GgmlType::Q6_K: fn = q6_k; break;
+    default: return false;
+  }
+  const GgmlTypeTraits& traits = *ggml_type_traits(static_cast<uint32_t>(type));
+  for (uint64_t i = 0; i < nblocks; ++i) fn(blocks + i * traits.block_bytes, out + i * traits.block_elems);
+  return true;
 }
 
 void quantize_q8_0(const float* x, uint64_t n, std::byte* out) {

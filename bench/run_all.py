@@ -1,0 +1,382 @@
+#!/usr/bin/python3
+"""weightloader's benchmark suite: one run, side by side, on the same files and the same machine.
+
+Generates a Llama-shaped checkpoint (`weightloader synth`, F32) as safetensors (one file, and 4
+shards), PyTorch .bin (Debian's torch) and GGUF (F32, and Q8_0 for dequantisation), then measures:
+  limits      dd iflag=direct (cold, O_DIRECT), page-cache read into one reused buffer, parallel
+              pread into a pre-touched buffer, memcpy, and pread into fresh memory (4k pages, huge
+              pages, huge pages pre-faulted in parallel): bench/limits.cpp
+  ours        weightloader load, warm and cold, F32 -> F32 and F32 -> BF16, each io mode, with and
+              without prefault, a reload into already-faulted parameters, zero-copy, every format,
+              tp=2 (two ranks at once, each reading its slices)
+  peers       torch.load + load_state_dict into an nn.Module (+ .to(torch.bfloat16)), a naive
+              dict-then-copy loader (the seed's style), ggml's own GGUF reader (--ggml-gguf-bin)
+Cold means the checkpoint's files were evicted from the page cache first: fsync, then
+posix_fadvise(POSIX_FADV_DONTNEED) over each whole file (the auto mode's reason then shows how much
+was still cached). Each figure is the median of --runs runs, with min..max. Prints the table and the
+ratios (ours / limit, ours / peer) and writes bench/RESULTS.md.
+
+Usage: /usr/bin/python3 bench/run_all.py [--preset 2gb] [--layers N] [--runs 3] [--dir /tmp/wl-bench]
+                                         [--build build] [--ggml-gguf-bin PATH] [--results FILE]
+                                         [--generate-only]
+--ggml-gguf-bin: a program that takes a .gguf path, loads every tensor with ggml's
+gguf_init_from_file(no_alloc=false) and prints {"seconds": S} (timing the load only).
+"""
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PRESET_GB = {"tiny": 0.001, "small": 0.23, "1gb": 1.1, "2gb": 2.5}
+PRESET_LAYERS = {"tiny": 2, "small": 4, "1gb": 16, "2gb": 18}
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, text=True, capture_output=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
+    return r.stdout
+
+
+def run_json(cmd):
+    out = run(cmd).strip()
+    return json.loads(out[out.index("{"):])  # one JSON object, possibly after a line of text
+
+
+def files_of(path):
+    if os.path.isfile(path):
+        return [path]
+    return sorted(f for f in glob.glob(os.path.join(path, "*")) if os.path.isfile(f))
+
+
+def evict(path):
+    """Drops the checkpoint's files from the page cache: fsync, then POSIX_FADV_DONTNEED."""
+    for f in files_of(path):
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def warm(path):
+    for f in files_of(path):
+        with open(f, "rb") as fh:
+            while fh.read(16 << 20):
+                pass
+
+
+def stat(values):
+    return (statistics.median(values), min(values), max(values))
+
+
+def size_of(path):
+    return sum(os.path.getsize(f) for f in files_of(path))
+
+
+def make_pytorch_bin(src_dir, out_dir):
+    """pytorch_model.bin written by Debian's torch from the safetensors file (read with numpy)."""
+    import mmap
+
+    import numpy as np
+    import torch
+
+    src = os.path.join(src_dir, "model.safetensors")
+    with open(src, "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    n = int.from_bytes(m[:8], "little")
+    header = json.loads(m[8:8 + n])
+    base = 8 + n
+    state = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32"
+        begin, end = info["data_offsets"]
+        arr = np.frombuffer(m, dtype=np.float32, count=(end - begin) // 4, offset=base + begin).reshape(info["shape"])
+        state[name] = torch.from_numpy(arr.copy())
+    os.makedirs(out_dir, exist_ok=True)
+    torch.save(state, os.path.join(out_dir, "pytorch_model.bin"))
+    shutil.copy(os.path.join(src_dir, "config.json"), out_dir)
+
+
+def machine():
+    cpu = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip()
+    fs = run(["stat", "-f", "-c", "%T", "/tmp"]).strip()
+    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Linux {platform.release()}, file system {fs}, THP `{thp}`"
+
+
+class Suite:
+    def __init__(self, args):
+        self.a = args
+        self.wl = os.path.join(args.build, "weightloader")
+        self.limits = os.path.join(args.build, "bench", "wl_limits")
+        self.loads = os.path.join(args.build, "bench", "wl_bench_loads")
+        self.rows = []  # (group, label, stat GB/s, extra dict)
+
+    def add(self, group, label, gbps, **extra):
+        self.rows.append((group, label, stat(gbps), extra))
+        med, lo, hi = stat(gbps)
+        print(f"  {group:6} {label:58} {med:6.2f} GB/s ({lo:.2f}..{hi:.2f}) {extra.get('note', '')}", file=sys.stderr)
+
+    def generate(self):
+        a = self.a
+        os.makedirs(a.dir, exist_ok=True)
+        need = PRESET_GB[a.preset] * (a.layers or PRESET_LAYERS[a.preset]) / PRESET_LAYERS[a.preset] * 5.5
+        free = shutil.disk_usage(a.dir).free / 1e9
+        tag = f"{a.preset}-{a.layers or PRESET_LAYERS[a.preset]}"
+        self.st = os.path.join(a.dir, f"st-{tag}")
+        self.sharded = os.path.join(a.dir, f"sharded-{tag}")
+        self.bin = os.path.join(a.dir, f"bin-{tag}")
+        self.gguf = os.path.join(a.dir, f"f32-{tag}.gguf")
+        self.q8 = os.path.join(a.dir, f"q8_0-{tag}.gguf")
+        missing = [p for p in (self.st, self.sharded, self.bin, self.gguf, self.q8) if not os.path.exists(p)]
+        if missing and free < need:
+            sys.exit(f"not enough free disk in {a.dir}: {free:.1f} GB free, about {need:.1f} GB needed")
+        layers = ["--layers", str(a.layers)] if a.layers else []
+        if not os.path.exists(self.st):
+            print(f"generating {self.st}", file=sys.stderr)
+            run([self.wl, "synth", self.st, "--preset", a.preset, "--dtype", "f32"] + layers)
+        if not os.path.exists(self.sharded):
+            print(f"generating {self.sharded}", file=sys.stderr)
+            run([self.wl, "synth", self.sharded, "--preset", a.preset, "--dtype", "f32", "--shards", "4"] + layers)
+        if not os.path.exists(self.bin):
+            print(f"generating {self.bin}", file=sys.stderr)
+            run([sys.executable, os.path.abspath(__file__), "--make-bin", self.st, self.bin])
+        if not os.path.exists(self.gguf):
+            print(f"generating {self.gguf}", file=sys.stderr)
+            run([self.wl, "convert", self.st, self.gguf, "--to", "gguf", "--gguf-type", "f32"])
+        if not os.path.exists(self.q8):
+            print(f"generating {self.q8}", file=sys.stderr)
+            run([self.wl, "convert", self.st, self.q8, "--to", "gguf", "--gguf-type", "q8_0"])
+        self.st_file = os.path.join(self.st, "model.safetensors")
+        self.bytes = os.path.getsize(self.st_file)
+
+    def wl_load(self, path, dtype, io="auto", cold=False, extra=()):
+        """Median GB/s of `weightloader load`, and the last report."""
+        gbps, reports = [], []
+        for _ in range(self.a.runs):
+            evict(path) if cold else warm(path)
+            r = run_json([self.wl, "load", path, "--dtype", dtype, "--io", io, "--json", "--quiet"] + list(extra))
+            gbps.append(r["gbps"])
+            reports.append(r)
+        return gbps, reports[-1], reports
+
+    def limits_group(self):
+        a = self.a
+        dd = []
+        for _ in range(a.runs):
+            evict(self.st_file)
+            t0 = time.perf_counter()
+            run(["dd", f"if={self.st_file}", "of=/dev/null", "bs=16M", "iflag=direct"])
+            dd.append(self.bytes / (time.perf_counter() - t0) / 1e9)
+        self.add("limit", "cold read, O_DIRECT (dd iflag=direct bs=16M)", dd)
+        self.dd = stat(dd)[0]
+        warm(self.st_file)
+        lim = run_json([self.limits, self.st_file, "2", str(a.runs)])
+        names = {
+            "reused_buffer": "page-cache read into one reused 4 MiB buffer, 1 thread",
+            "pread_page_cache": "parallel pread into a pre-touched buffer, 2 threads",
+            "memcpy": "memcpy, 1 thread, pre-touched buffers",
+            "fresh_4k": "parallel pread into fresh memory, 4k pages",
+            "fresh_thp": "parallel pread into fresh memory, huge pages",
+            "fresh_prefault": "parallel pread into fresh memory, huge pages pre-faulted",
+        }
+        for key, label in names.items():
+            s = lim[key]
+            self.rows.append(("limit", label, (s["gbps"], s["min"], s["max"]), {}))
+            print(f"  limit  {label:58} {s['gbps']:6.2f} GB/s ({s['min']:.2f}..{s['max']:.2f})", file=sys.stderr)
+        self.pread_limit = lim["pread_page_cache"]["gbps"]
+        self.fresh_limit = lim["fresh_thp"]["gbps"]
+
+    def rss_note(self, r):
+        """Peak RSS against parameters + staging bound + baseline."""
+        bound = r["parameter_bytes"] + r["staging_bound"] + r["rss_before_load_bytes"]
+        ok = r["peak_rss_bytes"] <= bound
+        return dict(rss=r["peak_rss_bytes"], bound=bound, rss_ok=ok,
+                    note=f"RSS {r['peak_rss_bytes'] / 1e9:.2f} GB {'<=' if ok else '>'} {bound / 1e9:.2f} GB")
+
+    def ours_group(self):
+        self.ours = {}
+        for dtype in ("f32", "bf16"):
+            for io in ("auto", "pread", "mmap", "direct"):
+                g, r, _ = self.wl_load(self.st, dtype, io)
+                self.add("ours", f"warm {dtype} io={io} ({r['io_mode']})", g, **self.rss_note(r))
+                self.ours[("warm", dtype, io)] = stat(g)[0]
+            g, r, _ = self.wl_load(self.st, dtype, "auto", extra=["--kw", "prefault=false"])
+            self.add("ours", f"warm {dtype} io=auto prefault=false (faults taken inside the copies)", g, **self.rss_note(r))
+            self.ours[("warm-no-prefault", dtype)] = stat(g)[0]
+            re = [run_json([self.loads, "reload", self.st, dtype, "auto"])["gbps"] for _ in range(self.a.runs)]
+            self.add("ours", f"warm {dtype} reload into faulted-in parameters", re)
+            self.ours[("reload", dtype)] = stat(re)[0]
+            for io in ("auto", "pread", "mmap"):
+                g, r, _ = self.wl_load(self.st, dtype, io, cold=True)
+                self.add("ours", f"cold {dtype} io={io} ({r['io_mode']})", g,
+                         **self.rss_note(r), reason=r.get("io_mode_reason", ""))
+                self.ours[("cold", dtype, io)] = stat(g)[0]
+        secs = []
+        for _ in range(self.a.runs):
+            warm(self.st)
+            secs.append(run_json([self.wl, "load", self.st, "--kw", "zero_copy=true", "--json", "--quiet"])["seconds"])
+        self.add("ours", "warm f32 zero_copy=true (mapped, not read)", [self.bytes / s / 1e9 for s in secs],
+                 note=f"{statistics.median(secs) * 1000:.1f} ms")
+        self.zero_copy_s = statistics.median(secs)
+        for label, path in (("safetensors, 4 shards", self.sharded), ("PyTorch .bin", self.bin),
+                            ("GGUF F32", self.gguf), ("GGUF Q8_0 (dequantised)", self.q8)):
+            for dtype in ("f32", "bf16"):
+                g, r, _ = self.wl_load(path, dtype)
+                self.add("ours", f"warm {dtype} {label} ({r['io_mode']})", g, **self.rss_note(r))
+                self.ours[("format", label, dtype)] = stat(g)[0]
+        # tp=2: both ranks at once, each reading only its slices.
+        gbps, ratio = [], 0
+        for _ in range(self.a.runs):
+            warm(self.st)
+            procs = [subprocess.Popen([self.loads, "tp", str(k), "2", self.st, "auto"], stdout=subprocess.PIPE, text=True)
+                     for k in range(2)]
+            outs = [json.loads(p.communicate()[0]) for p in procs]
+            read = sum(o["bytes_read"] for o in outs)
+            ratio = read / outs[0]["model_bytes"]
+            gbps.append(read / max(o["seconds"] for o in outs) / 1e9)
+        self.tp_ratio = ratio
+        self.add("ours", "warm f32 tp=2, two ranks at once", gbps, note=f"bytes read / model bytes = {ratio:.3f}")
+        self.ours["tp2"] = stat(gbps)[0]
+
+    def peers_group(self):
+        self.peers = {}
+        shapes = os.path.join(self.a.dir, "bin-shapes.json")
+        with open(shapes, "w") as f:
+            f.write(run([self.wl, "inspect", self.bin, "--json"]))
+        binfile = os.path.join(self.bin, "pytorch_model.bin")
+        for dtype in ("f32", "bf16"):
+            g, rss = [], 0
+            for _ in range(self.a.runs):
+                warm(self.bin)
+                r = run_json([sys.executable, os.path.join(ROOT, "bench", "torch_peer.py"), binfile, shapes, dtype])
+                g.append(self.bytes / r["seconds"] / 1e9)
+                rss = r["peak_rss_bytes"]
+            suffix = " + .to(torch.bfloat16)" if dtype == "bf16" else ""
+            self.add("peer", f"torch.load + load_state_dict{suffix}", g, note=f"RSS {rss / 1e9:.2f} GB")
+            self.peers[("torch", dtype)] = stat(g)[0]
+            g = []
+            for _ in range(self.a.runs):
+                warm(self.st)
+                r = run_json([self.loads, "naive", self.st, dtype])
+                g.append(self.bytes / r["seconds"] / 1e9)
+                rss = r["peak_rss_bytes"]
+            self.add("peer", f"naive dict-then-copy {dtype} (seed's style)", g, note=f"RSS {rss / 1e9:.2f} GB")
+            self.peers[("naive", dtype)] = stat(g)[0]
+        if self.a.ggml_gguf_bin:
+            g = []
+            size = os.path.getsize(self.gguf)
+            for _ in range(self.a.runs):
+                warm(self.gguf)
+                g.append(size / run_json([self.a.ggml_gguf_bin, self.gguf])["seconds"] / 1e9)
+            self.add("peer", "ggml gguf_init_from_file (GGUF F32, no_alloc=false)", g)
+            self.peers["ggml"] = stat(g)[0]
+
+    def report(self, seconds):
+        a = self.a
+        o, p = self.ours, self.peers
+        targets = [
+            ("cold >= 0.9x O_DIRECT read limit (F32, io=auto)", o[("cold", "f32", "auto")] / self.dd, 0.9),
+            ("warm F32 >= 0.7x parallel-pread limit", o[("warm", "f32", "auto")] / self.pread_limit, 0.7),
+            ("warm F32 reload (parameters already faulted in) >= 0.7x parallel-pread limit",
+             o[("reload", "f32")] / self.pread_limit, 0.7),
+            ("(not a target) warm F32 / pread into fresh memory with huge pages", o[("warm", "f32", "auto")] / self.fresh_limit, 0.7),
+            ("warm F32 >= 5x torch.load + load_state_dict", o[("warm", "f32", "auto")] / p[("torch", "f32")], 5.0),
+            ("warm F32->BF16 >= 10x torch.load + .to(bfloat16)", o[("warm", "bf16", "auto")] / p[("torch", "bf16")], 10.0),
+            ("tp=2: bytes read by both ranks <= 1.05x the model", self.tp_ratio, 1.05),
+        ]
+        rss_rows = [(label, extra) for g, label, _, extra in self.rows if "rss_ok" in extra]
+        lines = [
+            "# Benchmark results",
+            "",
+            f"Machine: {machine()}.",
+            f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Suite time {seconds:.0f} s. "
+            f"Load average before / after: {self.load_before} / {os.getloadavg()[0]:.2f} "
+            "(the machine's 2 cores are shared with other builds: absolute figures are noisy, ratios are measured side by side).",
+            f"Checkpoint: synthetic Llama preset `{a.preset}`{f', {a.layers} layers' if a.layers else ''}, "
+            f"{self.bytes / 1e9:.2f} GB of F32 (`weightloader synth`), as one safetensors file, 4 shards, "
+            "PyTorch .bin (Debian's torch 1.13), GGUF F32 and GGUF Q8_0.",
+            f"Command: `/usr/bin/python3 bench/run_all.py --preset {a.preset}{f' --layers {a.layers}' if a.layers else ''} "
+            f"--runs {a.runs}{' --ggml-gguf-bin ...' if a.ggml_gguf_bin else ''}`; median of {a.runs} runs (min..max). "
+            "GB/s are checkpoint (file) bytes per second of load time. Cold: files evicted with fsync + "
+            "posix_fadvise(POSIX_FADV_DONTNEED) before each run.",
+            "",
+            "| group | what | GB/s (min..max) | / O_DIRECT limit | / pread limit | notes |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for group, label, (med, lo, hi), extra in self.rows:
+            lines.append(f"| {group} | {label} | {med:.2f} ({lo:.2f}..{hi:.2f}) | {med / self.dd:.2f} | "
+                         f"{med / self.pread_limit:.2f} | {extra.get('note', '')} {extra.get('reason', '')} |")
+        lines += ["", "Ratios against peers (same checkpoint, warm):", "",
+                  "| ours | peer | ratio |", "| --- | --- | --- |"]
+        pairs = [(("warm", "f32", "auto"), ("torch", "f32"), "weightloader F32 vs torch.load + load_state_dict"),
+                 (("warm", "bf16", "auto"), ("torch", "bf16"), "weightloader F32->BF16 vs torch.load + .to(bfloat16)"),
+                 (("warm", "f32", "auto"), ("naive", "f32"), "weightloader F32 vs naive dict-then-copy"),
+                 (("warm", "bf16", "auto"), ("naive", "bf16"), "weightloader F32->BF16 vs naive dict-then-copy")]
+        if "ggml" in p:
+            pairs.append((("format", "GGUF F32", "f32"), "ggml", "weightloader GGUF F32 vs ggml gguf_init_from_file"))
+        for ok, pk, label in pairs:
+            lines.append(f"| {label} | | {o[ok] / p[pk]:.1f}x |")
+        lines += ["", "Targets:", "", "| target | measured | met |", "| --- | --- | --- |"]
+        for label, value, goal in targets:
+            met = value <= goal if label.startswith("tp=2") else value >= goal
+            verdict = "" if label.startswith("(not") else ("yes" if met else "NO")
+            lines.append(f"| {label} | {value:.2f} | {verdict} |")
+        bad = [label for label, extra in rss_rows if not extra["rss_ok"]]
+        lines.append(f"| peak RSS <= parameters + staging bound + baseline, every load above | "
+                     f"{len(rss_rows) - len(bad)} of {len(rss_rows)} | {'yes' if not bad else 'NO: ' + ', '.join(bad)} |")
+        text = "\n".join(lines) + "\n"
+        print(text)
+        with open(a.results, "w") as f:
+            f.write(text)
+
+    def main(self):
+        self.load_before = f"{os.getloadavg()[0]:.2f}"
+        t0 = time.perf_counter()
+        self.generate()
+        if self.a.generate_only:
+            return
+        print("limits", file=sys.stderr)
+        self.limits_group()
+        print("weightloader", file=sys.stderr)
+        self.ours_group()
+        print("peers", file=sys.stderr)
+        self.peers_group()
+        self.report(time.perf_counter() - t0)
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--make-bin":
+        make_pytorch_bin(sys.argv[2], sys.argv[3])
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", default="2gb", choices=sorted(PRESET_GB))
+    ap.add_argument("--layers", type=int, default=0, help="override the preset's layer count (scales the size)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", default="/tmp/wl-bench")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--ggml-gguf-bin", default="")
+    ap.add_argument("--generate-only", action="store_true", help="write the checkpoints and stop")
+    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
+    Suite(ap.parse_args()).main()
+
+
+if __name__ == "__main__":
+    main()

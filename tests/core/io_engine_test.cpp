@@ -1,0 +1,281 @@
+// The I/O engine's modes (pread, direct, mmap, auto), the staging bound, prefaulting, and the
+// SIGBUS guard that turns a file shrinking under a mapping into ErrorCode::Truncated.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "core/sigbus_guard.hpp"
+#include "test_util.hpp"
+#include "weightloader/convert.hpp"
+#include "weightloader/format.hpp"
+#include "weightloader/formats/gguf.hpp"
+#include "weightloader/source.hpp"
+
+namespace wl {
+namespace {
+
+constexpr uint64_t kRows = 300, kCols = 37;  // 44400 bytes of F32: not a multiple of any block size
+
+// A file with `head` junk bytes, then kRows x kCols F32 values i * 0.5, then 5 trailing bytes.
+std::string write_raw(const test::TempDir& dir, uint64_t head) {
+  std::string bytes(head, '\x7f');
+  for (uint64_t i = 0; i < kRows * kCols; ++i) {
+    const float v = float(i) * 0.5f;
+    bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  bytes += "tail!";
+  const std::string path = dir.file("raw.bin");
+  test::write_bytes(path, bytes);
+  return path;
+}
+
+TensorInfo raw_tensor(const std::string& path, uint64_t head) {
+  TensorInfo t;
+  t.name = "w";
+  t.shape = {kRows, kCols};
+  t.file = path;
+  t.offset = head;
+  t.nbytes = kRows * kCols * 4;
+  return t;
+}
+
+bool direct_supported(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT);
+  if (fd >= 0) ::close(fd);
+  return fd >= 0;
+}
+
+IoOptions options(IoMode mode, unsigned threads = 2) {
+  IoOptions io;
+  io.mode = mode;
+  io.concurrency = threads;
+  io.chunk_bytes = 5000;  // many chunks, none block-aligned
+  return io;
+}
+
+// One buffer of `bytes` whose data starts `phase` bytes past a 4096-byte boundary.
+struct Buffer {
+  explicit Buffer(uint64_t bytes, uint64_t phase) : mem(static_cast<std::byte*>(std::aligned_alloc(4096, bytes + 8192))) {
+    data = mem + phase;
+  }
+  ~Buffer() { std::free(mem); }
+  std::byte* mem;
+  std::byte* data;
+};
+
+class IoModes : public ::testing::TestWithParam<IoMode> {};
+
+TEST_P(IoModes, EveryModeReadsTheSameValuesWhateverTheAlignment) {
+  test::TempDir dir;
+  for (uint64_t head : {0u, 13u, 4096u, 4099u}) {
+    const std::string path = write_raw(dir, head);
+    if (GetParam() == IoMode::Direct && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+    WeightSource src("raw", path, {raw_tensor(path, head)});
+    const TensorInfo& t = src.tensors()[0];
+    // Same dtype, into a buffer at the file offset's phase and at another phase; then to BF16; then a column slice.
+    for (uint64_t phase : {head % 4096, (head + 8) % 4096}) {
+      Buffer out(t.nbytes, phase);
+      const ReadStats s = src.read_all({{&t, Slice{}, DType::F32, out.data}}, options(GetParam()));
+      EXPECT_EQ(s.bytes_read, t.nbytes);
+      EXPECT_NE(s.mode, IoMode::Auto);
+      for (uint64_t i = 0; i < kRows * kCols; ++i)
+        ASSERT_EQ(reinterpret_cast<float*>(out.data)[i], float(i) * 0.5f) << "head " << head << " phase " << phase;
+    }
+    std::vector<uint16_t> bf16(kRows * kCols);
+    src.read_all({{&t, Slice{}, DType::BF16, bf16.data()}}, options(GetParam()));
+    for (uint64_t i = 0; i < bf16.size(); ++i) {
+      const float v = float(i) * 0.5f;
+      uint16_t want;
+      convert(DType::F32, &v, DType::BF16, &want, 1);
+      ASSERT_EQ(bf16[i], want) << i;
+    }
+    std::vector<float> cols(kRows * 3);
+    src.read_all({{&t, Slice{1, 10, 13}, DType::F32, cols.data()}}, options(GetParam(), 1));
+    for (uint64_t r = 0; r < kRows; ++r)
+      for (uint64_t c = 0; c < 3; ++c) ASSERT_EQ(cols[r * 3 + c], float(r * kCols + 10 + c) * 0.5f);
+  }
+}
+
+TEST_P(IoModes, BackToBackTensorsReadTogetherLandInTheirOwnDestinations) {
+  test::TempDir dir;
+  const std::string path = write_raw(dir, 13);
+  if (GetParam() == IoMode::Direct && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  // Many small tensors back to back: rows of the raw file, every third one converted to BF16.
+  std::vector<TensorInfo> tensors;
+  for (uint64_t r = 0; r < kRows; ++r) {
+    TensorInfo t = raw_tensor(path, 13 + r * kCols * 4);
+    t.name = "row" + std::to_string(r);
+    t.shape = {kCols};
+    t.nbytes = kCols * 4;
+    tensors.push_back(t);
+  }
+  WeightSource src("raw", path, tensors);
+  std::vector<float> f32(kRows * kCols);
+  std::vector<uint16_t> bf16(kRows * kCols);
+  std::vector<ReadRequest> requests;
+  for (uint64_t r = 0; r < kRows; ++r)
+    requests.push_back(r % 3 ? ReadRequest{&src.tensors()[r], Slice{}, DType::F32, &f32[r * kCols]}
+                             : ReadRequest{&src.tensors()[r], Slice{}, DType::BF16, &bf16[r * kCols]});
+  IoOptions io = options(GetParam());
+  io.chunk_bytes = 1000;  // extents of several tensors, cut inside others
+  EXPECT_EQ(src.read_all(requests, io).bytes_read, kRows * kCols * 4);
+  for (uint64_t i = 0; i < kRows * kCols; ++i) {
+    const float v = float(i) * 0.5f;
+    if ((i / kCols) % 3) {
+      ASSERT_EQ(f32[i], v) << i;
+    } else {
+      uint16_t want;
+      convert(DType::F32, &v, DType::BF16, &want, 1);
+      ASSERT_EQ(bf16[i], want) << i;
+    }
+  }
+}
+
+TEST_P(IoModes, QuantisedGgufDecodesTheSameInEveryMode) {
+  test::TempDir dir;
+  const std::string path = dir.file("q.gguf");
+  TensorView x = TensorView::empty(DType::F32, {64, 96});
+  for (uint64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(float(i) * 0.01f) * 3;
+  write_gguf(path, {{"q", x, GgmlType::Q8_0}, {"f", x, GgmlType::F16}});
+  if (GetParam() == IoMode::Direct && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  auto src = open_files(*find_file_format("gguf"), {path}, path);
+  for (const TensorInfo& t : src->tensors()) {
+    std::vector<float> want(t.numel()), got(t.numel());
+    IoOptions reference;
+    reference.mode = IoMode::Pread;
+    src->read_all({{&t, Slice{}, DType::F32, want.data()}}, reference);
+    src->read_all({{&t, Slice{}, DType::F32, got.data()}}, options(GetParam()));
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << t.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, IoModes, ::testing::Values(IoMode::Pread, IoMode::Direct, IoMode::Mmap, IoMode::Auto),
+                         [](const auto& info) { return std::string(io_mode_name(info.param)); });
+
+TEST(IoEngine, StagingStaysWithinTheBound) {
+  test::TempDir dir;
+  const std::string path = dir.file("big.bin");
+  std::string bytes(3 << 20, '\0');
+  test::write_bytes(path, bytes);
+  TensorInfo t;
+  t.name = "big";
+  t.shape = {3 << 18};
+  t.file = path;
+  t.nbytes = 3 << 20;
+  WeightSource src("raw", path, {t});
+  std::vector<uint16_t> out(3 << 18);
+  for (IoMode mode : {IoMode::Pread, IoMode::Direct, IoMode::Mmap}) {
+    if (mode == IoMode::Direct && !direct_supported(path)) continue;
+    IoOptions io;
+    io.mode = mode;
+    io.concurrency = 2;
+    io.staging_bytes = 512 << 10;
+    const ReadStats s = src.read_all({{&src.tensors()[0], Slice{}, DType::BF16, out.data()}}, io);
+    EXPECT_LE(s.staging_bytes, io.staging_bytes) << io_mode_name(mode);
+    if (mode != IoMode::Mmap) {  // mmap converts straight out of the mapping
+      EXPECT_GT(s.staging_bytes, 0u) << io_mode_name(mode);
+    }
+  }
+}
+
+TEST(IoEngine, AutoPicksPreadForCachedFilesAndDirectForEvictedOnes) {
+  test::TempDir dir;
+  const std::string path = write_raw(dir, 0);
+  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  WeightSource src("raw", path, {raw_tensor(path, 0)});
+  std::vector<float> out(kRows * kCols);
+  IoOptions io;  // mode Auto
+  const ReadStats warm = src.read_all({{&src.tensors()[0], Slice{}, DType::F32, out.data()}}, io);
+  EXPECT_EQ(warm.mode, IoMode::Pread) << warm.mode_reason;
+  EXPECT_NE(warm.mode_reason.find("auto:"), std::string::npos);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  const ReadStats cold = src.read_all({{&src.tensors()[0], Slice{}, DType::F32, out.data()}}, io);
+  EXPECT_EQ(cold.mode, IoMode::Direct) << cold.mode_reason;
+  EXPECT_EQ(out[kRows * kCols - 1], float(kRows * kCols - 1) * 0.5f);
+}
+
+TEST(IoEngine, MmapOfAFileTruncatedWhileLoadingIsTruncatedNamingFileAndTensor) {
+  test::TempDir dir;
+  const std::string path = write_raw(dir, 0);
+  WeightSource src("raw", path, {raw_tensor(path, 0)});
+  std::vector<float> out(kRows * kCols);
+  IoOptions io = options(IoMode::Mmap, 1);
+  bool truncated = false;
+  io.progress = [&](uint64_t, uint64_t) {
+    if (!truncated) std::filesystem::resize_file(path, 100);  // after the first chunk, under the mapping
+    truncated = true;
+    return true;
+  };
+  const std::string msg = test::expect_error(ErrorCode::Truncated, [&] {
+    src.read_all({{&src.tensors()[0], Slice{}, DType::F32, out.data()}}, io);
+  });
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
+  // The thread survives and can fault again: the same with conversion.
+  std::vector<uint16_t> bf16(kRows * kCols);
+  test::expect_error(ErrorCode::Truncated, [&] {
+    src.read_all({{&src.tensors()[0], Slice{}, DType::BF16, bf16.data()}}, options(IoMode::Mmap, 2));
+  });
+}
+
+TEST(IoEngine, ViewChecksTheFileSizeBeforeMapping) {
+  test::TempDir dir;
+  const std::string path = write_raw(dir, 0);
+  WeightSource src("raw", path, {raw_tensor(path, 0)});
+  ASSERT_TRUE(src.view(src.tensors()[0]).has_value());
+  std::filesystem::resize_file(path, 100);
+  const std::string msg = test::expect_error(ErrorCode::Truncated, [&] { src.view(src.tensors()[0]); });
+  EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
+}
+
+// Death tests in their own process ("threadsafe" re-runs the binary), so that the guard installs
+// its handler over the one the test put there first.
+void exit_42(int) { std::_Exit(42); }
+
+TEST(SigbusGuardDeathTest, FaultsOutsideAGuardGoToThePreviousHandler) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        std::signal(SIGBUS, exit_42);
+        EXPECT_TRUE(guarded([] {}));  // installs the guard's handler
+        std::raise(SIGBUS);
+      },
+      ::testing::ExitedWithCode(42), "");
+}
+
+TEST(SigbusGuardDeathTest, FaultsOutsideAGuardStillKillWithSigbusByDefault) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        EXPECT_TRUE(guarded([] {}));
+        std::raise(SIGBUS);
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
+}
+
+TEST(SigbusGuard, AFaultInsideAGuardReturnsFalse) {
+  test::TempDir dir;
+  const std::string path = dir.file("f");
+  test::write_bytes(path, std::string(3 * 4096, 'x'));
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  void* map = ::mmap(nullptr, 3 * 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  ASSERT_EQ(::ftruncate(::open(path.c_str(), O_WRONLY), 10), 0);
+  volatile char sink = 0;
+  EXPECT_FALSE(guarded([&] { sink = static_cast<const char*>(map)[2 * 4096]; }));
+  EXPECT_TRUE(guarded([&] { sink = static_cast<const char*>(map)[5]; }));
+  ::munmap(map, 3 * 4096);
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace wl
