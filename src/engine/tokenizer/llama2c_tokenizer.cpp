@@ -106,8 +106,14 @@ Llama2cVocab read_llama2c_vocab(const std::string& path) {
       throw Error(ErrorCode::TokenizerInvalid,
                   fmt::format("token {} has length {}, outside 0..max_token_length ({})", i, len, v.max_token_length),
                   path);
-    std::string piece(static_cast<size_t>(len), '\0');
-    take(piece.data(), piece.size(), fmt::format("the {} bytes of token {}", len, i));
+    // Checked before allocating: a length the file cannot hold must not become an allocation.
+    if (bytes.size() - pos < size_t(len))
+      throw Error(ErrorCode::Truncated,
+                  fmt::format("the file ends inside the {} bytes of token {} (offset {}, {} left)", len, i, pos,
+                              bytes.size() - pos),
+                  path);
+    std::string piece(bytes.data() + pos, static_cast<size_t>(len));
+    pos += size_t(len);
     v.pieces.push_back(std::move(piece));
     v.scores.push_back(score);
   }

@@ -152,6 +152,12 @@ TEST(Llama2cTokenizer, RejectsMalformedFilesNamingTheToken) {
   std::filesystem::resize_file(f, (64ull << 20) + 1);
   test::expect_error(ErrorCode::TokenizerInvalid, [&] { open_tokenizer(f); });
   test::expect_error(ErrorCode::FileNotFound, [&] { open_tokenizer(dir.file("missing.bin")); });
+  // Found by fuzz_tokenizer: a length allowed by a huge max_token_length but beyond the file's end
+  // is Truncated before anything of that size is allocated.
+  std::string huge = patch_i32(0, 2000000000);
+  std::memcpy(huge.data() + t3 + 4, "\x00\x00\x00\x60", 4);  // 1.6 GB
+  msg = test::expect_error(ErrorCode::Truncated, [&] { open_tokenizer(with(huge)); });
+  EXPECT_NE(msg.find("token 3"), std::string::npos) << msg;
 }
 
 }  // namespace
