@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "formats/safetensors/st_test_util.hpp"
 #include "weightloader/formats/safetensors.hpp"

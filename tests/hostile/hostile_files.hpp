@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/gguf/gguf_test_util.hpp"
@@ -17,10 +18,19 @@
 
 namespace wl::test {
 
+// One case: a file, or a directory of files, and the error it must give.
+struct HostileCase {
+  std::string name;   // the file's or the directory's name
+  std::vector<std::pair<std::string, std::string>> files;  // path below the case's directory → bytes; a file
+                                                           // case has one, named `name`
+  ErrorCode code;     // the error it must give
+  std::string named;  // a part of the message that must appear besides the path (a tensor, a key), or ""
+};
+
 struct HostileFile {
   std::string path;  // a file or a directory, opened with --loader auto
-  ErrorCode code;    // the error it must give
-  std::string named; // a part of the message that must appear besides the path (a tensor, a key), or ""
+  ErrorCode code;
+  std::string named;
 };
 
 namespace hostile {
@@ -50,18 +60,16 @@ inline std::string pickle_checkpoint(const std::string& pickle) { return checkpo
 
 }  // namespace hostile
 
-// Writes every hostile input into `dir` and lists them.
-inline std::vector<HostileFile> write_hostile_files(const TempDir& dir) {
+// Every hostile input, in memory (cheap: the test list is built from it at start-up).
+inline std::vector<HostileCase> hostile_cases() {
   using namespace hostile;
-  std::vector<HostileFile> out;
+  std::vector<HostileCase> out;
   const auto file = [&](const std::string& name, const std::string& bytes, ErrorCode code, std::string named = {}) {
-    write_bytes(dir.file(name), bytes);
-    out.push_back({dir.file(name), code, std::move(named)});
+    out.push_back({name, {{name, bytes}}, code, std::move(named)});
   };
-  const auto folder = [&](const std::string& name, ErrorCode code, std::string named = {}) {
-    std::filesystem::create_directories(dir.file(name));
-    out.push_back({dir.file(name), code, std::move(named)});
-    return dir.path() / name;
+  const auto folder = [&](const std::string& name, std::vector<std::pair<std::string, std::string>> files,
+                          ErrorCode code, std::string named = {}) {
+    out.push_back({name, std::move(files), code, std::move(named)});
   };
   const std::string w2 = R"("w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
   const std::string two_floats(8, '\0');
@@ -70,13 +78,13 @@ inline std::vector<HostileFile> write_hostile_files(const TempDir& dir) {
   file("empty.bin", "", ErrorCode::InvalidArgument);
   file("image.png", std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0", 33),
        ErrorCode::InvalidArgument);
-  folder("empty_dir", ErrorCode::NoMatchingFiles);
+  folder("empty_dir", {}, ErrorCode::NoMatchingFiles);
 
   // safetensors.
   // Auto detection takes a lone file with an impossible header length for no checkpoint at all
   // (InvalidArgument); in a Hugging Face directory the name says safetensors and the reader says why.
   const auto hf_dir = [&](const std::string& name, const std::string& bytes, ErrorCode code) {
-    write_bytes((folder(name, code) / "model.safetensors").string(), bytes);
+    folder(name, {{"model.safetensors", bytes}}, code);
   };
   hf_dir("st_header_length_huge", u64(~0ull) + "{}", ErrorCode::HeaderTooLarge);
   hf_dir("st_header_past_eof", u64(1000) + "{}", ErrorCode::InvalidHeaderLength);
@@ -97,16 +105,17 @@ inline std::vector<HostileFile> write_hostile_files(const TempDir& dir) {
 
   // Sharded checkpoints.
   const auto index_dir = [&](const std::string& name, const std::string& shard, ErrorCode code) {
-    const auto d = folder(name, code);
-    write_bytes((d / "model.safetensors.index.json").string(),
-                R"({"weight_map":{"w":")" + shard + R"("}})");
-    write_bytes((d / "model-00001-of-00001.safetensors").string(), safetensors_bytes("{" + w2 + "}", two_floats));
+    folder(name,
+           {{"model.safetensors.index.json", R"({"weight_map":{"w":")" + shard + R"("}})"},
+            {"model-00001-of-00001.safetensors", safetensors_bytes("{" + w2 + "}", two_floats)}},
+           code);
   };
   index_dir("index_parent_dir", "../outside.safetensors", ErrorCode::IndexInvalid);
   index_dir("index_absolute", "/etc/passwd", ErrorCode::IndexInvalid);
-  const auto dup = folder("duplicate_across_shards", ErrorCode::TensorInTwoFiles, "'w'");
-  write_bytes((dup / "a.safetensors").string(), safetensors_bytes("{" + w2 + "}", two_floats));
-  write_bytes((dup / "b.safetensors").string(), safetensors_bytes("{" + w2 + "}", two_floats));
+  folder("duplicate_across_shards",
+         {{"a.safetensors", safetensors_bytes("{" + w2 + "}", two_floats)},
+          {"b.safetensors", safetensors_bytes("{" + w2 + "}", two_floats)}},
+         ErrorCode::TensorInTwoFiles, "'w'");
 
   // GGUF.
   GgufBytes counts;
@@ -146,9 +155,21 @@ inline std::vector<HostileFile> write_hostile_files(const TempDir& dir) {
        ErrorCode::PickleInvalid, "memo entry 4294967294");
 
   // The custom binary format.
-  const auto cb = folder("custom_binary_overflow", ErrorCode::ValidationOverflow, "'w'");
-  write_bytes((cb / "meta.txt").string(), "w:4294967296,4294967296,2\n");
-  write_bytes((cb / "model.bin").string(), "");
+  folder("custom_binary_overflow", {{"meta.txt", "w:4294967296,4294967296,2\n"}, {"model.bin", ""}},
+         ErrorCode::ValidationOverflow, "'w'");
+  return out;
+}
+
+// Writes every hostile input into `dir` and lists them.
+inline std::vector<HostileFile> write_hostile_files(const TempDir& dir) {
+  std::vector<HostileFile> out;
+  for (const HostileCase& c : hostile_cases()) {
+    const bool is_file = c.files.size() == 1 && c.files.front().first == c.name;
+    const std::filesystem::path base = is_file ? dir.path() : dir.path() / c.name;
+    std::filesystem::create_directories(base);
+    for (const auto& [path, bytes] : c.files) write_bytes((base / path).string(), bytes);
+    out.push_back({dir.file(c.name), c.code, c.named});
+  }
   return out;
 }
 
