@@ -10,22 +10,16 @@ many threads. Writes bench/GENERATE.md. Usage: bench/generate_speed.py [--tokens
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
-import struct
 import subprocess
 import time
 
 import numpy as np
 
+from run_all import machine, read_safetensors_f32  # bench/ is the script's folder
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def machine():
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown")
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Linux {platform.release()}"
 
 
 def read_bandwidth(nbytes=1 << 30, runs=3):
@@ -48,26 +42,11 @@ def ours(wl, model, tokens, dtype, tp):
     return float(re.search(r"achieved tok/s: ([0-9.]+)", out.stderr).group(1))
 
 
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        assert info["dtype"] == "F32"
-        b, e = info["data_offsets"]
-        out[name] = np.frombuffer(data, dtype=np.float32, count=(e - b) // 4, offset=b).reshape(info["shape"])
-    return out
-
-
 def torch_peer(model, tokens):
     import torch
     torch.set_num_threads(os.cpu_count())
     cfg = json.load(open(os.path.join(model, "config.json")))
-    w = {k: torch.from_numpy(v.copy()) for k, v in load_safetensors(os.path.join(model, "model.safetensors")).items()}
+    w = {k: torch.from_numpy(v) for k, v in read_safetensors_f32(os.path.join(model, "model.safetensors")).items()}
     D, H, KV = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd, L, eps = D // H, cfg["num_hidden_layers"], cfg.get("rms_norm_eps", 1e-6)
     lm = w.get("lm_head.weight", w["model.embed_tokens.weight"])
@@ -119,7 +98,7 @@ def main():
     if not os.path.exists(os.path.join(model, "config.json")):
         subprocess.run([wl, "synth", model, "--preset", "100m", "--dtype", "f32"], check=True, capture_output=True)
     cfg = json.load(open(os.path.join(model, "config.json")))
-    params = sum(v.size for v in load_safetensors(os.path.join(model, "model.safetensors")).values())
+    params = sum(v.size for v in read_safetensors_f32(os.path.join(model, "model.safetensors")).values())
     bw = read_bandwidth()
 
     rows = []

@@ -25,6 +25,7 @@ gguf_init_from_file(no_alloc=false) and prints {"seconds": S} (timing the load o
 import argparse
 import glob
 import json
+import mmap
 import os
 import platform
 import shutil
@@ -32,6 +33,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRESET_GB = {"tiny": 0.001, "small": 0.23, "1gb": 1.1, "2gb": 2.5}
@@ -82,15 +85,9 @@ def size_of(path):
     return sum(os.path.getsize(f) for f in files_of(path))
 
 
-def make_pytorch_bin(src_dir, out_dir):
-    """pytorch_model.bin written by Debian's torch from the safetensors file (read with numpy)."""
-    import mmap
-
-    import numpy as np
-    import torch
-
-    src = os.path.join(src_dir, "model.safetensors")
-    with open(src, "rb") as f:
+def read_safetensors_f32(path):
+    """The F32 tensors of a safetensors file as numpy arrays (copies; the mapping is closed)."""
+    with open(path, "rb") as f:
         m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     n = int.from_bytes(m[:8], "little")
     header = json.loads(m[8:8 + n])
@@ -101,8 +98,16 @@ def make_pytorch_bin(src_dir, out_dir):
             continue
         assert info["dtype"] == "F32"
         begin, end = info["data_offsets"]
-        arr = np.frombuffer(m, dtype=np.float32, count=(end - begin) // 4, offset=base + begin).reshape(info["shape"])
-        state[name] = torch.from_numpy(arr.copy())
+        state[name] = np.frombuffer(m, dtype=np.float32, count=(end - begin) // 4, offset=base + begin).reshape(info["shape"]).copy()
+    m.close()
+    return state
+
+
+def make_pytorch_bin(src_dir, out_dir):
+    """pytorch_model.bin written by Debian's torch from the safetensors file (read with numpy)."""
+    import torch
+
+    state = {k: torch.from_numpy(v) for k, v in read_safetensors_f32(os.path.join(src_dir, "model.safetensors")).items()}
     os.makedirs(out_dir, exist_ok=True)
     torch.save(state, os.path.join(out_dir, "pytorch_model.bin"))
     shutil.copy(os.path.join(src_dir, "config.json"), out_dir)
