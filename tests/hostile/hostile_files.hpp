@@ -76,8 +76,8 @@ inline std::vector<HostileCase> hostile_cases() {
 
   // Not checkpoints at all.
   file("empty.bin", "", ErrorCode::InvalidArgument);
-  file("image.png", std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0", 33),
-       ErrorCode::InvalidArgument);
+  static constexpr char kPng[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0";
+  file("image.png", std::string(kPng, sizeof kPng - 1), ErrorCode::InvalidArgument);  // a PNG's first 29 bytes
   folder("empty_dir", {}, ErrorCode::NoMatchingFiles);
 
   // safetensors.
