@@ -61,7 +61,9 @@ IoOptions options(IoMode mode, unsigned threads = 2) {
 
 // One buffer of `bytes` whose data starts `phase` bytes past a 4096-byte boundary.
 struct Buffer {
-  explicit Buffer(uint64_t bytes, uint64_t phase) : mem(static_cast<std::byte*>(std::aligned_alloc(4096, bytes + 8192))) {
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  explicit Buffer(uint64_t bytes, uint64_t phase)
+      : mem(static_cast<std::byte*>(std::aligned_alloc(4096, (bytes + 8192 + 4095) / 4096 * 4096))) {
     data = mem + phase;
   }
   ~Buffer() { std::free(mem); }
