@@ -150,7 +150,12 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
     sin[j] = std::sin(angle);
   }
   const float inv_sqrt_hd = 1.0f / std::sqrt(float(hd));
+  // One product per rank, all run in one parallel step.
   std::vector<MatVec> jobs(n);
+  auto rank_products = [&](auto&& product_of) {
+    for (unsigned i = 0; i < n; ++i) jobs[i] = product_of(*ranks_[i]);
+    run_matvecs(pool_, jobs);
+  };
   // Adds every rank's partial sum to x in rank order, then the row-parallel bias (rank 0's).
   auto all_reduce = [&](const float* const Rank::Layer::*bias, uint64_t l) {
     for (auto& r : ranks_)
@@ -161,11 +166,7 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
 
   for (uint64_t l = 0; l < c.num_layers; ++l) {
     rmsnorm(xb_.data(), x_.data(), ranks_[0]->layers[l].attn_norm, D, eps);
-    for (unsigned i = 0; i < n; ++i) {
-      Rank& r = *ranks_[i];
-      jobs[i] = MatVec{r.layers[l].qkv, r.dtype, r.qkv.size(), D, xb_.data(), r.qkv.data()};
-    }
-    run_matvecs(pool_, jobs);
+    rank_products([&](Rank& r) { return MatVec{r.layers[l].qkv, r.dtype, r.qkv.size(), D, xb_.data(), r.qkv.data()}; });
     for (auto& rp : ranks_) {
       Rank& r = *rp;
       if (const float* b = r.layers[l].qkv_bias)
@@ -208,19 +209,11 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
         for (uint64_t j = 0; j < hd; ++j) out[j] += a * v[j];
       }
     });
-    for (unsigned i = 0; i < n; ++i) {
-      Rank& r = *ranks_[i];
-      jobs[i] = MatVec{r.layers[l].o, r.dtype, D, r.att.size(), r.att.data(), r.partial.data()};
-    }
-    run_matvecs(pool_, jobs);
+    rank_products([&](Rank& r) { return MatVec{r.layers[l].o, r.dtype, D, r.att.size(), r.att.data(), r.partial.data()}; });
     all_reduce(&Rank::Layer::o_bias, l);
 
     rmsnorm(xb_.data(), x_.data(), ranks_[0]->layers[l].ffn_norm, D, eps);
-    for (unsigned i = 0; i < n; ++i) {
-      Rank& r = *ranks_[i];
-      jobs[i] = MatVec{r.layers[l].gate_up, r.dtype, r.gate_up.size(), D, xb_.data(), r.gate_up.data()};
-    }
-    run_matvecs(pool_, jobs);
+    rank_products([&](Rank& r) { return MatVec{r.layers[l].gate_up, r.dtype, r.gate_up.size(), D, xb_.data(), r.gate_up.data()}; });
     for (auto& rp : ranks_) {
       Rank& r = *rp;
       if (const float* b = r.layers[l].gate_up_bias)
@@ -230,20 +223,12 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
         r.hidden[i] = g / (1.0f + std::exp(-g)) * r.gate_up[r.part.ff + i];
       }
     }
-    for (unsigned i = 0; i < n; ++i) {
-      Rank& r = *ranks_[i];
-      jobs[i] = MatVec{r.layers[l].down, r.dtype, D, r.part.ff, r.hidden.data(), r.partial.data()};
-    }
-    run_matvecs(pool_, jobs);
+    rank_products([&](Rank& r) { return MatVec{r.layers[l].down, r.dtype, D, r.part.ff, r.hidden.data(), r.partial.data()}; });
     all_reduce(&Rank::Layer::down_bias, l);
   }
 
   rmsnorm(xb_.data(), x_.data(), ranks_[0]->norm, D, eps);
-  for (unsigned i = 0; i < n; ++i) {
-    Rank& r = *ranks_[i];
-    jobs[i] = MatVec{r.lm_head, r.dtype, r.part.vocab, D, xb_.data(), logits_.data() + r.part.vocab0};
-  }
-  run_matvecs(pool_, jobs);
+  rank_products([&](Rank& r) { return MatVec{r.lm_head, r.dtype, r.part.vocab, D, xb_.data(), logits_.data() + r.part.vocab0}; });
   return logits_;
 }
 
