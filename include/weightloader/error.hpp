@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "weightloader/export.hpp"
+
 namespace wl {
 
 // One code per rule broken. docs/errors.md explains each one.
@@ -105,9 +107,9 @@ enum class ErrorCode {
   TokenOutOfRange,               // a token id outside the vocabulary, or a byte without a fallback token
 };
 
-std::string_view error_code_name(ErrorCode code);
+WL_API std::string_view error_code_name(ErrorCode code);
 
-class Error : public std::runtime_error {
+class WL_API Error : public std::runtime_error {
  public:
   // `file` and `tensor` may be empty; what() joins them as "file: tensor 'name': message [Code]".
   Error(ErrorCode code, const std::string& message, std::string file = {}, std::string tensor = {});
@@ -116,12 +118,20 @@ class Error : public std::runtime_error {
   const std::string& file() const noexcept { return file_; }
   const std::string& tensor() const noexcept { return tensor_; }
   const std::string& message() const noexcept { return message_; }
+  // A transient failure (a timeout, a dropped connection, an injected fault) that a retry may
+  // cure; final failures (a missing file, a broken rule, EIO from a disk) are not.
+  bool retryable() const noexcept { return retryable_; }
+  Error& set_retryable(bool retryable = true) noexcept {
+    retryable_ = retryable;
+    return *this;
+  }
 
  private:
   ErrorCode code_;
   std::string message_;
   std::string file_;
   std::string tensor_;
+  bool retryable_ = false;
 };
 
 }  // namespace wl

@@ -1,4 +1,4 @@
-// File formats: each one recognises its files by content and turns a file into a catalogue.
+// File formats: each one recognises its files by content and turns a byte source into a catalogue.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "weightloader/byte_source.hpp"
+#include "weightloader/export.hpp"
 #include "weightloader/source.hpp"
 
 namespace wl {
@@ -21,30 +23,52 @@ struct Catalogue {
 
 struct FileFormat {
   std::string name;  // "safetensors"
-  // True when the file's first bytes (up to 4096; fewer if the file is shorter) and its size
-  // look like this format. Must not throw.
+  // True when the source's first bytes (up to 4096; fewer if it is shorter) and its size look
+  // like this format. Must not throw.
   std::function<bool(std::span<const std::byte> head, uint64_t file_size)> sniff;
-  // Reads and validates the file's structure (never its tensor data); throws wl::Error.
-  std::function<Catalogue(const std::string& path)> read_catalogue;
+  // Reads and validates the source's structure (never its tensor data); throws wl::Error naming
+  // source.name(). `opener` finds what the file refers to (a split GGUF's other splits).
+  std::function<Catalogue(const ByteSource& source, const Opener& opener)> read_catalogue;
 };
 
-// Every single-file format, in detection order. src/formats/file_formats.cpp lists them.
-const std::vector<FileFormat>& file_formats();
-const FileFormat* find_file_format(const std::string& name);
-// The format of a file by content; nullptr if none recognises it.
-const FileFormat* detect_file_format(const std::string& path);
+// An ordered list of formats, tried in order by detect(). global() holds the built-in ones;
+// embedders and tests make their own (and pass it through LoadOptions::formats). Thread-safe for
+// reading; add() before sharing it.
+class WL_API FormatList {
+ public:
+  static const FormatList& global();  // safetensors, pytorch, gguf, llama2c
+  FormatList() = default;             // empty
+  void add(FileFormat format);        // InvalidArgument if the name is taken
+  const std::vector<FileFormat>& formats() const noexcept { return formats_; }
+  const FileFormat* find(const std::string& name) const;
+  // The format of a source by content; nullptr if none recognises it.
+  const FileFormat* detect(const ByteSource& source) const;
+  // find(), or InvalidArgument naming the source and listing the formats tried.
+  const FileFormat& detect_or_throw(const ByteSource& source) const;
+
+ private:
+  std::vector<FileFormat> formats_;
+};
+
+// Conveniences over FormatList::global() and the local file system.
+WL_API const FileFormat* find_file_format(const std::string& name);
+WL_API const FileFormat* detect_file_format(const std::string& path);
 
 // Opens several files of one format as one source; a tensor name in two files is
-// TensorInTwoFiles. `origin` names the checkpoint (directory or file) in messages.
-std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::vector<std::string>& paths,
-                                         const std::string& origin);
+// TensorInTwoFiles. `origin` names the checkpoint (directory or file) in messages. `opener`
+// finds the files (null: the local file system).
+WL_API std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::vector<std::string>& names,
+                                                const std::string& origin,
+                                                std::shared_ptr<const Opener> opener = nullptr);
 
 // A sharded checkpoint of one format: an index JSON (`{"metadata": {...}, "weight_map": {tensor: file}}`,
 // as in model.safetensors.index.json and pytorch_model.bin.index.json) and the files it lists, each
 // read with `format`. Only listed files are read; paths must stay inside the index's directory.
-// `confine_to` non-empty: each file must also resolve, symlinks followed, inside that folder
+// `confine_to` non-empty: each file must also resolve, links followed, inside that folder
 // (checked before it is opened; InvalidArgument otherwise).
-Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format,
-                                 const std::string& confine_to = {});
+WL_API Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_name, const FileFormat& format,
+                                        const std::string& confine_to = {});
+// The same on the local file system.
+WL_API Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format);
 
 }  // namespace wl

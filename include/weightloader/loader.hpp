@@ -5,12 +5,16 @@
 #include <optional>
 #include <string>
 
+#include "weightloader/byte_source.hpp"
+#include "weightloader/export.hpp"
 #include "weightloader/model.hpp"
 #include "weightloader/name_mapping.hpp"
 #include "weightloader/report.hpp"
 #include "weightloader/source.hpp"
 
 namespace wl {
+
+class FormatList;
 
 struct LoadOptions {
   NameMapping names;
@@ -20,9 +24,13 @@ struct LoadOptions {
   // view of the file mapping instead of a copy; the file must not change while the model lives.
   bool zero_copy = false;
   IoOptions io;
+  // Where get_weights opens names (null: the local file system), and which formats it detects
+  // (null: FormatList::global()). A registry's create() sets `formats` to its own list.
+  std::shared_ptr<const Opener> opener;
+  std::shared_ptr<const FormatList> formats;
 };
 
-class WeightLoader {
+class WL_API WeightLoader {
  public:
   virtual ~WeightLoader() = default;
 
@@ -42,6 +50,9 @@ class WeightLoader {
   // The `dtype` kwarg: the dtype weights are converted to when the loader builds the model.
   std::optional<DType>& dtype() noexcept { return dtype_; }
   const std::optional<DType>& dtype() const noexcept { return dtype_; }
+  // The opener and the formats in effect (LoadOptions', else the defaults).
+  const std::shared_ptr<const Opener>& opener() const;
+  const FormatList& formats() const;
 
  protected:
   LoadOptions options_;

@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "weightloader/export.hpp"
+#include "weightloader/format.hpp"
 #include "weightloader/loader.hpp"
 
 namespace wl {
@@ -33,18 +35,22 @@ struct LoaderSpec {
   LoaderFactory make;
 };
 
-class WeightLoaderRegistry {
+// Thread-safe. Registries are values: the Python module, tests and embedders make their own
+// (with_builtins(), or empty) instead of relying on static initialisation; global() is the default.
+class WL_API WeightLoaderRegistry {
  public:
   // The process-wide registry, with the built-in loaders already registered.
   static WeightLoaderRegistry& global();
-  // An empty registry (for tests and embedding).
-  WeightLoaderRegistry() = default;
+  // A fresh registry holding the built-in loaders; its loaders detect `formats` (null: the global list).
+  static std::unique_ptr<WeightLoaderRegistry> with_builtins(std::shared_ptr<const FormatList> formats = nullptr);
+  // An empty registry whose loaders detect `formats` (null: the global list).
+  explicit WeightLoaderRegistry(std::shared_ptr<const FormatList> formats = nullptr) : formats_(std::move(formats)) {}
 
   // vLLM's `register(name, loader)`; `register` is a C++ keyword. LoaderExists if taken.
   void register_loader(const std::string& name, LoaderSpec spec);
   bool contains(const std::string& name) const;
   std::vector<std::string> list_available() const;  // sorted
-  const LoaderSpec& spec(const std::string& name) const;  // UnknownLoader lists the available ones
+  LoaderSpec spec(const std::string& name) const;  // a copy; UnknownLoader lists the available ones
 
   // Checks every kwarg against the loader's and the common specs (UnknownKwarg lists the
   // accepted ones), converts string values to the declared type (InvalidKwarg), applies the
@@ -56,6 +62,7 @@ class WeightLoaderRegistry {
   static const std::vector<KwargSpec>& common_kwargs();
 
  private:
+  std::shared_ptr<const FormatList> formats_;
   mutable std::mutex mutex_;
   std::map<std::string, LoaderSpec> loaders_;
 };
@@ -74,11 +81,12 @@ struct LoaderChoice {
   std::string name;
   Kwargs kwargs;
 };
-LoaderChoice detect_loader(const std::string& path);
+WL_API LoaderChoice detect_loader(const std::string& path, const Opener& opener, const FormatList& formats);
+WL_API LoaderChoice detect_loader(const std::string& path);  // local files, the global formats
 
 // Registers a loader into the global registry at static-initialisation time:
 //   static wl::LoaderRegistration reg("my_format", {...});
-struct LoaderRegistration {
+struct WL_API LoaderRegistration {
   LoaderRegistration(const std::string& name, LoaderSpec spec);
 };
 

@@ -11,7 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "weightloader/byte_source.hpp"
 #include "weightloader/dtype.hpp"
+#include "weightloader/export.hpp"
 #include "weightloader/tensor.hpp"
 
 namespace wl {
@@ -38,9 +40,9 @@ struct TensorInfo {
   std::string name;
   DType dtype = DType::F32;   // type of the values (after decoding, for encoded tensors)
   Shape shape;
-  std::string file;           // the file that holds the bytes
+  std::string file;           // the byte source that holds the bytes, as its opener names it
   uint64_t offset = 0;        // absolute byte offset of element 0 in `file`
-  uint64_t nbytes = 0;        // bytes stored in the file for this tensor
+  uint64_t nbytes = 0;        // bytes stored in the source for this tensor
   uint64_t aux_offset = 0;    // split encodings only: absolute offset of block 0's aux part
   // Element strides as stored; empty means row-major contiguous. Only raw tensors may be strided.
   std::vector<int64_t> strides;
@@ -75,8 +77,8 @@ std::optional<IoMode> parse_io_mode(std::string_view name);  // the inverse; nul
 
 // How the I/O engine runs: how many reader threads and how much staging memory they may use.
 struct IoOptions {
-  unsigned concurrency = 0;                 // reader threads; 0 = one per core
-  uint64_t chunk_bytes = 8ull << 20;        // a thread's unit of work
+  unsigned concurrency = 0;  // reader threads; 0: the sources' preference, else one per core
+  uint64_t chunk_bytes = 0;  // a thread's unit of work; 0: the sources' preferred request size (8 MiB for files)
   IoMode mode = IoMode::Auto;
   // Staging memory for conversion, decoding and O_DIRECT bounce buffers, all threads together.
   // Chunks that need staging shrink so that each thread's share fits (never below one block).
@@ -105,12 +107,30 @@ struct ReadStats {
   std::string mode_reason;     // why, when Auto chose it, e.g. "auto: 3% of the bytes in the page cache"
 };
 
-class FileCache;  // open file handles shared by a source's reads (src/core/file.hpp)
+class SourceCache;  // the byte sources a WeightSource's reads share (src/core/source_cache.hpp)
 
-class WeightSource {
+// A tensor that already lives in memory (a NumPy array, a torch tensor, a caller's buffer): its
+// bytes at `data`, with element `strides` (empty: row-major contiguous; non-negative), kept alive
+// by `keep_alive` for as long as a source reads them.
+struct MemoryTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  std::vector<int64_t> strides;
+  const void* data = nullptr;
+  std::shared_ptr<const void> keep_alive;
+};
+
+// Thread-safe for reading: several threads may read (and read_all) at once.
+class WL_API WeightSource {
  public:
+  // `opener` finds the byte sources the tensors name (TensorInfo::file); null: the local files.
   WeightSource(std::string format, std::string origin, std::vector<TensorInfo> tensors,
-               std::map<std::string, std::string> metadata = {});
+               std::map<std::string, std::string> metadata = {}, std::shared_ptr<const Opener> opener = nullptr);
+  // Tensors already in memory, loaded like a file's: name mapping, conversion, slices, shards,
+  // strictness and the report all apply. `label` names them in messages ("<memory>").
+  static std::unique_ptr<WeightSource> from_memory(std::string label, std::vector<MemoryTensor> tensors,
+                                                   std::map<std::string, std::string> metadata = {});
   ~WeightSource();
   WeightSource(const WeightSource&) = delete;
   WeightSource& operator=(const WeightSource&) = delete;
@@ -119,6 +139,9 @@ class WeightSource {
   const std::string& origin() const noexcept { return origin_; }  // the path it came from
   const std::vector<TensorInfo>& tensors() const noexcept { return tensors_; }
   const std::map<std::string, std::string>& metadata() const noexcept { return metadata_; }
+  const std::shared_ptr<const Opener>& opener() const noexcept;
+  // The same catalogue with more metadata (config.json found beside it), sharing its sources.
+  std::unique_ptr<WeightSource> with_metadata(std::map<std::string, std::string> metadata) const;
   const TensorInfo* find(std::string_view name) const;
   const TensorInfo& at(std::string_view name) const;  // throws TensorNotFound
   uint64_t total_bytes() const;                        // bytes stored for all tensors
@@ -129,9 +152,10 @@ class WeightSource {
   ReadStats read_all(const std::vector<ReadRequest>& requests, const IoOptions& io = {}) const;
   // Reads a whole tensor into a fresh heap tensor.
   TensorView load(const TensorInfo& tensor, std::optional<DType> dtype = std::nullopt) const;
-  // Zero-copy: a view on a read-only mapping of the file, when the bytes are raw and contiguous.
-  // Truncated if the file is now shorter than the tensor's bytes. The file must not shrink while
-  // the view lives (reading a page past its end would raise SIGBUS).
+  // Zero-copy: a view on the source's mapping (a file's, a memory region), when the bytes are raw
+  // and contiguous and the source has one; the view keeps the source alive. Truncated if the
+  // source is now shorter than the tensor's bytes. A file must not shrink while the view lives
+  // (reading a page past its end would raise SIGBUS).
   std::optional<TensorView> view(const TensorInfo& tensor) const;
 
   // Shape of a slice of `tensor` (throws SliceOutOfBounds if it does not fit).
@@ -143,7 +167,7 @@ class WeightSource {
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, size_t> by_name_;
   std::map<std::string, std::string> metadata_;
-  std::unique_ptr<FileCache> files_;
+  std::unique_ptr<SourceCache> sources_;
 };
 
 }  // namespace wl

@@ -1,4 +1,4 @@
-// Tensor views over shared storage: a read-only file mapping or an aligned heap buffer.
+// Tensor views over shared storage: a read-only mapping of a byte source or an aligned heap buffer.
 #pragma once
 
 #include <cstddef>
@@ -8,8 +8,11 @@
 #include <vector>
 
 #include "weightloader/dtype.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
+
+class ByteSource;
 
 using Shape = std::vector<uint64_t>;
 
@@ -36,9 +39,11 @@ class Storage {
 // huge pages requested, so a load into them is not dominated by page faults. Not zeroed.
 std::shared_ptr<Storage> allocate_storage(size_t bytes);
 
-// A read-only mapping of [offset, offset + length) of a file. The mapping is private to the
-// process; the file must not change while it is mapped.
-std::shared_ptr<Storage> map_file_region(const std::string& path, uint64_t offset, uint64_t length);
+// [offset, offset + length) of a byte source's mapping (a file mapped read-only and private to
+// the process, a memory region); keeps the source alive. Truncated if the source is now shorter;
+// InvalidArgument if it cannot be mapped. A file must not change while it is mapped.
+WL_API std::shared_ptr<Storage> map_source_region(std::shared_ptr<const ByteSource> source, uint64_t offset,
+                                                  uint64_t length);
 
 // A typed, strided window into a storage; it keeps the storage alive.
 class TensorView {

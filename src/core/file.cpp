@@ -53,16 +53,17 @@ File::~File() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-int File::direct_fd() {
+int File::direct_fd() const {
   std::lock_guard lock(mutex_);
   if (direct_fd_ == -2) direct_fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
   if (direct_fd_ < 0) direct_fd_ = -1;
   return direct_fd_;
 }
 
-uint64_t File::read_direct(uint64_t offset, void* dst, uint64_t length) {
-  const int fd = direct_fd();
-  if (fd < 0) throw Error(ErrorCode::Io, "the file system does not support O_DIRECT reads (use io=pread)", path_);
+bool File::supports_direct() const { return direct_fd() >= 0; }
+
+uint64_t pread_fully(int fd, uint64_t offset, void* dst, uint64_t length, const std::string& name, const char* what,
+                     uint64_t block) {
   auto* out = static_cast<char*>(dst);
   uint64_t done = 0;
   while (done < length) {
@@ -70,16 +71,22 @@ uint64_t File::read_direct(uint64_t offset, void* dst, uint64_t length) {
     const ssize_t n = ::pread(fd, out + done, want, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw_errno(fmt::format("O_DIRECT read of {} bytes at offset {} failed", length, offset), path_);
+      throw_errno(fmt::format("{} of {} bytes at offset {} failed", what, length, offset), name);
     }
     if (n == 0) break;
     done += static_cast<uint64_t>(n);
-    if (done % kDirectAlign != 0) break;  // a partial block: the end of the file
+    if (block && done % block != 0) break;  // a partial block: the end of the file
   }
   return done;
 }
 
-const std::byte* File::mapping() {
+uint64_t File::read_direct(uint64_t offset, void* dst, uint64_t length) const {
+  const int fd = direct_fd();
+  if (fd < 0) throw Error(ErrorCode::Io, "the file system does not support O_DIRECT reads (use io=pread)", path_);
+  return pread_fully(fd, offset, dst, length, path_, "O_DIRECT read", direct_alignment());
+}
+
+const std::byte* File::mapping() const {
   std::lock_guard lock(mutex_);
   if (!map_ && size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
@@ -90,7 +97,13 @@ const std::byte* File::mapping() {
   return map_;
 }
 
-uint64_t File::cached_bytes() {
+uint64_t File::current_size() const {
+  struct stat st{};
+  if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", path_);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+std::optional<uint64_t> File::resident_bytes() const {
   if (size_ == 0) return 0;
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 #ifdef SYS_cachestat
@@ -103,7 +116,7 @@ uint64_t File::cached_bytes() {
   if (::syscall(SYS_cachestat, fd_, &range, &stat, 0) == 0) return std::min(size_, stat.nr_cache * page);
 #endif
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-  if (p == MAP_FAILED) return 0;
+  if (p == MAP_FAILED) return std::nullopt;
   std::vector<unsigned char> resident((size_ + page - 1) / page);
   uint64_t cached = 0;
   if (::mincore(p, size_, resident.data()) == 0)
@@ -112,57 +125,25 @@ uint64_t File::cached_bytes() {
   return std::min(size_, cached);
 }
 
-void File::advise(uint64_t offset, uint64_t length, int fadvice) const {
-  ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), fadvice);
-}
-
-void File::advise_mapping(uint64_t offset, uint64_t length, int madvice) {
+void File::hint(uint64_t offset, uint64_t length, AccessHint hint) const {
+  if (hint == AccessHint::Sequential || hint == AccessHint::WillNeed) {
+    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length),
+                    hint == AccessHint::Sequential ? POSIX_FADV_SEQUENTIAL : POSIX_FADV_WILLNEED);
+    return;
+  }
   const std::byte* base = mapping();
   if (!base || offset >= size_) return;
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   length = std::min(length, size_ - offset);
   // Whole pages inside the range only: a page shared with a neighbouring range is left alone.
   const uint64_t begin = (offset + page - 1) / page * page, end = (offset + length) / page * page;
-  if (end > begin) ::madvise(const_cast<std::byte*>(base) + begin, end - begin, madvice);
+  if (end > begin)
+    ::madvise(const_cast<std::byte*>(base) + begin, end - begin,
+              hint == AccessHint::MappedWillNeed ? MADV_WILLNEED : MADV_DONTNEED);
 }
 
 uint64_t File::read_some(uint64_t offset, void* dst, uint64_t length) const {
-  auto* out = static_cast<char*>(dst);
-  uint64_t done = 0;
-  while (done < length) {
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(length - done, 1ull << 30));
-    const ssize_t n = ::pread(fd_, out + done, want, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno(fmt::format("read of {} bytes at offset {} failed", length, offset), path_);
-    }
-    if (n == 0) break;
-    done += static_cast<uint64_t>(n);
-  }
-  return done;
-}
-
-void File::read_exact(uint64_t offset, void* dst, uint64_t length) const {
-  const uint64_t got = read_some(offset, dst, length);
-  if (got != length)
-    throw Error(ErrorCode::Truncated,
-                fmt::format("file ended early: wanted bytes [{}, {}) but only {} could be read (the file may have "
-                            "shrunk while loading)",
-                            offset, offset + length, got),
-                path_);
-}
-
-std::string File::read_string(uint64_t offset, uint64_t length) const {
-  std::string out(length, '\0');
-  read_exact(offset, out.data(), length);
-  return out;
-}
-
-std::shared_ptr<File> FileCache::get(const std::string& path) {
-  std::lock_guard lock(mutex_);
-  auto& slot = files_[path];
-  if (!slot) slot = std::make_shared<File>(path);
-  return slot;
+  return pread_fully(fd_, offset, dst, length, path_);
 }
 
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {

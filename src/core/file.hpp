@@ -1,4 +1,4 @@
-// Files opened for reading, with positioned reads that name the file in every error.
+// Local files: the file system's byte source, and atomic writes.
 #pragma once
 
 #include <cstddef>
@@ -6,63 +6,53 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+
+#include "weightloader/byte_source.hpp"
 
 namespace wl {
 
-class File {
+// A local file as a byte source: pread, O_DIRECT through a second descriptor, a lazily made
+// read-only mapping, page-cache residency. Thread-safe.
+class File final : public ByteSource {
  public:
   // Opens for reading; FileNotFound / Io errors name the path.
   explicit File(std::string path);
-  ~File();
+  ~File() override;
   File(const File&) = delete;
   File& operator=(const File&) = delete;
 
+  const std::string& name() const noexcept override { return path_; }
   const std::string& path() const noexcept { return path_; }
-  uint64_t size() const noexcept { return size_; }
-  int fd() const noexcept { return fd_; }
+  uint64_t size() const noexcept override { return size_; }
+  int fd() const noexcept override { return fd_; }
+  uint64_t read_some(uint64_t offset, void* dst, uint64_t length) const override;
 
-  // Reads exactly `length` bytes at `offset`; a short read is ErrorCode::Truncated.
-  void read_exact(uint64_t offset, void* dst, uint64_t length) const;
-  // Reads up to `length` bytes at `offset` (fewer at end of file); returns the count.
-  uint64_t read_some(uint64_t offset, void* dst, uint64_t length) const;
-  // Reads [offset, offset + length) into a string (for headers).
-  std::string read_string(uint64_t offset, uint64_t length) const;
-
-  // The block size O_DIRECT reads align offsets, lengths and buffers to.
-  static constexpr uint64_t kDirectAlign = 4096;
-  // A second descriptor opened with O_DIRECT (once); -1 if the file system refuses O_DIRECT.
-  int direct_fd();
-  // Reads whole aligned blocks with O_DIRECT: `offset`, `length` and `dst` must be multiples of
-  // kDirectAlign. Returns the bytes read (fewer only at the end of the file).
-  uint64_t read_direct(uint64_t offset, void* dst, uint64_t length);
-  // A read-only mapping of the whole file as it was opened (made once, advised sequential).
-  // Touching it past the file's current end raises SIGBUS: copy out of it under a SigbusGuard.
-  const std::byte* mapping();
+  // False if the file system refuses O_DIRECT (the second descriptor is opened once, on first ask).
+  bool supports_direct() const override;
+  uint64_t read_direct(uint64_t offset, void* dst, uint64_t length) const override;
+  // A mapping of the whole file as it was opened (made once, advised sequential).
+  const std::byte* mapping() const override;
+  uint64_t current_size() const override;  // fstat now
   // Bytes of the file now in the page cache (cachestat, else mincore).
-  uint64_t cached_bytes();
-  // posix_fadvise / madvise hints; failures are ignored (they are only hints).
-  void advise(uint64_t offset, uint64_t length, int fadvice) const;
-  void advise_mapping(uint64_t offset, uint64_t length, int madvice);
+  std::optional<uint64_t> resident_bytes() const override;
+  // posix_fadvise / madvise; failures are ignored (they are only hints).
+  void hint(uint64_t offset, uint64_t length, AccessHint hint) const override;
 
  private:
+  int direct_fd() const;
+
   std::string path_;
   int fd_ = -1;
   uint64_t size_ = 0;
-  std::mutex mutex_;  // guards the lazily made direct_fd_ and map_
-  int direct_fd_ = -2;  // -2: not tried yet
-  std::byte* map_ = nullptr;
+  mutable std::mutex mutex_;  // guards the lazily made direct_fd_ and map_
+  mutable int direct_fd_ = -2;  // -2: not tried yet
+  mutable std::byte* map_ = nullptr;
 };
 
-// Files shared by the reads of one source: each path is opened once.
-class FileCache {
- public:
-  std::shared_ptr<File> get(const std::string& path);
-
- private:
-  std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<File>> files_;
-};
+// Positioned reads on a descriptor until `length` bytes or the end (with `block`, also after a
+// read that ends inside a block: O_DIRECT's end of file); errors name `name`.
+uint64_t pread_fully(int fd, uint64_t offset, void* dst, uint64_t length, const std::string& name,
+                     const char* what = "read", uint64_t block = 0);
 
 // Writes a file atomically: bytes go to `path.tmp-XXXX`, which is renamed over `path` on commit();
 // if the writer dies without commit(), the temporary file is removed and `path` is untouched.

@@ -1,21 +1,20 @@
-// The one I/O engine every read goes through: requests are cut into chunks independent of
-// tensor sizes, read in parallel with pread straight into the destination when no conversion is
-// needed, or through a small per-thread staging buffer that the conversion kernel drains.
+// The one I/O engine every read goes through: a pure planner (core/io_plan.hpp) cuts requests
+// into chunks independent of tensor sizes and merges them into extents; the executor reads them
+// in parallel through the byte sources' capabilities (preadv straight into place, O_DIRECT,
+// mappings, plain positioned reads), converting through a small per-thread staging buffer.
 #pragma once
 
-#include <cstdint>
 #include <vector>
 
-#include "core/file.hpp"
+#include "core/destination.hpp"
+#include "core/source_cache.hpp"
 #include "weightloader/source.hpp"
 
 namespace wl {
 
-// Runs every request; throws the first error (naming file and tensor). Cancels with
-// ErrorCode::Cancelled when the progress callback returns false.
-ReadStats run_reads(const std::vector<ReadRequest>& requests, FileCache& files, const IoOptions& options);
-
-// Bytes the engine reads from disk for a slice of a tensor.
-uint64_t stored_bytes_of_slice(const TensorInfo& tensor, const Slice& slice);
+// Runs every request; throws the first error (naming source and tensor) once every reader has
+// stopped. Cancels with ErrorCode::Cancelled when the progress callback returns false.
+ReadStats run_reads(const std::vector<ReadRequest>& requests, SourceCache& sources, const IoOptions& options,
+                    const Destination& destination = host_memory());
 
 }  // namespace wl

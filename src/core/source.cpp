@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
+#include "core/source_cache.hpp"
 #include "core/io_engine.hpp"
 #include "weightloader/error.hpp"
 
@@ -13,9 +13,9 @@ namespace wl {
 std::string TensorInfo::stored_type() const { return decoder ? decoder->name() : std::string(dtype_name(dtype)); }
 
 WeightSource::WeightSource(std::string format, std::string origin, std::vector<TensorInfo> tensors,
-                           std::map<std::string, std::string> metadata)
+                           std::map<std::string, std::string> metadata, std::shared_ptr<const Opener> opener)
     : format_(std::move(format)), origin_(std::move(origin)), tensors_(std::move(tensors)),
-      metadata_(std::move(metadata)), files_(std::make_unique<FileCache>()) {
+      metadata_(std::move(metadata)), sources_(std::make_unique<SourceCache>(opener ? std::move(opener) : local_opener())) {
   by_name_.reserve(tensors_.size());
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const TensorInfo& t = tensors_[i];
@@ -35,6 +35,49 @@ WeightSource::WeightSource(std::string format, std::string origin, std::vector<T
 }
 
 WeightSource::~WeightSource() = default;
+
+const std::shared_ptr<const Opener>& WeightSource::opener() const noexcept { return sources_->shared_opener(); }
+
+std::unique_ptr<WeightSource> WeightSource::with_metadata(std::map<std::string, std::string> metadata) const {
+  return std::make_unique<WeightSource>(format_, origin_, tensors_, std::move(metadata), opener());
+}
+
+std::unique_ptr<WeightSource> WeightSource::from_memory(std::string label, std::vector<MemoryTensor> tensors,
+                                                        std::map<std::string, std::string> metadata) {
+  auto opener = std::make_shared<MemoryOpener>();
+  std::vector<TensorInfo> infos;
+  infos.reserve(tensors.size());
+  for (MemoryTensor& m : tensors) {
+    TensorInfo t;
+    t.name = m.name;
+    t.dtype = m.dtype;
+    t.shape = m.shape;
+    t.file = label + "/" + m.name;  // each tensor its own region, named for messages
+    const uint64_t n = shape_numel(m.shape);
+    uint64_t span = n;  // elements from the first to the last one, inclusive
+    if (!m.strides.empty()) {
+      if (m.strides.size() != m.shape.size())
+        throw Error(ErrorCode::InvalidArgument,
+                    fmt::format("{} strides for a shape of rank {}", m.strides.size(), m.shape.size()), label, m.name);
+      span = n ? 1 : 0;
+      for (size_t d = 0; d < m.shape.size() && n; ++d) {
+        if (m.strides[d] < 0)
+          throw Error(ErrorCode::InvalidArgument, "negative strides are not supported", label, m.name);
+        span += (m.shape[d] - 1) * static_cast<uint64_t>(m.strides[d]);
+      }
+      // Contiguous strides are dropped, so that the engine reads the tensor as one run.
+      std::vector<int64_t> row_major(m.shape.size());
+      int64_t step = 1;
+      for (size_t d = m.shape.size(); d-- > 0;) row_major[d] = step, step *= static_cast<int64_t>(m.shape[d]);
+      if (m.strides != row_major && n > 1) t.strides = m.strides;
+    }
+    t.nbytes = span * dtype_size(m.dtype);
+    opener->add(t.file, MemoryRegion{static_cast<const std::byte*>(m.data), t.nbytes, std::move(m.keep_alive)});
+    infos.push_back(std::move(t));
+  }
+  return std::make_unique<WeightSource>("memory", std::move(label), std::move(infos), std::move(metadata),
+                                        std::move(opener));
+}
 
 const TensorInfo* WeightSource::find(std::string_view name) const {
   auto it = by_name_.find(std::string(name));
@@ -81,7 +124,7 @@ uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst
 }
 
 ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
-  return run_reads(requests, *files_, io);
+  return run_reads(requests, *sources_, io);
 }
 
 TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dtype) const {
@@ -92,14 +135,13 @@ TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dty
 
 std::optional<TensorView> WeightSource::view(const TensorInfo& tensor) const {
   if (tensor.decoder || !tensor.strides.empty() || !tensor.row_order.empty()) return std::nullopt;
-  // The file may have shrunk since the catalogue was read: a mapping past its end would SIGBUS.
-  const uint64_t size = File(tensor.file).size();
-  if (tensor.offset > size || tensor.nbytes > size - tensor.offset)
-    throw Error(ErrorCode::Truncated,
-                fmt::format("cannot map bytes [{}, {}): the file now has only {} bytes", tensor.offset,
-                            tensor.offset + tensor.nbytes, size),
-                tensor.file, tensor.name);
-  return TensorView(map_file_region(tensor.file, tensor.offset, tensor.nbytes), tensor.dtype, tensor.shape, 0);
+  std::shared_ptr<ByteSource> source = sources_->get(tensor.file);
+  if (!source->mapping() && tensor.nbytes > 0) return std::nullopt;  // a remote source: read it instead
+  try {
+    return TensorView(map_source_region(std::move(source), tensor.offset, tensor.nbytes), tensor.dtype, tensor.shape, 0);
+  } catch (const Error& e) {
+    throw Error(e.code(), e.message(), e.file(), tensor.name);  // the same failure, naming the tensor
+  }
 }
 
 }  // namespace wl

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
+#include "weightloader/byte_source.hpp"
 #include "weightloader/convert.hpp"
 #include "weightloader/error.hpp"
 
@@ -59,36 +59,29 @@ class HeapStorage final : public Storage {
   bool mapped_ = false;
 };
 
-class MappedStorage final : public Storage {
+// A region of a byte source's mapping (a file's, a memory region's); keeps the source alive.
+class SourceRegionStorage final : public Storage {
  public:
-  MappedStorage(const std::string& path, uint64_t offset, uint64_t length) : path_(path), offset_(offset) {
-    File file(path);
-    if (offset > file.size() || length > file.size() - offset)
+  SourceRegionStorage(std::shared_ptr<const ByteSource> source, uint64_t offset, uint64_t length)
+      : source_(std::move(source)), offset_(offset) {
+    const uint64_t size = source_->current_size();  // a file may have shrunk since it was opened
+    if (offset > size || length > size - offset)
       throw Error(ErrorCode::Truncated,
-                  fmt::format("cannot map bytes [{}, {}): the file has only {} bytes", offset, offset + length, file.size()),
-                  path);
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const uint64_t start = offset / page * page;
-    map_length_ = length + (offset - start);
+                  fmt::format("cannot map bytes [{}, {}): the source now has only {} bytes", offset, offset + length, size),
+                  source_->name());
     size_ = length;
-    if (map_length_ == 0) return;  // zero-length region: nothing to map
-    void* p = ::mmap(nullptr, map_length_, PROT_READ, MAP_PRIVATE, file.fd(), static_cast<off_t>(start));
-    if (p == MAP_FAILED) throw Error(ErrorCode::Io, fmt::format("mmap of {} bytes at {} failed", length, offset), path);
-    map_base_ = p;
-    data_ = static_cast<std::byte*>(p) + (offset - start);
-  }
-  ~MappedStorage() override {
-    if (map_base_) ::munmap(map_base_, map_length_);
+    if (length == 0) return;  // zero-length region: nothing to map
+    const std::byte* base = source_->mapping();
+    if (!base) throw Error(ErrorCode::InvalidArgument, "this source cannot be mapped", source_->name());
+    data_ = const_cast<std::byte*>(base) + offset;  // read-only: writable_ stays false
   }
   std::string describe() const override {
-    return fmt::format("mmap {} [{}, {})", path_, offset_, offset_ + size_);
+    return fmt::format("mapping of {} [{}, {})", source_->name(), offset_, offset_ + size_);
   }
 
  private:
-  std::string path_;
+  std::shared_ptr<const ByteSource> source_;
   uint64_t offset_;
-  void* map_base_ = nullptr;
-  uint64_t map_length_ = 0;
 };
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
@@ -105,8 +98,8 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
 
 std::shared_ptr<Storage> allocate_storage(size_t bytes) { return std::make_shared<HeapStorage>(bytes); }
 
-std::shared_ptr<Storage> map_file_region(const std::string& path, uint64_t offset, uint64_t length) {
-  return std::make_shared<MappedStorage>(path, offset, length);
+std::shared_ptr<Storage> map_source_region(std::shared_ptr<const ByteSource> source, uint64_t offset, uint64_t length) {
+  return std::make_shared<SourceRegionStorage>(std::move(source), offset, length);
 }
 
 TensorView::TensorView(std::shared_ptr<Storage> storage, DType dtype, Shape shape, uint64_t byte_offset)

@@ -9,11 +9,10 @@
 
 namespace wl {
 
-void require_inside(const std::string& file, const std::string& root) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path real = fs::weakly_canonical(file, ec);
-  const fs::path base = fs::weakly_canonical(root, ec);
+void require_inside(const Opener& opener, const std::string& file, const std::string& root) {
+  namespace fs = std::filesystem;  // paths compared component by component; nothing is accessed
+  const fs::path real = opener.resolved(file);
+  const fs::path base = opener.resolved(root);
   const auto [end, _] = std::mismatch(base.begin(), base.end(), real.begin(), real.end());
   if (end != base.end())
     throw Error(ErrorCode::InvalidArgument,

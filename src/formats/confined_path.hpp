@@ -4,10 +4,12 @@
 
 #include <string>
 
+#include "weightloader/byte_source.hpp"
+
 namespace wl {
 
-// InvalidArgument naming `file` when it resolves (symlinks followed) outside `root`. Call it
-// before opening `file`.
-void require_inside(const std::string& file, const std::string& root);
+// InvalidArgument naming `file` when it resolves (links followed, as `opener` resolves them)
+// outside `root`. Call it before opening `file`.
+void require_inside(const Opener& opener, const std::string& file, const std::string& root);
 
 }  // namespace wl

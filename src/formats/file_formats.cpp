@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/formats/gguf.hpp"
@@ -12,41 +11,62 @@
 
 namespace wl {
 
-const std::vector<FileFormat>& file_formats() {
-  static const std::vector<FileFormat> formats = {
-      safetensors_format(),
-      pytorch_format(),
-      gguf_format(),
-      llama2c_format(),  // last: v0 has no magic, only a plausible header and an exact size
-  };
+const FormatList& FormatList::global() {
+  static const FormatList formats = [] {
+    FormatList list;
+    list.add(safetensors_format());
+    list.add(pytorch_format());
+    list.add(gguf_format());
+    list.add(llama2c_format());  // last: v0 has no magic, only a plausible header and an exact size
+    return list;
+  }();
   return formats;
 }
 
-const FileFormat* find_file_format(const std::string& name) {
-  for (const FileFormat& f : file_formats())
+void FormatList::add(FileFormat format) {
+  if (find(format.name)) throw Error(ErrorCode::InvalidArgument, fmt::format("a format named '{}' is already listed", format.name));
+  formats_.push_back(std::move(format));
+}
+
+const FileFormat* FormatList::find(const std::string& name) const {
+  for (const FileFormat& f : formats_)
     if (f.name == name) return &f;
   return nullptr;
 }
 
-const FileFormat* detect_file_format(const std::string& path) {
-  File file(path);
-  std::vector<std::byte> head(std::min<uint64_t>(file.size(), 4096));
-  file.read_exact(0, head.data(), head.size());
-  for (const FileFormat& f : file_formats())
-    if (f.sniff(head, file.size())) return &f;
+const FileFormat* FormatList::detect(const ByteSource& source) const {
+  std::vector<std::byte> head(std::min<uint64_t>(source.size(), 4096));
+  source.read_exact(0, head.data(), head.size());
+  for (const FileFormat& f : formats_)
+    if (f.sniff(head, source.size())) return &f;
   return nullptr;
 }
 
-std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::vector<std::string>& paths,
-                                         const std::string& origin) {
+const FileFormat& FormatList::detect_or_throw(const ByteSource& source) const {
+  if (const FileFormat* f = detect(source)) return *f;
+  std::vector<std::string> tried;
+  for (const FileFormat& f : formats_) tried.push_back(f.name);
+  throw Error(ErrorCode::InvalidArgument,
+              fmt::format("not a checkpoint in any known format (tried: {})", fmt::join(tried, ", ")), source.name());
+}
+
+const FileFormat* find_file_format(const std::string& name) { return FormatList::global().find(name); }
+
+const FileFormat* detect_file_format(const std::string& path) {
+  return FormatList::global().detect(*local_opener()->open(path));
+}
+
+std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::vector<std::string>& names,
+                                         const std::string& origin, std::shared_ptr<const Opener> opener) {
+  if (!opener) opener = local_opener();
   std::vector<TensorInfo> tensors;
   std::map<std::string, std::string> metadata;
-  for (const std::string& path : paths) {
-    Catalogue c = format.read_catalogue(path);
+  for (const std::string& name : names) {
+    Catalogue c = format.read_catalogue(*opener->open(name), *opener);
     std::move(c.tensors.begin(), c.tensors.end(), std::back_inserter(tensors));
     metadata.merge(c.metadata);
   }
-  return std::make_unique<WeightSource>(format.name, origin, std::move(tensors), std::move(metadata));
+  return std::make_unique<WeightSource>(format.name, origin, std::move(tensors), std::move(metadata), std::move(opener));
 }
 
 }  // namespace wl

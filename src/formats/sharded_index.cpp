@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
 #include "formats/confined_path.hpp"
 #include "formats/safetensors/json_doc.hpp"
 #include "weightloader/error.hpp"
@@ -40,11 +39,11 @@ std::string scalar_text(const nlohmann::json& value) {
 
 }  // namespace
 
-Catalogue read_sharded_catalogue(const std::string& index_json_path, const FileFormat& format,
+Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_json_path, const FileFormat& format,
                                  const std::string& confine_to) {
-  const File index_file(index_json_path);
+  const std::shared_ptr<ByteSource> index_file = opener.open(index_json_path);
   const safetensors::JsonDocument doc =
-      safetensors::parse_json_document(index_file.read_string(0, index_file.size()));
+      safetensors::parse_json_document(index_file->read_string(0, index_file->size()));
   if (!doc.error.empty()) throw Error(ErrorCode::IndexInvalid, "not JSON: " + doc.error, index_json_path);
   if (!doc.value.is_object())
     throw Error(ErrorCode::IndexInvalid, fmt::format("the index is JSON {}, not an object", doc.value.type_name()),
@@ -75,18 +74,17 @@ Catalogue read_sharded_catalogue(const std::string& index_json_path, const FileF
       if (value.is_primitive()) merged.metadata.emplace(key, scalar_text(value));
 
   // Every listed shard's catalogue first, so that the checks below see the whole checkpoint.
-  const fs::path dir = fs::path(index_json_path).parent_path();
+  const std::string dir = opener.parent(index_json_path);
   std::vector<std::pair<std::string, Catalogue>> shards;
   for (const auto& [file, tensors] : files) {
-    const std::string full = (dir / file).string();
-    if (!confine_to.empty()) require_inside(full, confine_to);
-    std::error_code ec;
-    if (!fs::exists(full, ec))
+    const std::string full = opener.join(dir, file);
+    if (!confine_to.empty()) require_inside(opener, full, confine_to);
+    if (!opener.exists(full))
       throw Error(ErrorCode::IndexFileMissing,
                   fmt::format("shard \"{}\" ({}) does not exist; the index lists {} tensor(s) in it", file, full,
                               tensors.size()),
                   index_json_path, tensors.front());
-    shards.emplace_back(file, format.read_catalogue(full));
+    shards.emplace_back(file, format.read_catalogue(*opener.open(full), opener));
   }
 
   std::map<std::string, std::string> found;  // tensor name → the shard that holds it
@@ -117,6 +115,10 @@ Catalogue read_sharded_catalogue(const std::string& index_json_path, const FileF
     for (auto& [key, value] : shard.metadata) merged.metadata.emplace(key, std::move(value));
   }
   return merged;
+}
+
+Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format) {
+  return read_sharded_catalogue(*local_opener(), index_path, format);
 }
 
 }  // namespace wl

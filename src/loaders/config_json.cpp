@@ -2,23 +2,17 @@
 
 #include "formats/confined_path.hpp"
 
-#include <fstream>
-#include <sstream>
-
 namespace wl {
 
-void attach_config_json(const std::filesystem::path& path, std::map<std::string, std::string>& metadata,
-                        const std::filesystem::path& root) {
+void attach_config_json(const Opener& opener, const std::string& path, std::map<std::string, std::string>& metadata,
+                        const std::string& root) {
   if (metadata.count("config.json")) return;
-  std::error_code ec;
-  const std::filesystem::path dir = std::filesystem::is_directory(path, ec) ? path : path.parent_path();
-  if (!std::filesystem::exists(dir / "config.json", ec)) return;
-  if (!root.empty()) require_inside((dir / "config.json").string(), root.string());
-  std::ifstream in(dir / "config.json");
-  if (!in) return;
-  std::ostringstream text;
-  text << in.rdbuf();
-  metadata["config.json"] = text.str();
+  const std::string dir = opener.is_directory(path) ? path : opener.parent(path);
+  const std::string config = opener.join(dir, "config.json");
+  if (!opener.exists(config) || opener.is_directory(config)) return;
+  if (!root.empty()) require_inside(opener, config, root);
+  const std::shared_ptr<ByteSource> file = opener.open(config);
+  metadata["config.json"] = file->read_string(0, file->size());
 }
 
 }  // namespace wl

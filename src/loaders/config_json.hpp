@@ -1,16 +1,17 @@
 // A model's config.json travels with its catalogue as metadata["config.json"], for engines.
 #pragma once
 
-#include <filesystem>
 #include <map>
 #include <string>
 
+#include "weightloader/byte_source.hpp"
+
 namespace wl {
 
-// Adds `dir`/config.json (when present and not already there) to `metadata`. For a file path,
+// Adds `dir`/config.json (when present and not already there) to `metadata`. For a file name,
 // the directory that holds it. With `root`, a config.json resolving outside it is refused
 // (InvalidArgument), as every file of a Hugging Face cache folder.
-void attach_config_json(const std::filesystem::path& path, std::map<std::string, std::string>& metadata,
-                        const std::filesystem::path& root = {});
+void attach_config_json(const Opener& opener, const std::string& path, std::map<std::string, std::string>& metadata,
+                        const std::string& root = {});
 
 }  // namespace wl

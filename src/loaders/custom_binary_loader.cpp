@@ -12,10 +12,11 @@ namespace {
 class CustomBinaryLoader : public WeightLoader {
  public:
   std::unique_ptr<WeightSource> get_weights(const std::string& path) override {
-    Catalogue catalogue = read_custom_binary_catalogue(path);
-    attach_config_json(path, catalogue.metadata);
+    const std::shared_ptr<const Opener>& files = opener();
+    Catalogue catalogue = read_custom_binary_catalogue(*files, path);
+    attach_config_json(*files, path, catalogue.metadata);
     return std::make_unique<WeightSource>("custom_binary", path, std::move(catalogue.tensors),
-                                          std::move(catalogue.metadata));
+                                          std::move(catalogue.metadata), files);
   }
 };
 

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <filesystem>
 
 #include "loaders/builtin_loaders.hpp"
 #include "weightloader/error.hpp"
@@ -8,33 +7,31 @@
 
 namespace wl {
 
-LoaderChoice detect_loader(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path p(path);
-  if (!fs::exists(p, ec)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
-  const std::string name = p.filename().string();
-  if ((name == "meta.txt" || name == "model.bin") && fs::is_regular_file(p.parent_path() / "meta.txt", ec))
+LoaderChoice detect_loader(const std::string& path, const Opener& opener, const FormatList& formats) {
+  if (!opener.exists(path)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  if ((name == "meta.txt" || name == "model.bin") && opener.exists(opener.join(opener.parent(path), "meta.txt")))
     return {"custom_binary", {}};
-  if (!fs::is_directory(p, ec)) return {"local", {}};
-  if (fs::is_regular_file(p / "meta.txt", ec)) return {"custom_binary", {}};
+  if (!opener.is_directory(path)) return {"local", {}};
+  if (opener.exists(opener.join(path, "meta.txt"))) return {"custom_binary", {}};
 
-  std::vector<fs::path> files;
-  for (const fs::directory_entry& e : fs::directory_iterator(p, ec))
-    if (e.is_regular_file(ec)) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  for (const fs::path& f : files)
-    if (is_hf_weights_file(f.filename().string())) return {"hf", {}};
-  for (const fs::path& f : files) {
+  const std::vector<std::string> files = opener.list(path);
+  for (const std::string& f : files)
+    if (is_hf_weights_file(f.substr(f.find_last_of('/') + 1))) return {"hf", {}};
+  for (const std::string& f : files) {
     const FileFormat* format = nullptr;
     try {
-      format = detect_file_format(f.string());
+      format = formats.detect(*opener.open(f));
     } catch (const Error&) {
       continue;  // unreadable files are not candidates
     }
-    if (format) return {"local", {{"file_pattern", "*" + f.extension().string()}}};
+    const std::string base = f.substr(f.find_last_of('/') + 1);
+    const size_t dot = base.find_last_of('.');  // a leading dot starts a name, not an extension
+    if (format) return {"local", {{"file_pattern", "*" + (dot == std::string::npos || dot == 0 ? std::string() : base.substr(dot))}}};
   }
   return {"local", {}};  // reports that nothing matches
 }
+
+LoaderChoice detect_loader(const std::string& path) { return detect_loader(path, *local_opener(), FormatList::global()); }
 
 }  // namespace wl

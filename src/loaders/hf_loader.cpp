@@ -2,9 +2,6 @@
 // Weights: safetensors first (index, else every *.safetensors), then PyTorch .bin (index, else
 // pytorch_model*.bin / model*.bin); training leftovers are never read.
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -39,21 +36,11 @@ bool is_hf_weights_file(const std::string& name) {
 
 namespace {
 
-namespace fs = std::filesystem;
-
-std::vector<std::string> files_matching(const fs::path& dir, bool (*wanted)(const std::string&)) {
+std::vector<std::string> files_matching(const Opener& opener, const std::string& dir, bool (*wanted)(const std::string&)) {
   std::vector<std::string> out;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-    std::error_code ec;
-    if (fs::is_regular_file(e.path(), ec) && wanted(e.path().filename().string())) out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
+  for (const std::string& name : opener.list(dir))
+    if (wanted(name.substr(name.find_last_of('/') + 1))) out.push_back(name);
   return out;
-}
-
-const FileFormat& format_named(const std::string& name) {
-  if (const FileFormat* f = find_file_format(name)) return *f;
-  throw Error(ErrorCode::InvalidArgument, fmt::format("format '{}' is not available in this build", name));
 }
 
 class HfLoader final : public WeightLoader {
@@ -61,48 +48,52 @@ class HfLoader final : public WeightLoader {
   explicit HfLoader(std::string revision) : revision_(std::move(revision)) {}
 
   std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path) override {
-    std::error_code ec;
-    fs::path dir = model_name_or_path;
-    fs::path root = dir;  // everything read must stay inside this folder
-    if (!fs::exists(dir, ec)) {
+    const Opener& files = *opener();
+    std::string dir = model_name_or_path;
+    std::string root = dir;  // everything read must stay inside this folder
+    if (!files.exists(dir)) {
       dir = resolve_hf_snapshot(model_name_or_path, revision_);
-      root = dir.parent_path().parent_path();  // models--org--name
+      root = files.parent(files.parent(dir));  // models--org--name
     }
-    if (!fs::is_directory(dir, ec)) {
-      const FileFormat* f = detect_file_format(dir.string());
-      if (!f) throw Error(ErrorCode::InvalidArgument, "not a Hugging Face model directory nor a checkpoint file", dir.string());
-      return open_files(*f, {dir.string()}, dir.string());
+    if (!files.is_directory(dir)) {
+      const FileFormat* f = formats().detect(*files.open(dir));
+      if (!f) throw Error(ErrorCode::InvalidArgument, "not a Hugging Face model directory nor a checkpoint file", dir);
+      return open_files(*f, {dir}, dir, opener());
     }
-    std::unique_ptr<WeightSource> source = open_weights(dir, root);
-    return source;
+    return open_weights(dir, root);
   }
 
  private:
-  std::unique_ptr<WeightSource> open_weights(const fs::path& dir, const fs::path& root) {
-    auto sharded = [&](const fs::path& index, const FileFormat& format) {
-      require_inside(index.string(), root.string());
-      Catalogue c = read_sharded_catalogue(index.string(), format, root.string());
-      attach_config_json(dir, c.metadata, root);
-      return std::make_unique<WeightSource>(format.name, dir.string(), std::move(c.tensors), std::move(c.metadata));
+  const FileFormat& format_named(const std::string& name) const {
+    if (const FileFormat* f = formats().find(name)) return *f;
+    throw Error(ErrorCode::InvalidArgument, fmt::format("format '{}' is not available in this build", name));
+  }
+
+  std::unique_ptr<WeightSource> open_weights(const std::string& dir, const std::string& root) {
+    const Opener& files = *opener();
+    auto sharded = [&](const std::string& index, const FileFormat& format) {
+      require_inside(files, index, root);
+      Catalogue c = read_sharded_catalogue(files, index, format, root);
+      attach_config_json(files, dir, c.metadata, root);
+      return std::make_unique<WeightSource>(format.name, dir, std::move(c.tensors), std::move(c.metadata), opener());
     };
-    auto plain = [&](const std::vector<std::string>& files, const FileFormat& format) {
-      for (const std::string& f : files) require_inside(f, root.string());
-      std::unique_ptr<WeightSource> s = open_files(format, files, dir.string());
+    auto plain = [&](const std::vector<std::string>& names, const FileFormat& format) {
+      for (const std::string& f : names) require_inside(files, f, root);
+      std::unique_ptr<WeightSource> s = open_files(format, names, dir, opener());
       std::map<std::string, std::string> metadata = s->metadata();
-      attach_config_json(dir, metadata, root);
-      return std::make_unique<WeightSource>(s->format(), dir.string(), s->tensors(), std::move(metadata));
+      attach_config_json(files, dir, metadata, root);
+      return s->with_metadata(std::move(metadata));
     };
-    std::error_code ec;
-    if (fs::exists(dir / "model.safetensors.index.json", ec))
-      return sharded(dir / "model.safetensors.index.json", format_named("safetensors"));
-    if (auto files = files_matching(dir, is_safetensors); !files.empty()) return plain(files, format_named("safetensors"));
-    if (fs::exists(dir / "pytorch_model.bin.index.json", ec))
-      return sharded(dir / "pytorch_model.bin.index.json", format_named("pytorch"));
-    if (auto files = files_matching(dir, is_pytorch_weights); !files.empty()) return plain(files, format_named("pytorch"));
+    if (const std::string index = files.join(dir, "model.safetensors.index.json"); files.exists(index))
+      return sharded(index, format_named("safetensors"));
+    if (auto names = files_matching(files, dir, is_safetensors); !names.empty()) return plain(names, format_named("safetensors"));
+    if (const std::string index = files.join(dir, "pytorch_model.bin.index.json"); files.exists(index))
+      return sharded(index, format_named("pytorch"));
+    if (auto names = files_matching(files, dir, is_pytorch_weights); !names.empty()) return plain(names, format_named("pytorch"));
     throw Error(ErrorCode::NoMatchingFiles,
                 "no weights found: looked for model.safetensors.index.json, *.safetensors, pytorch_model.bin.index.json "
                 "and pytorch_model*.bin / model*.bin",
-                dir.string());
+                dir);
   }
 
   std::string revision_;

@@ -9,6 +9,7 @@
 
 #include "loaders/zero_copy.hpp"
 #include "weightloader/error.hpp"
+#include "weightloader/format.hpp"
 #include "weightloader/loader.hpp"
 
 namespace wl {
@@ -155,6 +156,13 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) 
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
+
+const std::shared_ptr<const Opener>& WeightLoader::opener() const {
+  static const std::shared_ptr<const Opener> local = local_opener();
+  return options_.opener ? options_.opener : local;
+}
+
+const FormatList& WeightLoader::formats() const { return options_.formats ? *options_.formats : FormatList::global(); }
 
 Model WeightLoader::mirror_model(const WeightSource& source) const {
   Model model;

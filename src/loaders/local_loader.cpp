@@ -3,7 +3,6 @@
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <regex>
 
 #include <fmt/format.h>
@@ -18,14 +17,9 @@ namespace wl {
 
 namespace {
 
-namespace fs = std::filesystem;
-
-const FileFormat& format_of(const std::string& path) {
-  if (const FileFormat* f = detect_file_format(path)) return *f;
-  std::vector<std::string> tried;
-  for (const FileFormat& f : file_formats()) tried.push_back(f.name);
-  throw Error(ErrorCode::InvalidArgument, fmt::format("not a checkpoint in any known format (tried: {})", fmt::join(tried, ", ")),
-              path);
+bool matches(const std::string& pattern, const std::string& name) {
+  const std::string base = name.substr(name.find_last_of('/') + 1);
+  return ::fnmatch(pattern.c_str(), base.c_str(), FNM_PERIOD) == 0;
 }
 
 // Reads files of any format, or, for the loaders named after a format, only that one.
@@ -35,63 +29,56 @@ class LocalLoader final : public WeightLoader {
       : pattern_(std::move(pattern)), only_format_(std::move(only_format)) {}
 
   std::unique_ptr<WeightSource> get_weights(const std::string& path) override {
-    const fs::path root(path);
-    std::error_code ec;
-    if (!fs::exists(root, ec)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
-    if (!fs::is_directory(root, ec)) return with_config(open_files(checked_format(path), {path}, path));
+    const std::shared_ptr<const Opener>& files = opener();
+    if (!files->exists(path)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
+    if (!files->is_directory(path)) return with_config(open_files(checked_format(path), {path}, path, files));
 
-    std::vector<std::string> matches;
-    for (const fs::directory_entry& e : fs::directory_iterator(root)) {
-      const std::string name = e.path().filename().string();
-      if (e.is_regular_file() && ::fnmatch(pattern_.c_str(), name.c_str(), FNM_PERIOD) == 0) matches.push_back(e.path().string());
-    }
-    std::sort(matches.begin(), matches.end());
+    // Each matching file's format, found once by content.
+    std::vector<std::pair<std::string, const FileFormat*>> found;
+    for (const std::string& name : files->list(path))
+      if (matches(pattern_, name)) found.emplace_back(name, formats().detect(*files->open(name)));
     if (!only_format_.empty())  // e.g. a llama2.c model beside its tokenizer, both *.bin
-      std::erase_if(matches, [&](const std::string& m) {
-        const FileFormat* f = detect_file_format(m);
-        return !f || f->name != only_format_;
-      });
-    if (matches.empty())
-      throw Error(ErrorCode::NoMatchingFiles, fmt::format("no file matches the pattern '{}'", pattern_), path);
+      std::erase_if(found, [&](const auto& f) { return !f.second || f.second->name != only_format_; });
+    if (found.empty()) throw Error(ErrorCode::NoMatchingFiles, fmt::format("no file matches the pattern '{}'", pattern_), path);
 
-    const FileFormat& format = checked_format(matches.front());
+    const FileFormat& format = checked_format(found.front().first);
     // A sharded checkpoint: `X.index.json` next to files matching the pattern, X itself matching it
     // too (model.safetensors.index.json, pytorch_model.bin.index.json): only listed files are read.
-    for (const fs::directory_entry& e : fs::directory_iterator(root)) {
-      const std::string name = e.path().filename().string();
+    for (const std::string& name : files->list(path)) {
       if (!name.ends_with(".index.json")) continue;
-      const std::string target = name.substr(0, name.size() - std::string(".index.json").size());
-      if (::fnmatch(pattern_.c_str(), target.c_str(), FNM_PERIOD) != 0) continue;
-      Catalogue c = read_sharded_catalogue(e.path().string(), format);
-      attach_config_json(root, c.metadata);
-      return std::make_unique<WeightSource>(format.name, path, std::move(c.tensors), std::move(c.metadata));
+      if (!matches(pattern_, name.substr(0, name.size() - std::string(".index.json").size()))) continue;
+      Catalogue c = read_sharded_catalogue(*files, name, format);
+      attach_config_json(*files, path, c.metadata);
+      return std::make_unique<WeightSource>(format.name, path, std::move(c.tensors), std::move(c.metadata), files);
     }
     // Split GGUF models are opened through their first split, which reads the others.
     static const std::regex later_split(R"(-(\d{5})-of-\d{5}\.gguf$)");
     std::smatch split;
-    std::erase_if(matches, [&](const std::string& m) {
-      return std::regex_search(m, split, later_split) && split[1] != "00001";
-    });
-    for (const std::string& m : matches)
-      if (&format_of(m) != &format)
+    std::erase_if(found, [&](const auto& f) { return std::regex_search(f.first, split, later_split) && split[1] != "00001"; });
+    std::vector<std::string> names;
+    for (const auto& [name, f] : found) {
+      if (!f) formats().detect_or_throw(*files->open(name));  // says it is in no known format
+      if (f != &format)
         throw Error(ErrorCode::InvalidArgument,
-                    fmt::format("mixes formats: {} is {} but {} is {}; narrow file_pattern", matches.front(), format.name, m,
-                                format_of(m).name),
+                    fmt::format("mixes formats: {} is {} but {} is {}; narrow file_pattern", found.front().first, format.name,
+                                name, f->name),
                     path);
-    return with_config(open_files(format, matches, path));
+      names.push_back(name);
+    }
+    return with_config(open_files(format, names, path, files));
   }
 
  private:
   // The source with the config.json of its directory, if there is one.
-  static std::unique_ptr<WeightSource> with_config(std::unique_ptr<WeightSource> s) {
+  std::unique_ptr<WeightSource> with_config(std::unique_ptr<WeightSource> s) const {
     std::map<std::string, std::string> metadata = s->metadata();
-    attach_config_json(s->origin(), metadata);
+    attach_config_json(*opener(), s->origin(), metadata);
     if (metadata.size() == s->metadata().size()) return s;
-    return std::make_unique<WeightSource>(s->format(), s->origin(), s->tensors(), std::move(metadata));
+    return s->with_metadata(std::move(metadata));
   }
 
   const FileFormat& checked_format(const std::string& path) const {
-    const FileFormat& f = format_of(path);
+    const FileFormat& f = formats().detect_or_throw(*opener()->open(path));
     if (!only_format_.empty() && f.name != only_format_)
       throw Error(ErrorCode::InvalidArgument,
                   fmt::format("the '{}' loader reads {} files, but this file is {}", only_format_, only_format_, f.name), path);

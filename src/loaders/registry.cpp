@@ -80,41 +80,41 @@ std::pair<std::string, std::string> split_pair(const std::string& kwarg, const s
 }
 
 void apply_common(WeightLoader& loader, const Kwargs& kw) {
-  LoadOptions& o = loader.options();
+  LoadOptions& options = loader.options();
   if (kw.count("dtype")) {
     const std::string name = std::get<std::string>(kw.at("dtype"));
     const auto dt = parse_dtype_alias(name);
     if (!dt) throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'dtype': unknown dtype '{}' (try bf16, f16, f32)", name));
     loader.dtype() = *dt;
   }
-  o.strict = kwarg_bool(kw, "strict", o.strict);
-  o.allow_reshape = kwarg_bool(kw, "allow_reshape", o.allow_reshape);
-  for (const std::string& p : split_list(kwarg_string(kw, "strip_prefix", ""))) o.names.strip_prefix(p);
-  if (kw.count("add_prefix")) o.names.add_prefix(kwarg_string(kw, "add_prefix", ""));
+  options.strict = kwarg_bool(kw, "strict", options.strict);
+  options.allow_reshape = kwarg_bool(kw, "allow_reshape", options.allow_reshape);
+  for (const std::string& p : split_list(kwarg_string(kw, "strip_prefix", ""))) options.names.strip_prefix(p);
+  if (kw.count("add_prefix")) options.names.add_prefix(kwarg_string(kw, "add_prefix", ""));
   for (const std::string& item : split_list(kwarg_string(kw, "rename", ""))) {
     auto [from, to] = split_pair("rename", item, "=");
-    o.names.rename(from, to);
+    options.names.rename(from, to);
   }
   for (const std::string& item : split_list(kwarg_string(kw, "regex_rename", ""))) {
     auto [pattern, replacement] = split_pair("regex_rename", item, "=>");
-    o.names.regex_rename(pattern, replacement);
+    options.names.regex_rename(pattern, replacement);
   }
-  for (const std::string& p : split_list(kwarg_string(kw, "drop", ""))) o.names.drop(p);
+  for (const std::string& p : split_list(kwarg_string(kw, "drop", ""))) options.names.drop(p);
   const int64_t concurrency = kwarg_int(kw, "concurrency", 0);
   if (concurrency < 0 || concurrency > 1024)
     throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'concurrency': {} is outside [0, 1024]", concurrency));
-  o.io.concurrency = static_cast<unsigned>(concurrency);
+  options.io.concurrency = static_cast<unsigned>(concurrency);
   if (kw.count("io")) {
     const std::string name = kwarg_string(kw, "io", "auto");
     const auto mode = parse_io_mode(name);
     if (!mode) throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'io': unknown mode '{}' (auto, mmap, pread, direct)", name));
-    o.io.mode = *mode;
+    options.io.mode = *mode;
   }
-  const int64_t staging = kwarg_int(kw, "staging_bytes", static_cast<int64_t>(o.io.staging_bytes));
+  const int64_t staging = kwarg_int(kw, "staging_bytes", static_cast<int64_t>(options.io.staging_bytes));
   if (staging < 0) throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'staging_bytes': {} is negative", staging));
-  o.io.staging_bytes = static_cast<uint64_t>(staging);
-  o.io.prefault = kwarg_bool(kw, "prefault", o.io.prefault);
-  o.zero_copy = kwarg_bool(kw, "zero_copy", o.zero_copy);
+  options.io.staging_bytes = static_cast<uint64_t>(staging);
+  options.io.prefault = kwarg_bool(kw, "prefault", options.io.prefault);
+  options.zero_copy = kwarg_bool(kw, "zero_copy", options.zero_copy);
 }
 
 }  // namespace
@@ -139,12 +139,14 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
 }
 
 WeightLoaderRegistry& WeightLoaderRegistry::global() {
-  static WeightLoaderRegistry* registry = [] {
-    auto* r = new WeightLoaderRegistry();
-    register_builtin_loaders(*r);
-    return r;
-  }();
+  static WeightLoaderRegistry* registry = with_builtins().release();  // never destroyed: used until exit
   return *registry;
+}
+
+std::unique_ptr<WeightLoaderRegistry> WeightLoaderRegistry::with_builtins(std::shared_ptr<const FormatList> formats) {
+  auto registry = std::make_unique<WeightLoaderRegistry>(std::move(formats));
+  register_builtin_loaders(*registry);
+  return registry;
 }
 
 void WeightLoaderRegistry::register_loader(const std::string& name, LoaderSpec spec) {
@@ -172,7 +174,7 @@ std::vector<std::string> WeightLoaderRegistry::list_available() const {
   return names;  // std::map keeps them sorted
 }
 
-const LoaderSpec& WeightLoaderRegistry::spec(const std::string& name) const {
+LoaderSpec WeightLoaderRegistry::spec(const std::string& name) const {
   std::lock_guard lock(mutex_);
   auto it = loaders_.find(name);
   if (it == loaders_.end()) {
@@ -185,7 +187,7 @@ const LoaderSpec& WeightLoaderRegistry::spec(const std::string& name) const {
 }
 
 std::unique_ptr<WeightLoader> WeightLoaderRegistry::create(const std::string& name, const Kwargs& kwargs) const {
-  const LoaderSpec& s = spec(name);
+  const LoaderSpec s = spec(name);
   Kwargs normalised;
   for (const auto& [key, value] : kwargs) {
     const KwargSpec* found = nullptr;
@@ -204,6 +206,7 @@ std::unique_ptr<WeightLoader> WeightLoaderRegistry::create(const std::string& na
   }
   std::unique_ptr<WeightLoader> loader = s.make(normalised);
   apply_common(*loader, normalised);
+  if (formats_) loader->options().formats = formats_;
   return loader;
 }
 

@@ -1,3 +1,4 @@
+#include "weightloader/byte_source.hpp"
 #include "weightloader/tensor.hpp"
 
 #include <gtest/gtest.h>
@@ -74,17 +75,32 @@ TEST(Tensor, ViewOutsideStorageIsRejected) {
   test::expect_error(ErrorCode::SliceOutOfBounds, [&] { TensorView(storage, DType::F32, {4}, 4); });
 }
 
-TEST(Tensor, MapFileRegionIsReadOnlyAndExact) {
+TEST(Tensor, MapSourceRegionIsReadOnlyAndExact) {
   test::TempDir dir;
   std::string bytes(10000, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i % 251);
   test::write_bytes(dir.file("f"), bytes);
-  auto s = map_file_region(dir.file("f"), 4099, 100);  // not page aligned
-  EXPECT_FALSE(s->writable());
-  ASSERT_EQ(s->size(), 100u);
-  EXPECT_EQ(std::memcmp(s->data(), bytes.data() + 4099, 100), 0);
-  test::expect_error(ErrorCode::Truncated, [&] { map_file_region(dir.file("f"), 9990, 100); });
-  test::expect_error(ErrorCode::FileNotFound, [&] { map_file_region(dir.file("nope"), 0, 1); });
+  for (std::shared_ptr<ByteSource> source : {local_opener()->open(dir.file("f")), memory_source("<memory>", MemoryRegion::of_string(bytes))}) {
+    auto s = map_source_region(source, 4099, 100);  // not page aligned
+    EXPECT_FALSE(s->writable());
+    ASSERT_EQ(s->size(), 100u);
+    EXPECT_EQ(std::memcmp(s->data(), bytes.data() + 4099, 100), 0);
+    test::expect_error(ErrorCode::Truncated, [&] { map_source_region(source, 9990, 100); });
+  }
+}
+
+TEST(Tensor, MapSourceRegionKeepsTheSourceAlive) {
+  std::weak_ptr<const void> owner;
+  std::shared_ptr<Storage> storage;
+  {
+    MemoryRegion region = MemoryRegion::of_string("0123456789");
+    owner = region.keep_alive;
+    storage = map_source_region(memory_source("<memory>", std::move(region)), 2, 3);
+  }
+  EXPECT_FALSE(owner.expired());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(storage->data()), 3), "234");
+  storage.reset();
+  EXPECT_TRUE(owner.expired());
 }
 
 }  // namespace

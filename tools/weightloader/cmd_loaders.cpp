@@ -11,7 +11,7 @@ void add_loaders_command(CLI::App& app) {
   cmd->callback([verbose] {
     const WeightLoaderRegistry& registry = WeightLoaderRegistry::global();
     for (const std::string& name : registry.list_available()) {
-      const LoaderSpec& spec = registry.spec(name);
+      const LoaderSpec spec = registry.spec(name);
       fmt::print("{:<16} {}\n", name, spec.description);
       if (*verbose)
         for (const KwargSpec& k : spec.kwargs) fmt::print("  --kw {:<14} {}\n", k.name + "=", k.help);

@@ -19,7 +19,8 @@ namespace wl {
 // `path` is the directory, or its meta.txt or model.bin. Every tensor is F32 in model.bin.
 // Throws FileNotFound, MetaLineInvalid (line number, text and the fault), DuplicateTensorName,
 // ValidationOverflow and BinSizeMismatch.
-Catalogue read_custom_binary_catalogue(const std::string& path);
+Catalogue read_custom_binary_catalogue(const Opener& opener, const std::string& path);
+Catalogue read_custom_binary_catalogue(const std::string& path);  // on the local file system
 
 // Writes `tensors` into directory `dir` (created if missing), converting each one to F32.
 // Each file is replaced atomically; model.bin is committed before meta.txt. A name that is empty,

@@ -115,7 +115,8 @@ struct GgufFile {
 // GgufDuplicateKey, GgufBadAlignment, GgufNameTooLong, DuplicateTensorName, GgufTooManyDims,
 // GgufBadDim, ValidationOverflow, GgufBadTensorType, GgufRowNotBlockMultiple, GgufMisalignedOffset,
 // GgufTensorOutOfBounds and GgufTensorOverlap.
-GgufFile read_gguf(const std::string& path);
+GgufFile read_gguf(const ByteSource& source);
+GgufFile read_gguf(const std::string& path);  // a local file
 
 // Tensor names in a catalogue. HuggingFace: for general.architecture "llama", GGUF names become
 // Hugging Face names (token_embd.weight -> model.embed_tokens.weight, ...) and the q/k projections
@@ -130,7 +131,9 @@ enum class GgufNames { HuggingFace, Raw };
 // Throws everything read_gguf does, plus GgufUnsupportedTensorType, GgufSplitMismatch,
 // GgufSplitMissing, TensorInTwoFiles, GgufHeadCount, and DuplicateTensorName when a mapped name
 // collides with another tensor's.
-Catalogue read_gguf_catalogue(const std::string& path, GgufNames names = GgufNames::HuggingFace);
+// `opener` finds the other splits beside the first.
+Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener, GgufNames names = GgufNames::HuggingFace);
+Catalogue read_gguf_catalogue(const std::string& path, GgufNames names = GgufNames::HuggingFace);  // local files
 
 // The format entry: "GGUF" followed by version 2 or 3. Reads with GgufNames::HuggingFace.
 const FileFormat& gguf_format();

@@ -35,11 +35,12 @@
 
 namespace wl {
 
-// Reads and validates the zip structure and data.pkl of `path` (never the tensor data). Throws
+// Reads and validates the zip structure and data.pkl of a source (never the tensor data). Throws
 // ZipInvalid, ZipEntryCompressed, PickleInvalid, PickleGlobalNotAllowed, PickleLimitExceeded,
 // LegacyFormat, StateDictNotFound, StateDictAmbiguous, StorageInvalid, TensorOutOfStorage,
 // UnsupportedLayout, UnsupportedDType, DuplicateTensorName and ValidationOverflow.
-Catalogue read_pytorch_catalogue(const std::string& path, const std::string& key = "");
+Catalogue read_pytorch_catalogue(const ByteSource& source, const std::string& key = "");
+Catalogue read_pytorch_catalogue(const std::string& path, const std::string& key = "");  // a local file
 
 // The format entry "pytorch": sniffs a zip whose first entry is a data.pkl or lies in a folder,
 // and the legacy formats (so that reading them explains how to convert). Reads with the default key.

@@ -40,8 +40,9 @@ uint64_t safetensors_header_length(std::span<const std::byte> prefix, uint64_t f
 Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start, uint64_t file_size,
                                    const std::string& file);
 
-// Reads the length prefix and the header of `path` (never the data) and validates them.
-Catalogue read_safetensors_catalogue(const std::string& path);
+// Reads the length prefix and the header of a source (never the data) and validates them.
+Catalogue read_safetensors_catalogue(const ByteSource& source);
+Catalogue read_safetensors_catalogue(const std::string& path);  // a local file
 
 // The format entry: sniffs a plausible length prefix followed by '{' after optional whitespace.
 const FileFormat& safetensors_format();

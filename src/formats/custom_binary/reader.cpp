@@ -1,6 +1,5 @@
 #include <filesystem>
 
-#include "core/file.hpp"
 #include "formats/custom_binary/meta.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/custom_binary.hpp"
@@ -8,44 +7,37 @@
 namespace wl {
 namespace {
 
-namespace fs = std::filesystem;
-
-// The checkpoint directory for a path naming it, its meta.txt or its model.bin.
-fs::path checkpoint_dir(const std::string& path) {
-  const fs::path p(path);
-  std::error_code ec;
-  const fs::file_status status = fs::status(p, ec);
-  if (!fs::exists(status))
+// The checkpoint directory for a name naming it, its meta.txt or its model.bin.
+std::string checkpoint_dir(const Opener& opener, const std::string& path) {
+  if (!opener.exists(path))
     throw Error(ErrorCode::FileNotFound, "no such file or directory (expected a custom binary checkpoint)", path);
-  if (fs::is_directory(status)) return p;
-  const fs::path file_name = p.filename();
-  if (file_name == "meta.txt" || file_name == "model.bin") return p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  if (opener.is_directory(path)) return path;
+  const std::string file_name = std::filesystem::path(path).filename().string();  // the name's last part
+  if (file_name == "meta.txt" || file_name == "model.bin") return opener.parent(path);
   throw Error(ErrorCode::InvalidArgument,
               "a custom binary checkpoint is a directory holding meta.txt and model.bin; "
               "pass the directory or one of those two files",
               path);
 }
 
-std::string require_file(const fs::path& dir, const char* name) {
-  const fs::path file = dir / name;
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec))
+std::string require_file(const Opener& opener, const std::string& dir, const char* name) {
+  const std::string file = opener.join(dir, name);
+  if (!opener.exists(file) || opener.is_directory(file))
     throw Error(ErrorCode::FileNotFound,
-                std::string("missing ") + name + " (a custom binary checkpoint needs meta.txt and model.bin)",
-                file.string());
-  return file.string();
+                std::string("missing ") + name + " (a custom binary checkpoint needs meta.txt and model.bin)", file);
+  return file;
 }
 
 }  // namespace
 
-Catalogue read_custom_binary_catalogue(const std::string& path) {
-  const fs::path dir = checkpoint_dir(path);
-  const std::string meta_path = require_file(dir, "meta.txt");
-  const std::string bin_path = require_file(dir, "model.bin");
+Catalogue read_custom_binary_catalogue(const Opener& opener, const std::string& path) {
+  const std::string dir = checkpoint_dir(opener, path);
+  const std::string meta_path = require_file(opener, dir, "meta.txt");
+  const std::string bin_path = require_file(opener, dir, "model.bin");
 
-  const File meta(meta_path);
+  const std::shared_ptr<ByteSource> meta = opener.open(meta_path);
   const std::vector<custom_binary::MetaEntry> entries =
-      custom_binary::parse_meta(meta.read_string(0, meta.size()), meta_path);
+      custom_binary::parse_meta(meta->read_string(0, meta->size()), meta_path);
 
   Catalogue catalogue;
   catalogue.tensors.reserve(entries.size());
@@ -82,13 +74,15 @@ Catalogue read_custom_binary_catalogue(const std::string& path) {
     offset += nbytes;
   }
 
-  const File bin(bin_path);
-  if (bin.size() != offset)
+  const uint64_t bin_size = opener.open(bin_path)->size();
+  if (bin_size != offset)
     throw Error(ErrorCode::BinSizeMismatch,
-                "model.bin holds " + std::to_string(bin.size()) + " bytes but meta.txt declares " +
+                "model.bin holds " + std::to_string(bin_size) + " bytes but meta.txt declares " +
                     std::to_string(offset) + " bytes (" + std::to_string(entries.size()) + " float32 tensors)",
                 bin_path);
   return catalogue;
 }
+
+Catalogue read_custom_binary_catalogue(const std::string& path) { return read_custom_binary_catalogue(*local_opener(), path); }
 
 }  // namespace wl

@@ -1,7 +1,6 @@
 // GGUF files as catalogues: split models read as one, Llama names and rotary layout presented the
 // Hugging Face way, and the format entry that recognises GGUF files.
 #include <cstring>
-#include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -29,9 +28,10 @@ std::optional<uint64_t> split_key(const GgufFile& f, std::string_view key) {
 std::string split_suffix(uint64_t no, uint64_t count) { return fmt::format("-{:05}-of-{:05}.gguf", no, count); }
 
 // The file and every further split it announces, each checked against its name and the first.
-std::vector<GgufFile> read_splits(const std::string& path) {
+std::vector<GgufFile> read_splits(const ByteSource& source, const Opener& opener) {
+  const std::string& path = source.name();
   std::vector<GgufFile> files;
-  files.push_back(read_gguf(path));
+  files.push_back(read_gguf(source));
   const GgufFile& first = files.front();
   const uint64_t count = split_key(first, "split.count").value_or(1);
   if (count <= 1) return files;
@@ -54,10 +54,10 @@ std::vector<GgufFile> read_splits(const std::string& path) {
   uint64_t tensors = first.tensors.size();
   for (uint64_t k = 2; k <= count; ++k) {
     const std::string split_path = prefix + split_suffix(k, count);
-    if (!std::filesystem::exists(split_path))
+    if (!opener.exists(split_path))
       throw Error(ErrorCode::GgufSplitMissing, fmt::format("split {} of {} ({}) does not exist", k, count, split_path),
                   path);
-    files.push_back(read_gguf(split_path));
+    files.push_back(read_gguf(*opener.open(split_path)));
     const GgufFile& f = files.back();
     const auto f_count = split_key(f, "split.count");
     const auto f_no = split_key(f, "split.no");
@@ -140,8 +140,8 @@ void present_as_hf_llama(const GgufFile& first, TensorInfo& info) {
 
 }  // namespace
 
-Catalogue read_gguf_catalogue(const std::string& path, GgufNames names) {
-  const std::vector<GgufFile> files = read_splits(path);
+Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener, GgufNames names) {
+  const std::vector<GgufFile> files = read_splits(source, opener);
   const GgufFile& first = files.front();
   Catalogue out;
   for (const auto& [key, value] : first.metadata) out.metadata.emplace(key, gguf_value_to_string(value));
@@ -168,6 +168,10 @@ Catalogue read_gguf_catalogue(const std::string& path, GgufNames names) {
   return out;
 }
 
+Catalogue read_gguf_catalogue(const std::string& path, GgufNames names) {
+  return read_gguf_catalogue(*local_opener()->open(path), *local_opener(), names);
+}
+
 const FileFormat& gguf_format() {
   static const FileFormat format{
       "gguf",
@@ -177,7 +181,7 @@ const FileFormat& gguf_format() {
         std::memcpy(&version, head.data() + 4, sizeof version);
         return version == 2 || version == 3;
       },
-      [](const std::string& path) { return read_gguf_catalogue(path); }};
+      [](const ByteSource& source, const Opener& opener) { return read_gguf_catalogue(source, opener); }};
   return format;
 }
 

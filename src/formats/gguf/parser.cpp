@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "core/file.hpp"
+#include "weightloader/byte_source.hpp"
 #include "formats/gguf/ggml_types.hpp"
 #include "weightloader/error.hpp"
 
@@ -30,7 +30,7 @@ std::string describe(const F& what) {
 // Sequential reads through a buffer, so a vocabulary of 100k strings is not 200k system calls.
 class Cursor {
  public:
-  explicit Cursor(const File& file) : file_(file) {}
+  explicit Cursor(const ByteSource& file) : file_(file) {}
 
   uint64_t pos() const noexcept { return pos_; }
   uint64_t remaining() const noexcept { return file_.size() - pos_; }
@@ -42,7 +42,7 @@ class Cursor {
       throw Error(ErrorCode::Truncated,
                   fmt::format("{} needs {} bytes at offset {}, but the file ends at {}", describe(what), n, pos_,
                               file_.size()),
-                  file_.path());
+                  file_.name());
     auto* out = static_cast<std::byte*>(dst);
     while (n > 0) {
       if (pos_ < buf_start_ || pos_ >= buf_start_ + buf_.size()) refill();
@@ -70,7 +70,7 @@ class Cursor {
   }
 
   static constexpr uint64_t kBufferBytes = 1 << 20;
-  const File& file_;
+  const ByteSource& file_;
   uint64_t pos_ = 0;
   std::vector<std::byte> buf_;
   uint64_t buf_start_ = 0;
@@ -93,7 +93,7 @@ constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims,
 
 class Parser {
  public:
-  Parser(const File& file, GgufFile& out) : file_(file), in_(file), out_(out) {}
+  Parser(const ByteSource& file, GgufFile& out) : file_(file), in_(file), out_(out) {}
 
   void run() {
     header();
@@ -105,7 +105,7 @@ class Parser {
 
  private:
   [[noreturn]] void fail(ErrorCode code, const std::string& message, const std::string& tensor = {}) const {
-    throw Error(code, message, file_.path(), tensor);
+    throw Error(code, message, file_.name(), tensor);
   }
 
   // A count of items of at least `min_bytes` each must fit in what is left of the file.
@@ -356,7 +356,7 @@ class Parser {
     }
   }
 
-  const File& file_;
+  const ByteSource& file_;
   Cursor in_;
   GgufFile& out_;
   uint64_t n_kv_ = 0;
@@ -365,12 +365,13 @@ class Parser {
 
 }  // namespace
 
-GgufFile read_gguf(const std::string& path) {
-  const File file(path);
+GgufFile read_gguf(const ByteSource& file) {
   GgufFile out;
-  out.path = path;
+  out.path = file.name();
   Parser(file, out).run();
   return out;
 }
+
+GgufFile read_gguf(const std::string& path) { return read_gguf(*local_opener()->open(path)); }
 
 }  // namespace wl

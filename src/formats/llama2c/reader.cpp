@@ -3,7 +3,7 @@
 #include <cstring>
 #include <memory>
 
-#include "core/file.hpp"
+#include "weightloader/byte_source.hpp"
 #include "formats/llama2c/header.hpp"
 #include "formats/llama2c/layout.hpp"
 #include "formats/llama2c/q8.hpp"
@@ -41,15 +41,17 @@ std::map<std::string, std::string> metadata(const Llama2cHeader& h) {
 
 }  // namespace
 
-Llama2cHeader read_llama2c_header(const std::string& path) {
-  const File file(path);
+Llama2cHeader read_llama2c_header(const ByteSource& file) {
   std::array<std::byte, llama2c::kHeaderBytes> head{};
-  const uint64_t got = file.read_some(0, head.data(), head.size());
-  return llama2c::parse_header(std::span(head.data(), got), file.size(), path);
+  const uint64_t got = file.read_up_to(0, head.data(), head.size());
+  return llama2c::parse_header(std::span(head.data(), got), file.size(), file.name());
 }
 
-Catalogue read_llama2c_catalogue(const std::string& path) {
-  const Llama2cHeader h = read_llama2c_header(path);
+Llama2cHeader read_llama2c_header(const std::string& path) { return read_llama2c_header(*local_opener()->open(path)); }
+
+Catalogue read_llama2c_catalogue(const ByteSource& file) {
+  const std::string& path = file.name();
+  const Llama2cHeader h = read_llama2c_header(file);
   const auto decoder = h.version == 2 ? std::make_shared<llama2c::Q8Decoder>(h.group_size) : nullptr;
   Catalogue catalogue;
   catalogue.metadata = metadata(h);
@@ -76,8 +78,11 @@ Catalogue read_llama2c_catalogue(const std::string& path) {
   return catalogue;
 }
 
+Catalogue read_llama2c_catalogue(const std::string& path) { return read_llama2c_catalogue(*local_opener()->open(path)); }
+
 const FileFormat& llama2c_format() {
-  static const FileFormat format{"llama2c", sniff_llama2c, read_llama2c_catalogue};
+  static const FileFormat format{"llama2c", sniff_llama2c,
+                                 [](const ByteSource& source, const Opener&) { return read_llama2c_catalogue(source); }};
   return format;
 }
 

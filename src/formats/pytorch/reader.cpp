@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
+#include "weightloader/byte_source.hpp"
 #include "formats/pytorch/byteswap.hpp"
 #include "formats/pytorch/legacy.hpp"
 #include "formats/pytorch/pickle.hpp"
@@ -152,16 +152,16 @@ class CatalogueBuilder {
 };
 
 // A legacy checkpoint is refused with the way out.
-void reject_legacy(const File& file) {
+void reject_legacy(const ByteSource& file) {
   std::array<std::byte, kLegacySniffBytes> head{};
-  const uint64_t got = file.read_some(0, head.data(), head.size());
+  const uint64_t got = file.read_up_to(0, head.data(), head.size());
   if (const auto kind = legacy_checkpoint_kind(std::span(head.data(), got)))
     throw Error(ErrorCode::LegacyFormat,
                 fmt::format("{}. weightloader reads the zip format of PyTorch 1.6 and later: convert it with a recent "
                             "PyTorch, e.g. python -c \"import torch; torch.save(torch.load('old.pt'), 'new.pt')\" "
                             "(load only files you trust: this runs their pickle)",
                             *kind),
-                file.path());
+                file.name());
 }
 
 bool sniff_pytorch(std::span<const std::byte> head, uint64_t) {
@@ -176,8 +176,8 @@ bool sniff_pytorch(std::span<const std::byte> head, uint64_t) {
 
 }  // namespace
 
-Catalogue read_pytorch_catalogue(const std::string& path, const std::string& key) {
-  const File file(path);
+Catalogue read_pytorch_catalogue(const ByteSource& file, const std::string& key) {
+  const std::string& path = file.name();
   reject_legacy(file);
   const ZipArchive zip(file);
   const std::string top = top_folder(zip, path);
@@ -200,9 +200,13 @@ Catalogue read_pytorch_catalogue(const std::string& path, const std::string& key
   return out;
 }
 
+Catalogue read_pytorch_catalogue(const std::string& path, const std::string& key) {
+  return read_pytorch_catalogue(*local_opener()->open(path), key);
+}
+
 const FileFormat& pytorch_format() {
-  static const FileFormat format{"pytorch", sniff_pytorch, [](const std::string& path) {
-                                   return read_pytorch_catalogue(path);
+  static const FileFormat format{"pytorch", sniff_pytorch, [](const ByteSource& source, const Opener&) {
+                                   return read_pytorch_catalogue(source);
                                  }};
   return format;
 }

@@ -43,10 +43,10 @@ struct Directory {
 
 class ZipParser {
  public:
-  explicit ZipParser(const File& file) : file_(file) {}
+  explicit ZipParser(const ByteSource& file) : file_(file) {}
 
   [[noreturn]] void fail(const std::string& message) const {
-    throw Error(ErrorCode::ZipInvalid, message, file_.path());
+    throw Error(ErrorCode::ZipInvalid, message, file_.name());
   }
 
   Directory find_directory() const {
@@ -227,7 +227,7 @@ class ZipParser {
     return data;
   }
 
-  const File& file_;
+  const ByteSource& file_;
 };
 
 constexpr std::array<uint32_t, 256> make_crc_table() {
@@ -249,7 +249,7 @@ uint32_t crc32(std::string_view data, uint32_t crc) {
   return ~crc;
 }
 
-ZipArchive::ZipArchive(const File& file) : file_(file) {
+ZipArchive::ZipArchive(const ByteSource& file) : file_(file) {
   const ZipParser parser(file);
   entries_ = parser.read_entries(parser.find_directory());
   by_name_.reserve(entries_.size());
@@ -265,14 +265,14 @@ const ZipEntry* ZipArchive::find(std::string_view name) const {
 
 const ZipEntry& ZipArchive::stored(const ZipEntry& entry) const {
   if (entry.flags & kFlagEncrypted)
-    throw Error(ErrorCode::ZipEntryCompressed, fmt::format("entry \"{}\" is encrypted", entry.name), file_.path());
+    throw Error(ErrorCode::ZipEntryCompressed, fmt::format("entry \"{}\" is encrypted", entry.name), file_.name());
   if (entry.method != 0)
     throw Error(ErrorCode::ZipEntryCompressed,
                 fmt::format("entry \"{}\" is compressed (method {}{}); PyTorch writes entries stored so that they can "
                             "be read in place: re-save the checkpoint with torch.save, or rezip it without compression "
                             "(zip -0)",
                             entry.name, entry.method, entry.method == 8 ? ", deflate" : ""),
-                file_.path());
+                file_.name());
   return entry;
 }
 
@@ -282,7 +282,7 @@ std::string ZipArchive::read(const ZipEntry& entry) const {
     throw Error(ErrorCode::ZipInvalid,
                 fmt::format("entry \"{}\" is corrupt: CRC-32 {:08x}, the directory says {:08x}", entry.name, got,
                             entry.crc32),
-                file_.path());
+                file_.name());
   return bytes;
 }
 

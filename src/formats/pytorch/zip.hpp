@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/file.hpp"
+#include "weightloader/byte_source.hpp"
 
 namespace wl::pytorch {
 
@@ -26,7 +26,7 @@ class ZipArchive {
  public:
   // Reads the end-of-central-directory record (ZIP64 when present), the central directory and each
   // local header. Throws ZipInvalid naming the rule broken and the offending numbers.
-  explicit ZipArchive(const File& file);
+  explicit ZipArchive(const ByteSource& file);
 
   const std::vector<ZipEntry>& entries() const noexcept { return entries_; }
   const ZipEntry* find(std::string_view name) const;
@@ -36,7 +36,7 @@ class ZipArchive {
   std::string read(const ZipEntry& entry) const;
 
  private:
-  const File& file_;
+  const ByteSource& file_;
   std::vector<ZipEntry> entries_;
   std::unordered_map<std::string, size_t> by_name_;
 };

@@ -3,7 +3,6 @@
 #include <array>
 #include <cstdint>
 
-#include "core/file.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/safetensors.hpp"
 
@@ -32,16 +31,18 @@ bool sniff_safetensors(std::span<const std::byte> head, uint64_t file_size) {
 
 }  // namespace
 
-Catalogue read_safetensors_catalogue(const std::string& path) {
-  const File file(path);
+Catalogue read_safetensors_catalogue(const ByteSource& file) {
   std::array<std::byte, 8> prefix{};
-  const uint64_t got = file.read_some(0, prefix.data(), prefix.size());
-  const uint64_t n = safetensors_header_length(std::span(prefix.data(), got), file.size(), path);
-  return parse_safetensors_header(file.read_string(8, n), 8 + n, file.size(), path);
+  const uint64_t got = file.read_up_to(0, prefix.data(), prefix.size());
+  const uint64_t n = safetensors_header_length(std::span(prefix.data(), got), file.size(), file.name());
+  return parse_safetensors_header(file.read_string(8, n), 8 + n, file.size(), file.name());
 }
 
+Catalogue read_safetensors_catalogue(const std::string& path) { return read_safetensors_catalogue(*local_opener()->open(path)); }
+
 const FileFormat& safetensors_format() {
-  static const FileFormat format{"safetensors", sniff_safetensors, read_safetensors_catalogue};
+  static const FileFormat format{"safetensors", sniff_safetensors,
+                                 [](const ByteSource& source, const Opener&) { return read_safetensors_catalogue(source); }};
   return format;
 }
 

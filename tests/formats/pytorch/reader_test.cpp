@@ -281,7 +281,7 @@ TEST(PytorchReader, DetectedByContent) {
   const FileFormat* format = detect_file_format(path);
   ASSERT_NE(format, nullptr);
   EXPECT_EQ(format->name, "pytorch");
-  EXPECT_EQ(format->read_catalogue(path).tensors.at(0).name, "t");
+  EXPECT_EQ(format->read_catalogue(*local_opener()->open(path), *local_opener()).tensors.at(0).name, "t");
 }
 
 // The checkpoints of the candle test suite (huggingface/candle), written by torch.

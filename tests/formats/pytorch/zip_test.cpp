@@ -1,4 +1,5 @@
 // The zip reader: entries located in place, ZIP64, and one hand-broken archive per rule.
+#include "core/file.hpp"
 #include "formats/pytorch/zip.hpp"
 
 #include <gtest/gtest.h>

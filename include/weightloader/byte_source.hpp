@@ -1,0 +1,123 @@
+// Where checkpoint bytes come from: a byte source ("bytes at offsets") and an opener that finds
+// sources by name (a file beside another, a directory's entries). Every format reader, loader and
+// the I/O engine read through these two interfaces only, in the manner of LevelDB's
+// RandomAccessFile and Env. Local files, memory regions and test doubles implement them; adding a
+// kind of source (HTTP, S3) is one new implementation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "weightloader/export.hpp"
+
+namespace wl {
+
+// Hints a source may act on; sources without the matching capability ignore them.
+enum class AccessHint {
+  Sequential,    // the whole source will be read front to back (posix_fadvise SEQUENTIAL)
+  WillNeed,      // this range is read soon: start fetching it (posix_fadvise WILLNEED)
+  MappedWillNeed,  // the same, for reads out of mapping() (madvise WILLNEED)
+  MappedDone,    // this range of mapping() has been copied out: drop its pages (madvise DONTNEED)
+};
+
+// Bytes at offsets. Thread-safe: every method may be called from several threads at once.
+// Errors are wl::Error naming name(); Error::retryable() tells a transient failure (worth trying
+// again) from a final one.
+class WL_API ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+
+  // The path, URL or label this source is known by; error messages name it.
+  virtual const std::string& name() const noexcept = 0;
+  // Size in bytes when the source was opened.
+  virtual uint64_t size() const noexcept = 0;
+  // Reads up to `length` bytes at `offset`; returns the count, 0 only at the end of the source
+  // (a remote or faulty source may return fewer before its end: read_exact goes on).
+  virtual uint64_t read_some(uint64_t offset, void* dst, uint64_t length) const = 0;
+
+  // Up to `length` bytes at `offset`, fewer only at the end of the source; returns the count.
+  uint64_t read_up_to(uint64_t offset, void* dst, uint64_t length) const;
+  // Exactly `length` bytes at `offset`; a short read is ErrorCode::Truncated.
+  void read_exact(uint64_t offset, void* dst, uint64_t length) const;
+  // [offset, offset + length) as a string (for headers).
+  std::string read_string(uint64_t offset, uint64_t length) const;
+
+  // --- Optional capabilities the I/O engine asks for (the defaults say "not available"). ---
+  // A descriptor positioned reads (pread/preadv) may use; -1 if none.
+  virtual int fd() const noexcept { return -1; }
+  // O_DIRECT reads of whole aligned blocks (offset, length and dst multiples of direct_alignment());
+  // returns the bytes read, fewer only at the end. Only when supports_direct().
+  virtual bool supports_direct() const { return false; }
+  static constexpr uint64_t direct_alignment() { return 4096; }
+  virtual uint64_t read_direct(uint64_t offset, void* dst, uint64_t length) const;
+  // The whole source as memory (a file mapping, a memory region), or nullptr. For a file, touching
+  // a page past its current end raises SIGBUS: copy out of it under a SigbusGuard.
+  virtual const std::byte* mapping() const { return nullptr; }
+  // The size now (a file may have shrunk since it was opened); size() if the source cannot change.
+  virtual uint64_t current_size() const { return size(); }
+  // Bytes already in fast memory (the page cache; all of a memory region); nullopt if unknown.
+  virtual std::optional<uint64_t> resident_bytes() const { return std::nullopt; }
+  virtual void hint(uint64_t /*offset*/, uint64_t /*length*/, AccessHint /*hint*/) const {}
+  // How the engine should read this source: bytes per request and requests in flight (0: the
+  // engine's own choice, one reader per core).
+  virtual uint64_t preferred_request_bytes() const { return 8ull << 20; }
+  virtual unsigned preferred_concurrency() const { return 0; }
+};
+
+// Finds byte sources by name, and names relative to other names. Thread-safe.
+class WL_API Opener {
+ public:
+  virtual ~Opener() = default;
+  // FileNotFound (naming `name`) if there is no such source.
+  virtual std::shared_ptr<ByteSource> open(const std::string& name) const = 0;
+  virtual bool exists(const std::string& name) const = 0;
+  virtual bool is_directory(const std::string& name) const = 0;
+  // The names (as open() takes them) of the files directly inside a directory, sorted.
+  virtual std::vector<std::string> list(const std::string& directory) const = 0;
+  // `relative` inside `directory` ("a/b" + "c.json" → "a/b/c.json").
+  virtual std::string join(const std::string& directory, const std::string& relative) const;
+  // The directory holding `name` ("a/b/c.json" → "a/b"; "c.json" → ".").
+  virtual std::string parent(const std::string& name) const;
+  // `name` with links followed, for confinement checks; the name itself where there are no links.
+  virtual std::string resolved(const std::string& name) const { return name; }
+};
+
+// The local file system (pread, O_DIRECT, mmap, page-cache residency). Shared and stateless.
+WL_API std::shared_ptr<const Opener> local_opener();
+
+// Memory kept alive by its owner: a heap buffer, bytes received over a network, or a caller's
+// buffer (a Python object) held by `keep_alive` for as long as anything reads it.
+struct MemoryRegion {
+  const std::byte* data = nullptr;
+  uint64_t size = 0;
+  std::shared_ptr<const void> keep_alive;
+
+  WL_API static MemoryRegion copy_of(const void* data, uint64_t size);  // owns a copy
+  WL_API static MemoryRegion of_string(std::string bytes);              // owns the string
+};
+
+// A byte source over a memory region, known by `name` (a label such as "<memory>").
+WL_API std::shared_ptr<ByteSource> memory_source(std::string name, MemoryRegion region);
+
+// Named memory regions as a file tree ("dir/meta.txt", "dir/model.bin"): a whole checkpoint
+// received as bytes opens through the same readers as one on disk. Directories are implied by
+// the names. Not thread-safe while files are being added; thread-safe for reading after.
+class WL_API MemoryOpener final : public Opener {
+ public:
+  void add(const std::string& name, MemoryRegion region);
+  void add(std::shared_ptr<ByteSource> source);  // any source (a test double), under its name()
+  std::shared_ptr<ByteSource> open(const std::string& name) const override;
+  bool exists(const std::string& name) const override;
+  bool is_directory(const std::string& name) const override;
+  std::vector<std::string> list(const std::string& directory) const override;
+
+ private:
+  std::map<std::string, std::shared_ptr<ByteSource>> files_;
+};
+
+}  // namespace wl

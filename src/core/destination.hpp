@@ -1,0 +1,28 @@
+// Where the I/O engine puts what it reads. Host memory takes reads straight into place and is
+// faulted in ahead of them; a destination that is not host-addressable (device memory) gets
+// every chunk's final values from host staging through deliver().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace wl {
+
+// Thread-safe: the engine's readers call it from several threads at once.
+class Destination {
+ public:
+  virtual ~Destination() = default;
+  // Whether readers may write stored bytes and converted values straight to the requests' dst
+  // addresses (preadv, O_DIRECT and conversions in place). If not, every chunk is staged.
+  virtual bool in_place() const = 0;
+  // Faults [p, p + n) in before it is written (a hint: errors are ignored).
+  virtual void prefault(std::byte* p, uint64_t n) const = 0;
+  // Not in place: `n` bytes of final values at `values` (host staging, reusable once this returns)
+  // belong at `dst`. Throws wl::Error on failure.
+  virtual void deliver(std::byte* dst, const std::byte* values, uint64_t n) const = 0;
+};
+
+// Ordinary process memory: in place, prefaulted with MADV_POPULATE_WRITE.
+const Destination& host_memory();
+
+}  // namespace wl

@@ -1,0 +1,166 @@
+#include "core/io_plan.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "weightloader/error.hpp"
+
+namespace wl {
+
+namespace {
+
+uint64_t granule_elems(const TensorInfo& t) { return t.decoder ? t.decoder->block_elems() : 1; }
+uint64_t stored_bytes_for(const TensorInfo& t, uint64_t elems) {
+  return t.decoder ? elems / t.decoder->block_elems() * t.decoder->block_bytes() : elems * dtype_size(t.dtype);
+}
+// The part of stored_bytes_for() that a split encoding keeps in its aux region.
+uint64_t aux_bytes_for(const TensorInfo& t, uint64_t elems) {
+  return t.decoder ? elems / t.decoder->block_elems() * t.decoder->aux_block_bytes() : 0;
+}
+
+// A slice seen as `outer` runs of `len` x `inner` elements, `begin` rows into a dimension of
+// `dim_size`.
+struct SliceRuns {
+  uint64_t outer = 1, dim_size = 1, inner = 1, begin = 0, len = 0;
+};
+
+SliceRuns slice_runs(const TensorInfo& t, const Slice& s) {
+  const Shape sliced = WeightSource::slice_shape(t, s);  // validates the slice
+  SliceRuns g;
+  if (t.shape.empty()) {
+    g.len = 1;
+    return g;
+  }
+  g.dim_size = t.shape[s.dim];
+  g.len = sliced[s.dim];
+  g.begin = s.begin;
+  for (size_t i = 0; i < s.dim; ++i) g.outer *= t.shape[i];
+  for (size_t i = s.dim + 1; i < t.shape.size(); ++i) g.inner *= t.shape[i];
+  return g;
+}
+
+// Staging one granule of `t` costs its stored bytes, plus decoded values when a split encoding's
+// blocks decode in one go before converting.
+uint64_t staged_granule_bytes(const TensorInfo& t, DType dst) {
+  const bool split = t.decoder && t.decoder->aux_block_bytes() != 0 && t.decoder->output_dtype() != dst;
+  return stored_bytes_for(t, granule_elems(t)) + (split ? granule_elems(t) * dtype_size(t.decoder->output_dtype()) : 0);
+}
+
+// Appends the chunks of one request.
+void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint64_t staging_room, IoPlan& plan) {
+  const TensorInfo& t = *r.tensor;
+  const SliceRuns g = slice_runs(t, r.slice);
+  if (g.outer * g.len * g.inner == 0) return;
+  if (!t.strides.empty()) {
+    if (t.decoder || !t.row_order.empty())
+      throw Error(ErrorCode::InvalidArgument, "strided tensors must be raw and in stored row order", t.file, t.name);
+    plan.gathers.push_back({&r, source});
+    plan.total_bytes += t.nbytes;
+    return;
+  }
+  const uint64_t granule = granule_elems(t);
+  const uint64_t run_elems = g.len * g.inner;
+  if (run_elems % granule != 0 || (g.begin * g.inner) % granule != 0)
+    throw Error(ErrorCode::SliceOutOfBounds,
+                fmt::format("slice [{}, {}) of dim {} does not fall on {}-element block boundaries", g.begin,
+                            g.begin + g.len, r.slice.dim, granule),
+                t.file, t.name);
+  const size_t out_size = dtype_size(r.dst_dtype);
+  auto* dst = static_cast<std::byte*>(r.dst);
+  const uint64_t dst_bytes = g.outer * run_elems * out_size;
+  if (p.prefault || p.mode == IoMode::Direct)
+    for (uint64_t at = 0; at < dst_bytes; at += kPrefaultPieceBytes)
+      plan.prefaults.push_back({dst + at, std::min(kPrefaultPieceBytes, dst_bytes - at)});
+
+  // Chunk size in elements: a multiple of the granule, close to chunk_bytes of stored data, and
+  // when staged, small enough for the stored and decoded bytes to fit the thread's share.
+  const uint64_t granule_bytes = stored_bytes_for(t, granule);
+  uint64_t chunk_granules = std::max<uint64_t>(1, p.chunk_bytes / granule_bytes);
+  if (t.decoder || t.dtype != r.dst_dtype || !p.in_place) {
+    // Buffered reads: chunks that stay in the cache between the read and the conversion.
+    const uint64_t limit = p.mode == IoMode::Pread ? std::min(p.chunk_bytes, kStagedChunkBytes) : p.chunk_bytes;
+    chunk_granules = std::max<uint64_t>(1, std::min(limit / granule_bytes, staging_room / staged_granule_bytes(t, r.dst_dtype)));
+  }
+  const uint64_t chunk_elems = chunk_granules * granule;
+  // A run of `n` logical elements from `elem` on; with a row order, rows are remapped one by one.
+  const uint64_t row_elems = t.shape.empty() || t.shape[0] == 0 ? 1 : t.numel() / t.shape[0];
+  const size_t first_chunk = plan.chunks.size();
+  auto emit = [&](uint64_t elem, uint64_t n, std::byte* out) {
+    for (uint64_t e = 0; e < n;) {
+      uint64_t src_elem = elem + e, len = std::min(chunk_elems, n - e);
+      if (!t.row_order.empty()) {
+        const uint64_t row = src_elem / row_elems, within = src_elem % row_elems;
+        len = std::min(len, row_elems - within);
+        src_elem = t.row_order[row] * row_elems + within;
+      }
+      const uint64_t aux_bytes = aux_bytes_for(t, len);
+      const uint64_t src_bytes = stored_bytes_for(t, len) - aux_bytes;
+      const uint64_t src_offset = t.offset + stored_bytes_for(t, src_elem) - aux_bytes_for(t, src_elem);
+      plan.chunks.push_back({&t, source, src_offset, src_bytes, len, out + e * out_size, r.dst_dtype,
+                             t.aux_offset + aux_bytes_for(t, src_elem), aux_bytes});
+      plan.total_bytes += src_bytes + aux_bytes;
+      e += len;
+    }
+  };
+  for (uint64_t o = 0; o < g.outer; ++o) emit((o * g.dim_size + g.begin) * g.inner, run_elems, dst + o * run_elems * out_size);
+  // Permuted rows in file order: rows stored side by side then merge into one read that scatters
+  // them to their places.
+  if (!t.row_order.empty())
+    std::sort(plan.chunks.begin() + static_cast<ptrdiff_t>(first_chunk), plan.chunks.end(),
+              [](const Chunk& a, const Chunk& b) { return a.src_offset < b.src_offset; });
+}
+
+// Back-to-back chunks of one source merge into extents: up to chunk_bytes when read in place, and
+// when staged, up to what staging allows (for buffered reads, a cache-sized chunk).
+void merge_extents(const PlanParams& p, uint64_t staging_room, IoPlan& plan) {
+  const uint64_t staged_limit =
+      std::min(staging_room, p.mode == IoMode::Direct ? p.chunk_bytes : std::min(p.chunk_bytes, kStagedChunkBytes));
+  constexpr size_t kMaxMerged = 256;  // well under IOV_MAX
+  const std::vector<Chunk>& chunks = plan.chunks;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const Chunk& c = chunks[i];
+    const bool staged = p.mode == IoMode::Direct || c.needs_transform() || !p.in_place;
+    if (!plan.extents.empty() && p.mode != IoMode::Mmap) {
+      Extent& e = plan.extents.back();
+      const Chunk& last = chunks[i - 1];
+      const bool both_staged = e.staged || staged;
+      const bool mergeable = c.source == last.source && c.src_offset == last.src_offset + last.src_bytes &&
+                             !c.aux_bytes && !last.aux_bytes && e.count < kMaxMerged &&
+                             e.bytes + c.src_bytes <= (both_staged ? staged_limit : p.chunk_bytes);
+      if (mergeable) {
+        ++e.count;
+        e.bytes += c.src_bytes;
+        e.staged = both_staged;
+        continue;
+      }
+    }
+    plan.extents.push_back({i, 1, c.src_bytes + c.aux_bytes, staged});
+  }
+}
+
+}  // namespace
+
+uint64_t decoded_piece_blocks(const TensorInfo& t) {
+  if (t.decoder->aux_block_bytes() != 0) return UINT64_MAX;
+  return std::max<uint64_t>(1, kDecodedPieceBytes / (t.decoder->block_elems() * dtype_size(t.decoder->output_dtype())));
+}
+
+IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<size_t>& source_of, const PlanParams& p) {
+  IoPlan plan;
+  const unsigned planned = std::max(1u, p.threads);
+  plan.thread_staging = p.staging_bytes / planned;
+  // What a staged chunk may use of the share: decoded pieces, and in direct mode a bounce area
+  // and one block of slack.
+  const uint64_t reserved =
+      kDecodedPieceBytes + (p.mode == IoMode::Direct ? kBounceBytes + ByteSource::direct_alignment() : 0);
+  const uint64_t staging_room = plan.thread_staging > reserved ? plan.thread_staging - reserved : 0;
+  for (size_t i = 0; i < requests.size(); ++i) plan_request(requests[i], source_of[i], p, staging_room, plan);
+  merge_extents(p, staging_room, plan);
+  plan.threads = static_cast<unsigned>(std::min<size_t>(planned, std::max<size_t>(1, plan.work_items())));
+  constexpr uint64_t A = ByteSource::direct_alignment();
+  plan.bounce_bytes = std::max<uint64_t>(kBounceBytes, std::min(plan.thread_staging, p.chunk_bytes) / A * A);
+  return plan;
+}
+
+}  // namespace wl

@@ -1,0 +1,91 @@
+// The I/O engine's planner: read requests in, the exact reads out. A pure function of the
+// requests and a few numbers (no files, no threads), so every decision it makes is unit-tested.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "weightloader/source.hpp"
+
+namespace wl {
+
+// A contiguous run of stored bytes that fills a contiguous run of destination elements.
+struct Chunk {
+  const TensorInfo* tensor;
+  size_t source;        // index into the sources the plan was made for
+  uint64_t src_offset;  // absolute, in the source
+  uint64_t src_bytes;   // without the aux part of split encodings
+  uint64_t elems;       // destination elements
+  std::byte* dst;
+  DType dst_dtype;
+  uint64_t aux_offset;  // split encodings: where the blocks' aux parts are, and their size
+  uint64_t aux_bytes;
+
+  bool needs_transform() const { return tensor->decoder || tensor->dtype != dst_dtype; }
+};
+
+// A strided (non-contiguous) tensor: its stored span is read whole and gathered.
+struct Gather {
+  const ReadRequest* request;
+  size_t source;
+};
+
+// Chunks [first, first + count) that lie back to back in one source, read with one request so
+// that read sizes do not depend on tensor sizes (a model's many small tensors would otherwise
+// mean many small reads).
+struct Extent {
+  size_t first, count;
+  uint64_t bytes;
+  bool staged;  // read into staging first (direct reads, conversions); else straight into place
+};
+
+// A destination range to fault in before (or while) reading.
+struct PrefaultRange {
+  std::byte* begin;
+  uint64_t bytes;
+};
+
+struct PlanParams {
+  IoMode mode = IoMode::Pread;     // resolved: never Auto
+  unsigned threads = 1;            // reader threads the executor will run at most
+  uint64_t chunk_bytes = 8ull << 20;
+  uint64_t staging_bytes = 32ull << 20;  // all threads together
+  bool prefault = true;            // fault every destination page in before the reads
+  bool in_place = true;            // the destination takes reads straight into place
+};
+
+struct IoPlan {
+  std::vector<Chunk> chunks;
+  std::vector<Gather> gathers;        // run first
+  std::vector<Extent> extents;        // then these, in order
+  std::vector<PrefaultRange> prefaults;
+  uint64_t total_bytes = 0;           // stored bytes to read
+  unsigned threads = 1;               // threads worth running for this much work
+  uint64_t thread_staging = 0;        // each thread's share of the staging bound
+  uint64_t bounce_bytes = 0;          // direct mode: a thread's bounce buffer for unaligned pieces
+
+  size_t work_items() const { return gathers.size() + extents.size(); }
+};
+
+// Chunk size of staged buffered reads: small enough for the staging to stay in the cache until
+// the conversion drains it.
+constexpr uint64_t kStagedChunkBytes = 1u << 20;
+// Direct mode's bounce area for the unaligned heads and tails of staged reads.
+constexpr uint64_t kBounceBytes = 16 * ByteSource::direct_alignment();
+// Blocks decoded per piece when a decoder's output still needs converting: about this many bytes.
+constexpr uint64_t kDecodedPieceBytes = 64u << 10;
+// Destination pieces of the prefault pass.
+constexpr uint64_t kPrefaultPieceBytes = 8ull << 20;
+
+// Blocks of `t` decoded per piece (all of them for split encodings, which decode in one go).
+uint64_t decoded_piece_blocks(const TensorInfo& t);
+
+// Cuts requests into chunks (a multiple of the tensor's block, about chunk_bytes, and when staged
+// small enough for the thread's share of staging), sorts permuted rows into file order, merges
+// back-to-back chunks of one source into extents, and lists the prefault ranges.
+// `source_of[i]` is request i's source. Throws SliceOutOfBounds / InvalidArgument naming the
+// tensor for requests that cannot be read.
+IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<size_t>& source_of, const PlanParams& params);
+
+}  // namespace wl
