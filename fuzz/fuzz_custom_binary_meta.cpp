@@ -4,15 +4,11 @@
 #include "weightloader/formats/custom_binary.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::filesystem::path dir = [] {
-    const std::filesystem::path d = wl::fuzz::scratch_dir() / "custom_binary";
-    std::filesystem::create_directories(d);
-    wl::fuzz::write_file(d / "model.bin", nullptr, 0);
-    return d;
-  }();
-  wl::fuzz::write_file(dir / "meta.txt", data, size);
+  wl::MemoryOpener checkpoint;
+  checkpoint.add("in/meta.txt", wl::fuzz::region(data, size));
+  checkpoint.add("in/model.bin", {});
   try {
-    wl::read_custom_binary_catalogue(dir.string());
+    wl::read_custom_binary_catalogue(checkpoint, "in");
   } catch (const wl::Error&) {
   }
   return 0;

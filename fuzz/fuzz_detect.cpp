@@ -5,7 +5,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    wl::detect_file_format(wl::fuzz::as_file(data, size));
+    wl::FormatList::global().detect(*wl::fuzz::source(data, size));
   } catch (const wl::Error&) {
   }
   return 0;

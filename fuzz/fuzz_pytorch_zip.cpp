@@ -6,7 +6,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    wl::read_pytorch_catalogue(wl::fuzz::as_file(data, size));
+    wl::read_pytorch_catalogue(*wl::fuzz::source(data, size));
   } catch (const wl::Error&) {
   }
   return 0;

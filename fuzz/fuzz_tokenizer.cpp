@@ -8,7 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const std::unique_ptr<wl::Tokenizer> tok = wl::open_tokenizer(wl::fuzz::as_file(data, size));
+    const std::unique_ptr<wl::Tokenizer> tok = wl::open_tokenizer(*wl::fuzz::source(data, size));
     const std::vector<int32_t> ids = tok->encode("Once upon a time, \xc3\xbc \xe6\xbc\xa2\n\t<0x0A>  \xff", true);
     int32_t prev = tok->bos_id();
     for (int32_t id : ids) {

@@ -92,7 +92,7 @@ WL_API std::shared_ptr<const Opener> local_opener();
 
 // Memory kept alive by its owner: a heap buffer, bytes received over a network, or a caller's
 // buffer (a Python object) held by `keep_alive` for as long as anything reads it.
-struct MemoryRegion {
+struct WL_API MemoryRegion {
   const std::byte* data = nullptr;
   uint64_t size = 0;
   std::shared_ptr<const void> keep_alive;

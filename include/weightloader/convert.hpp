@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "weightloader/dtype.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
@@ -21,15 +22,15 @@ namespace wl {
 // bytes unchanged. Pointers need no alignment; src and dst must not overlap. Pairs among F32,
 // BF16, F16, F8_E4M3 and F8_E5M2 run on Highway SIMD kernels (bit-identical to the scalar
 // reference); everything else on the scalar reference.
-void convert(DType from, const void* src, DType to, void* dst, size_t count);
+WL_API void convert(DType from, const void* src, DType to, void* dst, size_t count);
 
 // The scalar reference used by tests and for the rare pairs: exact and slow.
-void convert_scalar(DType from, const void* src, DType to, void* dst, size_t count);
+WL_API void convert_scalar(DType from, const void* src, DType to, void* dst, size_t count);
 
 // Single-value helpers (scalar reference semantics).
-float f16_bits_to_f32(uint16_t bits);
-float bf16_bits_to_f32(uint16_t bits);
-uint16_t f32_to_f16_bits(float value);
-uint16_t f32_to_bf16_bits(float value);
+WL_API float f16_bits_to_f32(uint16_t bits);
+WL_API float bf16_bits_to_f32(uint16_t bits);
+WL_API uint16_t f32_to_f16_bits(float value);
+WL_API uint16_t f32_to_bf16_bits(float value);
 
 }  // namespace wl

@@ -8,11 +8,12 @@
 
 #include "weightloader/dtype.hpp"
 #include "weightloader/source.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
 enum class CheckpointFormat { Safetensors, Gguf, Llama2c, CustomBinary };
-CheckpointFormat parse_checkpoint_format(const std::string& name);  // InvalidArgument lists them
+WL_API CheckpointFormat parse_checkpoint_format(const std::string& name);  // InvalidArgument lists them
 
 // Llama hyperparameters the tensors' shapes do not tell: found in the source's metadata
 // (llama2.c header, GGUF llama.* keys, or a Hugging Face config.json), overridable here.
@@ -23,7 +24,7 @@ struct LlamaHeads {
   double rms_norm_eps = 1e-5;  // from the configuration when there is one (not overridable)
   double rope_theta = 10000.0;
 };
-LlamaHeads llama_heads_from_metadata(const WeightSource& source, LlamaHeads overrides = {});
+WL_API LlamaHeads llama_heads_from_metadata(const WeightSource& source, LlamaHeads overrides = {});
 
 struct ConvertOptions {
   CheckpointFormat to = CheckpointFormat::Safetensors;
@@ -40,6 +41,6 @@ struct ConvertOptions {
 // Writes `source` to `out` (a file for GGUF / llama2.c, a directory for safetensors and the
 // custom binary format). Safetensors and GGUF are streamed tensor by tensor; llama2.c and the
 // custom format hold the model once in memory. Returns the bytes of tensor data written.
-uint64_t convert_checkpoint(const WeightSource& source, const std::string& out, const ConvertOptions& options);
+WL_API uint64_t convert_checkpoint(const WeightSource& source, const std::string& out, const ConvertOptions& options);
 
 }  // namespace wl

@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include "weightloader/export.hpp"
 
 namespace wl {
 
@@ -18,14 +19,14 @@ inline constexpr DType kAllDTypes[] = {
     DType::I64,  DType::F16, DType::BF16, DType::F32, DType::F64, DType::F8_E4M3, DType::F8_E5M2,
 };
 
-std::string_view dtype_name(DType dtype);   // "BF16"
-size_t dtype_size(DType dtype);             // bytes per element
-bool dtype_is_float(DType dtype);
-bool dtype_is_signed_int(DType dtype);
+WL_API std::string_view dtype_name(DType dtype);   // "BF16"
+WL_API size_t dtype_size(DType dtype);             // bytes per element
+WL_API bool dtype_is_float(DType dtype);
+WL_API bool dtype_is_signed_int(DType dtype);
 
 // Exact safetensors spelling ("F32"), as the file formats require.
-std::optional<DType> parse_dtype(std::string_view name);
+WL_API std::optional<DType> parse_dtype(std::string_view name);
 // Friendly spellings for users too: "bf16", "bfloat16", "float32", "fp16", "half", "f32", ...
-std::optional<DType> parse_dtype_alias(std::string_view name);
+WL_API std::optional<DType> parse_dtype_alias(std::string_view name);
 
 }  // namespace wl

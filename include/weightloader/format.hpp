@@ -21,7 +21,7 @@ struct Catalogue {
   std::map<std::string, std::string> metadata;
 };
 
-struct FileFormat {
+struct WL_API FileFormat {
   std::string name;  // "safetensors"
   // True when the source's first bytes (up to 4096; fewer if it is shorter) and its size look
   // like this format. Must not throw.

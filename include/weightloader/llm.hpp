@@ -16,6 +16,7 @@
 #include "weightloader/registry.hpp"
 #include "weightloader/report.hpp"
 #include "weightloader/tokenizer.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
@@ -28,6 +29,7 @@ struct LLMOptions {
   std::string tokenizer;                // a tokenizer file; empty: the one found beside the model
   unsigned threads = 0;                 // compute threads; 0 = one per core
   IoOptions io;                         // loading: concurrency, progress
+  const WeightLoaderRegistry* registry = nullptr;  // where weight_loader is looked up; null: global()
 };
 
 struct SamplingParams {
@@ -51,7 +53,7 @@ struct GenerationOutput {
 
 class LlamaEngine;
 
-class LLM {
+class WL_API LLM {
  public:
   // Loads the model; throws wl::Error (ConfigMissing, ConfigInvalid, load errors...).
   explicit LLM(LLMOptions options);

@@ -8,6 +8,7 @@
 
 #include "weightloader/source.hpp"
 #include "weightloader/tensor.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
@@ -21,7 +22,7 @@ struct ParameterShard {
   uint64_t row_offset = 0;
 };
 
-struct Parameter {
+struct WL_API Parameter {
   std::string name;
   // Contiguous and writable (read-only when a zero_copy load backed it by the file); its shape and
   // dtype are the parameter's.
@@ -33,7 +34,7 @@ struct Parameter {
   DType dtype() const noexcept { return data.dtype(); }
 };
 
-class Model {
+class WL_API Model {
  public:
   // Declares a parameter backed by fresh heap memory. DuplicateParameter if the name is taken.
   Parameter& add_parameter(const std::string& name, Shape shape, DType dtype);

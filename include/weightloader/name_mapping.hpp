@@ -7,12 +7,13 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+#include "weightloader/export.hpp"
 
 namespace wl {
 
 // Rules applied in this order: drop, strip_prefix, exact renames, regex renames, add_prefix.
 // A name that a drop pattern matches fully is skipped (reported, never loaded).
-class NameMapping {
+class WL_API NameMapping {
  public:
   NameMapping& strip_prefix(std::string prefix);
   NameMapping& add_prefix(std::string prefix);

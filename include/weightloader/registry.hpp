@@ -68,9 +68,9 @@ class WL_API WeightLoaderRegistry {
 };
 
 // Typed access to a validated kwarg (after create() normalised it), with a default.
-std::string kwarg_string(const Kwargs& kwargs, const std::string& name, const std::string& fallback);
-int64_t kwarg_int(const Kwargs& kwargs, const std::string& name, int64_t fallback);
-bool kwarg_bool(const Kwargs& kwargs, const std::string& name, bool fallback);
+WL_API std::string kwarg_string(const Kwargs& kwargs, const std::string& name, const std::string& fallback);
+WL_API int64_t kwarg_int(const Kwargs& kwargs, const std::string& name, int64_t fallback);
+WL_API bool kwarg_bool(const Kwargs& kwargs, const std::string& name, bool fallback);
 
 // The built-in loader that fits a path, by content, and the kwargs it needs there:
 // a file → "local"; a meta.txt + model.bin directory → "custom_binary"; a Hugging Face style

@@ -7,6 +7,7 @@
 
 #include "weightloader/dtype.hpp"
 #include "weightloader/tensor.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
@@ -22,7 +23,7 @@ struct ReshapedTensor {
   Shape to;
 };
 
-struct LoadReport {
+struct WL_API LoadReport {
   std::string source;                     // where the weights came from
   std::string format;
   std::vector<std::string> loaded;        // parameter names that received data

@@ -20,7 +20,7 @@ namespace wl {
 
 // Decodes a stored encoding that is not plain little-endian `dtype` elements (quantised blocks,
 // big-endian data, ...). Data is decoded block by block; a block never straddles a row.
-class Decoder {
+class WL_API Decoder {
  public:
   virtual ~Decoder() = default;
   virtual std::string name() const = 0;           // shown as the stored type, e.g. "Q8_0"
@@ -36,7 +36,7 @@ class Decoder {
 };
 
 // One tensor of a checkpoint. Nothing of its data has been read.
-struct TensorInfo {
+struct WL_API TensorInfo {
   std::string name;
   DType dtype = DType::F32;   // type of the values (after decoding, for encoded tensors)
   Shape shape;
@@ -72,8 +72,8 @@ enum class IoMode {
   Pread,   // buffered positioned reads: straight into the destination, or through staging
   Direct,  // O_DIRECT reads through aligned buffers: cold reads that leave the page cache alone
 };
-std::string_view io_mode_name(IoMode mode);                 // "auto", "mmap", "pread", "direct"
-std::optional<IoMode> parse_io_mode(std::string_view name);  // the inverse; nullopt if unknown
+WL_API std::string_view io_mode_name(IoMode mode);                 // "auto", "mmap", "pread", "direct"
+WL_API std::optional<IoMode> parse_io_mode(std::string_view name);  // the inverse; nullopt if unknown
 
 // How the I/O engine runs: how many reader threads and how much staging memory they may use.
 struct IoOptions {

@@ -7,10 +7,11 @@
 
 #include "weightloader/dtype.hpp"
 #include "weightloader/tensor.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
-struct LlamaShape {
+struct WL_API LlamaShape {
   uint64_t vocab = 512;
   uint64_t hidden = 64;
   uint64_t intermediate = 172;
@@ -32,11 +33,11 @@ struct SynthTensor {
 };
 
 // Every tensor of a LlamaForCausalLM checkpoint of this shape, in Hugging Face order.
-std::vector<SynthTensor> llama_tensors(const LlamaShape& shape);
+WL_API std::vector<SynthTensor> llama_tensors(const LlamaShape& shape);
 
 // Fills elements [first, first + count) of tensor `name` with its deterministic values (a hash of
 // seed, name and element index; norms near 1, matrices uniform in ±0.05), written as `dtype`.
-void synth_values(const std::string& name, uint64_t seed, uint64_t first, uint64_t count, DType dtype, void* dst);
+WL_API void synth_values(const std::string& name, uint64_t seed, uint64_t first, uint64_t count, DType dtype, void* dst);
 
 enum class SynthFormat { Safetensors, CustomBinary };
 
@@ -50,6 +51,6 @@ struct SynthOptions {
 
 // Writes the checkpoint into directory `dir` (created if missing), streaming tensor by tensor so
 // memory stays small whatever the size. Returns the bytes of tensor data written.
-uint64_t write_synthetic_llama(const std::string& dir, const SynthOptions& options);
+WL_API uint64_t write_synthetic_llama(const std::string& dir, const SynthOptions& options);
 
 }  // namespace wl

@@ -17,11 +17,11 @@ class ByteSource;
 using Shape = std::vector<uint64_t>;
 
 // Element count of a shape; throws ValidationOverflow if it does not fit in u64.
-uint64_t shape_numel(const Shape& shape);
-std::string shape_to_string(const Shape& shape);  // "[2, 3]"
+WL_API uint64_t shape_numel(const Shape& shape);
+WL_API std::string shape_to_string(const Shape& shape);  // "[2, 3]"
 
 // Bytes a tensor owns. Subclasses: heap buffers and read-only file mappings.
-class Storage {
+class WL_API Storage {
  public:
   virtual ~Storage() = default;
   std::byte* data() const noexcept { return data_; }
@@ -37,7 +37,7 @@ class Storage {
 
 // An aligned, writable heap buffer. Large buffers come from anonymous mappings with transparent
 // huge pages requested, so a load into them is not dominated by page faults. Not zeroed.
-std::shared_ptr<Storage> allocate_storage(size_t bytes);
+WL_API std::shared_ptr<Storage> allocate_storage(size_t bytes);
 
 // [offset, offset + length) of a byte source's mapping (a file mapped read-only and private to
 // the process, a memory region); keeps the source alive. Truncated if the source is now shorter;
@@ -46,7 +46,7 @@ WL_API std::shared_ptr<Storage> map_source_region(std::shared_ptr<const ByteSour
                                                   uint64_t length);
 
 // A typed, strided window into a storage; it keeps the storage alive.
-class TensorView {
+class WL_API TensorView {
  public:
   TensorView() = default;
   // Row-major contiguous view of `shape` starting at `byte_offset`. Checks that it fits.

@@ -434,6 +434,25 @@ IoMode resolve_mode(const std::vector<ByteSource*>& sources, IoMode requested, s
   return mode;
 }
 
+// Every planned byte must lie inside its source as opened now: a catalogue read from one version
+// of a file must not make the engine read past the end of another (nor past a memory region).
+void check_bounds(const IoPlan& plan, const std::vector<ByteSource*>& sources) {
+  auto check = [&](const TensorInfo& t, size_t source, uint64_t offset, uint64_t bytes) {
+    const uint64_t size = sources[source]->size();
+    if (offset > size || bytes > size - offset)
+      throw Error(ErrorCode::Truncated,
+                  fmt::format("bytes [{}, {}) lie past the end of the source, which has {} bytes (it shrank or was "
+                              "replaced since its catalogue was read)",
+                              offset, offset + bytes, size),
+                  sources[source]->name(), t.name);
+  };
+  for (const Chunk& c : plan.chunks) {
+    check(*c.tensor, c.source, c.src_offset, c.src_bytes);
+    if (c.aux_bytes) check(*c.tensor, c.source, c.aux_offset, c.aux_bytes);
+  }
+  for (const Gather& g : plan.gathers) check(*g.request->tensor, g.source, g.request->tensor->offset, g.request->tensor->nbytes);
+}
+
 }  // namespace
 
 ReadStats run_reads(const std::vector<ReadRequest>& requests, SourceCache& cache, const IoOptions& options,
@@ -452,6 +471,7 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, SourceCache& cache
   }
   ReadStats stats;
   stats.mode = resolve_mode(sources, options.mode, stats.mode_reason);
+  if (stats.mode == IoMode::Mmap) install_sigbus_handler();  // a file may shrink under its mapping
   if (stats.mode == IoMode::Pread)
     for (const ByteSource* s : sources) s->hint(0, 0, AccessHint::Sequential);
 
@@ -474,6 +494,7 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, SourceCache& cache
                    : stats.mode == IoMode::Direct ? std::max(4u, hw)
                                                   : hw;
   const IoPlan plan = plan_reads(requests, source_of, params);
+  check_bounds(plan, sources);
 
   Executor executor(plan, sources, stats.mode, destination, options);
   stats.staging_bytes = executor.run();

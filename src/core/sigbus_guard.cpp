@@ -29,7 +29,9 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
   }
 }
 
-void install_once() {
+}  // namespace
+
+void install_sigbus_handler() {
   static std::once_flag once;
   std::call_once(once, [] {
     struct sigaction action {};
@@ -40,10 +42,7 @@ void install_once() {
   });
 }
 
-}  // namespace
-
 bool guarded_call(void (*fn)(void*), void* ctx) {
-  install_once();
   sigjmp_buf jump;
   // savemask = 1: leaving the handler by siglongjmp must unblock SIGBUS again for this thread.
   if (sigsetjmp(jump, 1) != 0) return false;

@@ -31,7 +31,8 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
   if (choice.name == "auto") choice = std::filesystem::exists(options_.model, ec) ? detect_loader(options_.model) : LoaderChoice{"hf", {}};
   for (const auto& [k, v] : options_.weight_loader_kwargs) choice.kwargs[k] = v;
   loader_name_ = choice.name;
-  std::unique_ptr<WeightLoader> loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+  const WeightLoaderRegistry& registry = options_.registry ? *options_.registry : WeightLoaderRegistry::global();
+  std::unique_ptr<WeightLoader> loader = registry.create(choice.name, choice.kwargs);
   std::unique_ptr<WeightSource> source = loader->get_weights(options_.model);
   config_ = llama_config_from_source(*source);
   const DType dtype = loader->dtype().value_or(options_.dtype);
@@ -51,7 +52,7 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
   }
 
   // Beside the weights: origin() is where the loader found them (a model id resolves to its snapshot).
-  tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin()) : open_tokenizer(options_.tokenizer);
+  tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin(), *source->opener()) : open_tokenizer(options_.tokenizer);
 }
 
 LLM::~LLM() = default;

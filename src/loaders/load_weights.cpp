@@ -1,4 +1,4 @@
-// The default WeightLoader::load_weights: plan (map names, check shapes), read, report.
+// The default WeightLoader::load_weights: plan (map names, check shapes), then read and report.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -10,6 +10,7 @@
 #include "loaders/zero_copy.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
+#include "weightloader/load_plan.hpp"
 #include "weightloader/loader.hpp"
 
 namespace wl {
@@ -38,11 +39,10 @@ std::string prefix_hint(const std::vector<std::string>& unexpected, const std::v
 
 }  // namespace
 
-LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) {
-  const auto start = std::chrono::steady_clock::now();
-  LoadReport report;
-  report.source = source.origin();
-  report.format = source.format();
+LoadPlan plan_load(Model& model, const WeightSource& source, const LoadOptions& options) {
+  LoadPlan plan;
+  plan.source = source.origin();
+  plan.format = source.format();
 
   // Where each checkpoint name goes: a parameter and which of its shards (-1: all of it).
   struct Target {
@@ -56,18 +56,16 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) 
   }
 
   std::map<std::pair<const Parameter*, int>, std::string> filled;  // target → checkpoint name
-  std::unordered_set<const Parameter*> listed;                     // in report.loaded / converted
-  std::vector<ReadRequest> requests;
-  std::vector<std::string> shape_errors;
+  std::unordered_set<const Parameter*> listed;                     // in plan.loaded / converted
   for (const TensorInfo& t : source.tensors()) {
-    const std::optional<std::string> mapped = options_.names.map(t.name);
+    const std::optional<std::string> mapped = options.names.map(t.name);
     if (!mapped) {
-      report.skipped.push_back(t.name);
+      plan.skipped.push_back(t.name);
       continue;
     }
     auto found = targets.find(*mapped);
     if (found == targets.end()) {
-      report.unexpected.push_back(t.name);
+      plan.unexpected.push_back(t.name);
       continue;
     }
     for (const Target& target : found->second) {
@@ -77,25 +75,20 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) 
         throw Error(ErrorCode::DuplicateTarget,
                     fmt::format("checkpoint tensors '{}' and '{}' both map onto parameter '{}'", it->second, t.name, p->name),
                     source.origin(), t.name);
-      ReadRequest request{&t, Slice{}, p->dtype(), p->data.raw()};
+      PlannedRead read{&t, p, target.shard, ReadRequest{&t, Slice{}, p->dtype(), p->data.raw()}, 0, false};
       uint64_t elements = p->data.numel();
       if (target.shard < 0) {
         if (p->shape() != t.shape) {
-          if (options_.allow_reshape && shape_numel(p->shape()) == t.numel()) {
-            report.reshaped.push_back({p->name, t.shape, p->shape()});
+          if (options.allow_reshape && shape_numel(p->shape()) == t.numel()) {
+            plan.reshaped.push_back({p->name, t.shape, p->shape()});
           } else {
-            shape_errors.push_back(fmt::format("'{}' is {} in the checkpoint but parameter '{}' is {}{}", t.name,
-                                               shape_to_string(t.shape), p->name, shape_to_string(p->shape()),
-                                               shape_numel(p->shape()) == t.numel() ? " (same element count: pass allow_reshape=true to accept)" : ""));
+            plan.shape_errors.push_back(fmt::format("'{}' is {} in the checkpoint but parameter '{}' is {}{}", t.name,
+                                                    shape_to_string(t.shape), p->name, shape_to_string(p->shape()),
+                                                    shape_numel(p->shape()) == t.numel() ? " (same element count: pass allow_reshape=true to accept)" : ""));
             continue;
           }
         }
-        if (options_.zero_copy && back_by_file_mapping(*p, t, source)) {
-          report.zero_copy.push_back(p->name);
-          report.loaded.push_back(p->name);
-          listed.insert(p);
-          continue;
-        }
+        read.zero_copy_candidate = options.zero_copy;
       } else {
         const ParameterShard& shard = p->shards[size_t(target.shard)];
         const Shape got = WeightSource::slice_shape(t, shard.slice);
@@ -104,57 +97,85 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) 
                           std::equal(got.begin() + 1, got.end(), want.begin() + 1) && shard.row_offset <= want[0] &&
                           got[0] <= want[0] - shard.row_offset;
         if (!fits) {
-          shape_errors.push_back(fmt::format("'{}' (slice [{}, {}) of dim {}) is {} but must fill rows from {} of parameter '{}' {}",
-                                             t.name, shard.slice.begin, std::min(shard.slice.end, t.shape.empty() ? 0 : t.shape[shard.slice.dim]),
-                                             shard.slice.dim, shape_to_string(got), shard.row_offset, p->name,
-                                             shape_to_string(want)));
+          plan.shape_errors.push_back(fmt::format("'{}' (slice [{}, {}) of dim {}) is {} but must fill rows from {} of parameter '{}' {}",
+                                                  t.name, shard.slice.begin, std::min(shard.slice.end, t.shape.empty() ? 0 : t.shape[shard.slice.dim]),
+                                                  shard.slice.dim, shape_to_string(got), shard.row_offset, p->name,
+                                                  shape_to_string(want)));
           continue;
         }
         elements = shape_numel(got);
-        request.slice = shard.slice;
+        read.request.slice = shard.slice;
         const uint64_t row_elements = want[0] ? p->data.numel() / want[0] : 0;
-        request.dst = p->data.raw() + shard.row_offset * row_elements * dtype_size(p->dtype());
+        read.request.dst = p->data.raw() + shard.row_offset * row_elements * dtype_size(p->dtype());
       }
       if (listed.insert(p).second) {
-        if (t.stored_type() != dtype_name(p->dtype())) report.converted.push_back({p->name, t.stored_type(), p->dtype()});
-        report.loaded.push_back(p->name);
+        if (t.stored_type() != dtype_name(p->dtype())) plan.converted.push_back({p->name, t.stored_type(), p->dtype()});
+        plan.loaded.push_back(p->name);
       }
-      requests.push_back(request);
-      report.bytes_written += elements * dtype_size(p->dtype());
+      read.bytes_written = elements * dtype_size(p->dtype());
+      plan.reads.push_back(read);
     }
   }
+  for (const Parameter& p : model.parameters()) {
+    if (p.shards.empty() && !filled.count({&p, -1})) plan.missing.push_back(p.name);
+    for (size_t i = 0; i < p.shards.size(); ++i)
+      if (!filled.count({&p, int(i)})) plan.missing.push_back(fmt::format("{} (from {})", p.name, p.shards[i].from));
+  }
+  return plan;
+}
+
+void LoadPlan::check(bool strict) const {
   if (!shape_errors.empty())
     throw Error(ErrorCode::ShapeMismatch,
                 fmt::format("{} shape mismatch{}: {}", shape_errors.size(), shape_errors.size() == 1 ? "" : "es",
                             fmt::join(shape_errors, "; ")),
-                source.origin());
-  for (const Parameter& p : model.parameters()) {
-    if (p.shards.empty() && !filled.count({&p, -1})) report.missing.push_back(p.name);
-    for (size_t i = 0; i < p.shards.size(); ++i)
-      if (!filled.count({&p, int(i)})) report.missing.push_back(fmt::format("{} (from {})", p.name, p.shards[i].from));
-  }
+                source);
+  if (!strict || (missing.empty() && unexpected.empty())) return;
+  std::string msg;
+  if (!missing.empty())
+    msg += fmt::format("{} parameter(s) missing from the checkpoint: {}", missing.size(), fmt::join(missing, ", "));
+  if (!unexpected.empty())
+    msg += fmt::format("{}{} checkpoint tensor(s) match no parameter: {}", msg.empty() ? "" : "; ", unexpected.size(),
+                       fmt::join(unexpected, ", "));
+  msg += prefix_hint(unexpected, missing) + " (or load non-strict with strict=false)";
+  throw Error(missing.empty() ? ErrorCode::UnexpectedTensors : ErrorCode::MissingParameters, msg, source);
+}
 
-  if (options_.strict && (!report.missing.empty() || !report.unexpected.empty())) {
-    const std::string hint = prefix_hint(report.unexpected, report.missing);
-    std::string msg;
-    if (!report.missing.empty())
-      msg += fmt::format("{} parameter(s) missing from the checkpoint: {}", report.missing.size(), fmt::join(report.missing, ", "));
-    if (!report.unexpected.empty())
-      msg += fmt::format("{}{} checkpoint tensor(s) match no parameter: {}", msg.empty() ? "" : "; ",
-                         report.unexpected.size(), fmt::join(report.unexpected, ", "));
-    msg += hint + " (or load non-strict with strict=false)";
-    throw Error(report.missing.empty() ? ErrorCode::UnexpectedTensors : ErrorCode::MissingParameters, msg, source.origin());
-  }
+LoadReport execute_load(const LoadPlan& plan, const WeightSource& source, const LoadOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  plan.check(options.strict);
+  LoadReport report;
+  report.source = plan.source;
+  report.format = plan.format;
+  report.loaded = plan.loaded;
+  report.converted = plan.converted;
+  report.reshaped = plan.reshaped;
+  report.skipped = plan.skipped;
+  report.missing = plan.missing;
+  report.unexpected = plan.unexpected;
 
-  const ReadStats stats = source.read_all(requests, options_.io);
+  std::vector<ReadRequest> requests;
+  for (const PlannedRead& read : plan.reads) {
+    if (read.zero_copy_candidate && back_by_file_mapping(*read.param, *read.tensor, source)) {
+      report.zero_copy.push_back(read.param->name);
+      continue;
+    }
+    requests.push_back(read.request);
+    report.bytes_written += read.bytes_written;
+  }
+  const ReadStats stats = source.read_all(requests, options.io);
   report.bytes_read = stats.bytes_read;
   report.concurrency = stats.threads;
   report.staging_bytes = stats.staging_bytes;
-  report.staging_bound = options_.io.staging_bytes;
+  report.staging_bound = options.io.staging_bytes;
   report.io_mode = std::string(io_mode_name(stats.mode));
   report.io_mode_reason = stats.mode_reason;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
+}
+
+LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) {
+  return execute_load(plan_load(model, source, options_), source, options_);
 }
 
 const std::shared_ptr<const Opener>& WeightLoader::opener() const {

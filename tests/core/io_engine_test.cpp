@@ -251,7 +251,9 @@ TEST(SigbusGuardDeathTest, FaultsOutsideAGuardGoToThePreviousHandler) {
   EXPECT_EXIT(
       {
         std::signal(SIGBUS, exit_42);
-        EXPECT_TRUE(guarded([] {}));  // installs the guard's handler
+        install_sigbus_handler();
+        install_sigbus_handler();
+        EXPECT_TRUE(guarded([] {}));
         std::raise(SIGBUS);
       },
       ::testing::ExitedWithCode(42), "");
@@ -262,6 +264,7 @@ TEST(SigbusGuardDeathTest, FaultsOutsideAGuardStillKillWithSigbusByDefault) {
   EXPECT_EXIT(
       {
         std::signal(SIGBUS, SIG_DFL);  // a sanitizer may have installed its own handler
+        install_sigbus_handler();
         EXPECT_TRUE(guarded([] {}));
         std::raise(SIGBUS);
       },
@@ -277,6 +280,7 @@ TEST(SigbusGuard, AFaultInsideAGuardReturnsFalse) {
   ASSERT_NE(map, MAP_FAILED);
   ASSERT_EQ(::ftruncate(::open(path.c_str(), O_WRONLY), 10), 0);
   volatile char sink = 0;
+  install_sigbus_handler();
   EXPECT_FALSE(guarded([&] { sink = static_cast<const char*>(map)[2 * 4096]; }));
   EXPECT_TRUE(guarded([&] { sink = static_cast<const char*>(map)[5]; }));
   ::munmap(map, 3 * 4096);

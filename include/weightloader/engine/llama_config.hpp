@@ -6,10 +6,11 @@
 #include <string>
 
 #include "weightloader/source.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
-struct LlamaConfig {
+struct WL_API LlamaConfig {
   uint64_t hidden_size = 0;
   uint64_t intermediate_size = 0;
   uint64_t num_layers = 0;
@@ -37,9 +38,9 @@ struct LlamaConfig {
 // llama2.c header); a missing vocab_size comes from the embedding's rows, and a missing lm_head
 // tensor means tied embeddings. ConfigMissing when there is none; ConfigInvalid naming the field
 // when a field is missing, malformed, inconsistent, or something the engine cannot run.
-LlamaConfig llama_config_from_source(const WeightSource& source);
+WL_API LlamaConfig llama_config_from_source(const WeightSource& source);
 
 // Parses a Hugging Face config.json text (`file` names it in errors).
-LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string& file);
+WL_API LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string& file);
 
 }  // namespace wl

@@ -13,18 +13,19 @@
 
 #include "weightloader/format.hpp"
 #include "weightloader/tensor.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
 // `path` is the directory, or its meta.txt or model.bin. Every tensor is F32 in model.bin.
 // Throws FileNotFound, MetaLineInvalid (line number, text and the fault), DuplicateTensorName,
 // ValidationOverflow and BinSizeMismatch.
-Catalogue read_custom_binary_catalogue(const Opener& opener, const std::string& path);
-Catalogue read_custom_binary_catalogue(const std::string& path);  // on the local file system
+WL_API Catalogue read_custom_binary_catalogue(const Opener& opener, const std::string& path);
+WL_API Catalogue read_custom_binary_catalogue(const std::string& path);  // on the local file system
 
 // Writes `tensors` into directory `dir` (created if missing), converting each one to F32.
 // Each file is replaced atomically; model.bin is committed before meta.txt. A name that is empty,
 // repeated, or holds ':', '\n' or '\r' cannot be written back and is InvalidArgument.
-void write_custom_binary(const std::string& dir, const std::vector<std::pair<std::string, TensorView>>& tensors);
+WL_API void write_custom_binary(const std::string& dir, const std::vector<std::pair<std::string, TensorView>>& tensors);
 
 }  // namespace wl

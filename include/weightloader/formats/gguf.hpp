@@ -24,15 +24,16 @@
 
 #include "weightloader/format.hpp"
 #include "weightloader/tensor.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
 // Metadata value types, numbered as in the file.
 enum class GgufType : uint32_t { U8, I8, U16, I16, U32, I32, F32, Bool, String, Array, U64, I64, F64 };
-std::string_view gguf_type_name(GgufType type);  // the specification's names: "UINT8", ..., "FLOAT64"
+WL_API std::string_view gguf_type_name(GgufType type);  // the specification's names: "UINT8", ..., "FLOAT64"
 
 // An array value: one typed vector, whose alternative index is the element GgufType.
-struct GgufArray {
+struct WL_API GgufArray {
   std::variant<std::vector<uint8_t>, std::vector<int8_t>, std::vector<uint16_t>, std::vector<int16_t>,
                std::vector<uint32_t>, std::vector<int32_t>, std::vector<float>, std::vector<bool>,
                std::vector<std::string>, std::vector<GgufArray>, std::vector<uint64_t>, std::vector<int64_t>,
@@ -55,9 +56,9 @@ using GgufMetadata = std::map<std::string, GgufValue, std::less<>>;
 inline GgufType gguf_value_type(const GgufValue& value) noexcept { return static_cast<GgufType>(value.index()); }
 // How Catalogue::metadata shows a value: integers in decimal, floats in the shortest form that reads
 // back exactly, true/false, strings as they are, arrays as "[array of 32000 STRING]".
-std::string gguf_value_to_string(const GgufValue& value);
+WL_API std::string gguf_value_to_string(const GgufValue& value);
 // The value of an integer of any width or signedness, if it is one and is not negative.
-std::optional<uint64_t> gguf_value_to_uint(const GgufValue& value);
+WL_API std::optional<uint64_t> gguf_value_to_uint(const GgufValue& value);
 
 // Limits, as ggml sets them.
 inline constexpr uint64_t kGgufMaxStringBytes = 64ull << 20;   // GgufStringTooLong above
@@ -77,12 +78,12 @@ enum class GgmlType : uint32_t {
   TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41, Q2_0 = 42,
 };
 // "Q8_0"; "type N" for a number that is not a ggml type.
-std::string ggml_type_name(GgmlType type);
+WL_API std::string ggml_type_name(GgmlType type);
 // Whether weightloader can read tensors of this type (raw or through a decoder).
-bool ggml_type_supported(GgmlType type);
+WL_API bool ggml_type_supported(GgmlType type);
 
 // A tensor as the file describes it.
-struct GgufTensorRecord {
+struct WL_API GgufTensorRecord {
   std::string name;
   GgmlType type = GgmlType::F32;
   std::vector<uint64_t> dims;  // ne[0..n_dims): ne[0] varies fastest (the reverse of the PyTorch shape)
@@ -92,7 +93,7 @@ struct GgufTensorRecord {
 };
 
 // Everything in a GGUF file but its tensor data.
-struct GgufFile {
+struct WL_API GgufFile {
   std::string path;
   uint32_t version = 3;
   uint64_t alignment = kGgufDefaultAlignment;
@@ -115,8 +116,8 @@ struct GgufFile {
 // GgufDuplicateKey, GgufBadAlignment, GgufNameTooLong, DuplicateTensorName, GgufTooManyDims,
 // GgufBadDim, ValidationOverflow, GgufBadTensorType, GgufRowNotBlockMultiple, GgufMisalignedOffset,
 // GgufTensorOutOfBounds and GgufTensorOverlap.
-GgufFile read_gguf(const ByteSource& source);
-GgufFile read_gguf(const std::string& path);  // a local file
+WL_API GgufFile read_gguf(const ByteSource& source);
+WL_API GgufFile read_gguf(const std::string& path);  // a local file
 
 // Tensor names in a catalogue. HuggingFace: for general.architecture "llama", GGUF names become
 // Hugging Face names (token_embd.weight -> model.embed_tokens.weight, ...) and the q/k projections
@@ -132,23 +133,23 @@ enum class GgufNames { HuggingFace, Raw };
 // GgufSplitMissing, TensorInTwoFiles, GgufHeadCount, and DuplicateTensorName when a mapped name
 // collides with another tensor's.
 // `opener` finds the other splits beside the first.
-Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener, GgufNames names = GgufNames::HuggingFace);
-Catalogue read_gguf_catalogue(const std::string& path, GgufNames names = GgufNames::HuggingFace);  // local files
+WL_API Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener, GgufNames names = GgufNames::HuggingFace);
+WL_API Catalogue read_gguf_catalogue(const std::string& path, GgufNames names = GgufNames::HuggingFace);  // local files
 
 // The format entry: "GGUF" followed by version 2 or 3. Reads with GgufNames::HuggingFace.
-const FileFormat& gguf_format();
+WL_API const FileFormat& gguf_format();
 
 // Llama tensor names: token_embd, output_norm, output, blk.N.{attn_norm, attn_q, attn_k, attn_v,
 // attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down}, each with any suffix (.weight, .bias).
 // nullopt for names outside that list (rope_freqs, ...), which keep their names.
-std::optional<std::string> gguf_llama_name_to_hf(std::string_view gguf_name);
-std::optional<std::string> hf_llama_name_to_gguf(std::string_view hf_name);
+WL_API std::optional<std::string> gguf_llama_name_to_hf(std::string_view gguf_name);
+WL_API std::optional<std::string> hf_llama_name_to_gguf(std::string_view hf_name);
 
 // Rows of a q/k projection of `rows` = heads * d rows. Returns order[i] = the interleaved
 // (GGUF / Meta) row holding Hugging Face row i; that is TensorInfo::row_order for reading an
 // interleaved tensor as HF. Its inverse (order[j] = the HF row holding interleaved row j) comes
 // with `inverse`. Throws GgufHeadCount unless heads > 0 and rows is a multiple of 2 * heads.
-std::vector<uint64_t> rotary_interleaved_to_hf_rows(uint64_t rows, uint64_t heads, bool inverse = false);
+WL_API std::vector<uint64_t> rotary_interleaved_to_hf_rows(uint64_t rows, uint64_t heads, bool inverse = false);
 
 // --- writing ---
 
@@ -175,7 +176,7 @@ struct GgufWriteOptions {
 // Alignment 32 unless the metadata sets general.alignment (a UINT32 power of two).
 // Throws InvalidArgument, DuplicateTensorName, GgufNameTooLong, GgufEmptyKey, GgufBadAlignment,
 // GgufRowNotBlockMultiple, ShapeMismatch and GgufHeadCount.
-class GgufStreamWriter {
+class WL_API GgufStreamWriter {
  public:
   GgufStreamWriter(std::string path, std::vector<GgufWriteEntry> entries, const GgufMetadata& metadata = {},
                    GgufWriteOptions options = {});
@@ -199,7 +200,7 @@ struct GgufWriteTensor {
 };
 
 // Writes `tensors` in the order given (through GgufStreamWriter).
-void write_gguf(const std::string& path, const std::vector<GgufWriteTensor>& tensors,
+WL_API void write_gguf(const std::string& path, const std::vector<GgufWriteTensor>& tensors,
                 const GgufMetadata& metadata = {}, GgufWriteOptions options = {});
 
 }  // namespace wl

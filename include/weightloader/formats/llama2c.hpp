@@ -23,6 +23,7 @@
 
 #include "weightloader/format.hpp"
 #include "weightloader/tensor.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
@@ -36,7 +37,7 @@ inline constexpr uint64_t kLlama2cMaxSeqLen = 1 << 24;
 
 inline constexpr uint32_t kLlama2cMagic = 0x616b3432;  // "ak42" read as a little-endian u32
 
-struct Llama2cHeader {
+struct WL_API Llama2cHeader {
   int version = 0;  // 0 (legacy), 1 (float32) or 2 (int8 groups)
   uint64_t dim = 0;
   uint64_t hidden_dim = 0;
@@ -56,18 +57,18 @@ struct Llama2cHeader {
 // Reads and validates the header of `path`, including that the file is exactly as long as the
 // header implies. Throws FileNotFound / Io, Llama2cHeaderTruncated, Llama2cUnsupportedVersion,
 // Llama2cInvalidField, Llama2cInconsistentHeads, Llama2cInvalidGroupSize and Llama2cSizeMismatch.
-Llama2cHeader read_llama2c_header(const ByteSource& source);
-Llama2cHeader read_llama2c_header(const std::string& path);  // a local file
+WL_API Llama2cHeader read_llama2c_header(const ByteSource& source);
+WL_API Llama2cHeader read_llama2c_header(const std::string& path);  // a local file
 
 // The catalogue of `path` (errors as read_llama2c_header). Tensors in file order; v2 matrices
 // decode to F32. Metadata: version, dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
 // seq_len, shared_classifier and tie_word_embeddings ("true" / "false"), and group_size for v2.
-Catalogue read_llama2c_catalogue(const ByteSource& source);
-Catalogue read_llama2c_catalogue(const std::string& path);  // a local file
+WL_API Catalogue read_llama2c_catalogue(const ByteSource& source);
+WL_API Catalogue read_llama2c_catalogue(const std::string& path);  // a local file
 
 // The format entry: v1/v2 by their magic; v0 when the header is valid and the file size is
 // exactly the one it implies.
-const FileFormat& llama2c_format();
+WL_API const FileFormat& llama2c_format();
 
 // Writes `tensors` (Hugging Face names, any float dtype, q/k in Hugging Face's layout) as a
 // llama2.c checkpoint of `header.version`, replacing `path` atomically. The tensors must be
@@ -76,7 +77,7 @@ const FileFormat& llama2c_format();
 // does (scale = max |x| / 127 per group, values rounded half to even).
 // Throws the header's errors, DuplicateTensorName, TensorNotFound (a tensor missing),
 // InvalidArgument (a tensor the checkpoint has no place for) and ShapeMismatch.
-void write_llama2c(const std::string& path, const Llama2cHeader& header,
+WL_API void write_llama2c(const std::string& path, const Llama2cHeader& header,
                    const std::vector<std::pair<std::string, TensorView>>& tensors);
 
 }  // namespace wl

@@ -32,6 +32,7 @@
 #include <string>
 
 #include "weightloader/format.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
@@ -39,11 +40,11 @@ namespace wl {
 // ZipInvalid, ZipEntryCompressed, PickleInvalid, PickleGlobalNotAllowed, PickleLimitExceeded,
 // LegacyFormat, StateDictNotFound, StateDictAmbiguous, StorageInvalid, TensorOutOfStorage,
 // UnsupportedLayout, UnsupportedDType, DuplicateTensorName and ValidationOverflow.
-Catalogue read_pytorch_catalogue(const ByteSource& source, const std::string& key = "");
-Catalogue read_pytorch_catalogue(const std::string& path, const std::string& key = "");  // a local file
+WL_API Catalogue read_pytorch_catalogue(const ByteSource& source, const std::string& key = "");
+WL_API Catalogue read_pytorch_catalogue(const std::string& path, const std::string& key = "");  // a local file
 
 // The format entry "pytorch": sniffs a zip whose first entry is a data.pkl or lies in a folder,
 // and the legacy formats (so that reading them explains how to convert). Reads with the default key.
-const FileFormat& pytorch_format();
+WL_API const FileFormat& pytorch_format();
 
 }  // namespace wl

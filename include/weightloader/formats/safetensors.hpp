@@ -20,6 +20,7 @@
 
 #include "weightloader/format.hpp"
 #include "weightloader/tensor.hpp"
+#include "weightloader/export.hpp"
 
 namespace wl {
 
@@ -29,7 +30,7 @@ inline constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
 // Checks the length prefix. `prefix` holds the file's first min(8, file_size) bytes. Returns the
 // header length N. Throws HeaderTooSmall (file under 8 bytes), HeaderTooLarge (N above the limit)
 // or InvalidHeaderLength (8 + N past the end of the file).
-uint64_t safetensors_header_length(std::span<const std::byte> prefix, uint64_t file_size, const std::string& file);
+WL_API uint64_t safetensors_header_length(std::span<const std::byte> prefix, uint64_t file_size, const std::string& file);
 
 // Validates a header without any I/O. `header` is the N header bytes, `data_start` the file offset
 // of the data buffer (8 + N), `file_size` the whole file's size and `file` its path (used for
@@ -37,15 +38,15 @@ uint64_t safetensors_header_length(std::span<const std::byte> prefix, uint64_t f
 // Throws InvalidHeader, InvalidHeaderDeserialization, InvalidHeaderStart, DuplicateTensorName,
 // InvalidMetadata, InvalidOffset, ValidationOverflow, MisalignedSlice, TensorInvalidInfo,
 // MetadataIncompleteBuffer and UnsupportedDType.
-Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start, uint64_t file_size,
+WL_API Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start, uint64_t file_size,
                                    const std::string& file);
 
 // Reads the length prefix and the header of a source (never the data) and validates them.
-Catalogue read_safetensors_catalogue(const ByteSource& source);
-Catalogue read_safetensors_catalogue(const std::string& path);  // a local file
+WL_API Catalogue read_safetensors_catalogue(const ByteSource& source);
+WL_API Catalogue read_safetensors_catalogue(const std::string& path);  // a local file
 
 // The format entry: sniffs a plausible length prefix followed by '{' after optional whitespace.
-const FileFormat& safetensors_format();
+WL_API const FileFormat& safetensors_format();
 
 // A tensor the streaming writer will receive.
 struct SafetensorsEntry {
@@ -61,7 +62,7 @@ struct SafetensorsEntry {
 // every byte came and moves the file into place; without it `path` is left untouched.
 // Names must be valid UTF-8 and not "__metadata__" (InvalidArgument), and unique (DuplicateTensorName).
 // After write() has ended at a tensor boundary, zero-size entries there count as written.
-class SafetensorsStreamWriter {
+class WL_API SafetensorsStreamWriter {
  public:
   SafetensorsStreamWriter(std::string path, std::vector<SafetensorsEntry> entries,
                           const std::map<std::string, std::string>& metadata = {});
@@ -85,7 +86,7 @@ class SafetensorsStreamWriter {
 };
 
 // Writes `tensors` in the order given, with `metadata` as "__metadata__" (omitted when empty).
-void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, TensorView>>& tensors,
+WL_API void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, TensorView>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
 // A sharded checkpoint: reads `model.safetensors.index.json` and the files its weight_map names
@@ -95,6 +96,6 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 // not already set (files in name order).
 // Throws IndexInvalid, IndexFileMissing, IndexTensorMissing, IndexTensorUnlisted, TensorInTwoFiles
 // and every error of read_safetensors_catalogue.
-Catalogue open_safetensors_index(const std::string& index_json_path);
+WL_API Catalogue open_safetensors_index(const std::string& index_json_path);
 
 }  // namespace wl

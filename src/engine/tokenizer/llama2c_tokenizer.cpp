@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
 #include "engine/tokenizer/bpe_merge.hpp"
 #include "weightloader/error.hpp"
 
@@ -69,8 +68,8 @@ class Llama2cTokenizer : public Tokenizer {
 
 }  // namespace
 
-Llama2cVocab read_llama2c_vocab(const std::string& path) {
-  File file(path);
+Llama2cVocab read_llama2c_vocab(const ByteSource& file) {
+  const std::string& path = file.name();
   if (file.size() > kTokenizerFileMaxBytes)
     throw Error(ErrorCode::TokenizerInvalid,
                 fmt::format("{} bytes is more than a llama2.c tokenizer file may have ({})", file.size(),

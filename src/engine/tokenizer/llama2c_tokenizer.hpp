@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/tokenizer/pieces.hpp"
+#include "weightloader/byte_source.hpp"
 #include "weightloader/tokenizer.hpp"
 
 namespace wl::tok {
@@ -23,7 +24,7 @@ struct Llama2cVocab {
 // Reads and validates a whole file: max_token_length positive; every length within
 // 0..max_token_length and the bytes left; finite scores; at least the 3 special tokens. Errors
 // (Truncated, TokenizerInvalid) name the file and the token index.
-Llama2cVocab read_llama2c_vocab(const std::string& path);
+Llama2cVocab read_llama2c_vocab(const ByteSource& file);
 
 // The vocabulary as GGUF stores it, by the rules of llama.cpp's convert-llama2c-to-ggml: ' ' -> '▁';
 // 0 <unk> (unknown), 1 <s> and 2 </s> (control), empty pieces control, "<0xNN>" pieces byte.

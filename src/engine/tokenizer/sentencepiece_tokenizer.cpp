@@ -4,22 +4,21 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::tok {
 
 namespace {
 
-std::unique_ptr<sentencepiece::SentencePieceProcessor> load(const std::string& path) {
-  if (const uint64_t size = File(path).size(); size > kTokenizerFileMaxBytes)
+std::unique_ptr<sentencepiece::SentencePieceProcessor> load(const ByteSource& file) {
+  if (file.size() > kTokenizerFileMaxBytes)
     throw Error(ErrorCode::TokenizerInvalid,
-                fmt::format("{} bytes is more than a SentencePiece model may have ({})", size, kTokenizerFileMaxBytes),
-                path);
+                fmt::format("{} bytes is more than a SentencePiece model may have ({})", file.size(), kTokenizerFileMaxBytes),
+                file.name());
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp->Load(path);
+  const auto status = sp->LoadFromSerializedProto(file.read_string(0, file.size()));
   if (!status.ok())
-    throw Error(ErrorCode::TokenizerInvalid, fmt::format("not a SentencePiece model: {}", status.ToString()), path);
+    throw Error(ErrorCode::TokenizerInvalid, fmt::format("not a SentencePiece model: {}", status.ToString()), file.name());
   return sp;
 }
 
@@ -65,12 +64,12 @@ class SentencePieceTokenizer : public Tokenizer {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> open_sentencepiece_tokenizer(const std::string& path) {
-  return std::make_unique<SentencePieceTokenizer>(load(path), path);
+std::unique_ptr<Tokenizer> open_sentencepiece_tokenizer(const ByteSource& file) {
+  return std::make_unique<SentencePieceTokenizer>(load(file), file.name());
 }
 
-ScoredVocab sentencepiece_scored_vocab(const std::string& path) {
-  const auto sp = load(path);
+ScoredVocab sentencepiece_scored_vocab(const ByteSource& file) {
+  const auto sp = load(file);
   ScoredVocab v;
   for (int i = 0; i < sp->GetPieceSize(); ++i) {
     v.pieces.push_back(sp->IdToPiece(i));

@@ -6,15 +6,16 @@
 #include <string>
 
 #include "engine/tokenizer/pieces.hpp"
+#include "weightloader/byte_source.hpp"
 #include "weightloader/tokenizer.hpp"
 
 namespace wl::tok {
 
-// TokenizerInvalid (with libsentencepiece's reason) when `path` is no SentencePiece model.
-std::unique_ptr<Tokenizer> open_sentencepiece_tokenizer(const std::string& path);
+// TokenizerInvalid (with libsentencepiece's reason) when `file` is no SentencePiece model.
+std::unique_ptr<Tokenizer> open_sentencepiece_tokenizer(const ByteSource& file);
 
 // The model's vocabulary for GGUF (user-defined pieces, which libsentencepiece does not report,
 // come out normal). add_space_prefix is true, as for Llama's models.
-ScoredVocab sentencepiece_scored_vocab(const std::string& path);
+ScoredVocab sentencepiece_scored_vocab(const ByteSource& file);
 
 }  // namespace wl::tok

@@ -2,11 +2,9 @@
 #include "weightloader/tokenizer.hpp"
 
 #include <algorithm>
-#include <filesystem>
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
 #include "engine/tokenizer/gguf_tokenizer.hpp"
 #include "engine/tokenizer/llama2c_tokenizer.hpp"
 #include "engine/tokenizer/sentencepiece_tokenizer.hpp"
@@ -16,102 +14,95 @@ namespace wl {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 enum class TokenizerFile { Gguf, MaybeSentencePiece, Other };
 
-TokenizerFile sniff(const std::string& path) {
-  File file(path);
+TokenizerFile sniff(const ByteSource& file) {
   char head[4] = {};
-  const uint64_t n = file.read_some(0, head, sizeof head);
+  const uint64_t n = file.read_up_to(0, head, sizeof head);
   if (n == 4 && std::string_view(head, 4) == "GGUF") return TokenizerFile::Gguf;
   // A ModelProto starts with its first piece: field 1, length-delimited (tag byte 0x0A).
   if (n >= 1 && head[0] == 0x0A) return TokenizerFile::MaybeSentencePiece;
   return TokenizerFile::Other;
 }
 
-bool gguf_embeds_tokenizer(const std::string& path) {
-  return sniff(path) == TokenizerFile::Gguf && tok::gguf_has_tokenizer(read_gguf(path));
+bool gguf_embeds_tokenizer(const ByteSource& file) {
+  return sniff(file) == TokenizerFile::Gguf && tok::gguf_has_tokenizer(read_gguf(file));
 }
 
 // The vocabulary of a llama2.c file or a SentencePiece model (the two a tokenizer.ggml.* block is
 // made from), chosen by content as open_tokenizer chooses.
 template <typename Llama2c, typename SentencePiece>
-auto by_content(const std::string& path, Llama2c llama2c, SentencePiece sentencepiece) {
-  if (sniff(path) == TokenizerFile::MaybeSentencePiece) {
+auto by_content(const ByteSource& file, Llama2c llama2c, SentencePiece sentencepiece) {
+  if (sniff(file) == TokenizerFile::MaybeSentencePiece) {
     // A llama2.c file whose max_token_length is 10 starts with 0x0A too: try both, report both.
     try {
-      return sentencepiece(path);
+      return sentencepiece(file);
     } catch (const Error& sp_error) {
       try {
-        return llama2c(path);
+        return llama2c(file);
       } catch (const Error& l2c_error) {
         throw Error(l2c_error.code(),
                     fmt::format("neither a SentencePiece model ({}) nor a llama2.c tokenizer ({})",
                                 sp_error.message(), l2c_error.message()),
-                    path);
+                    file.name());
       }
     }
   }
-  return llama2c(path);
+  return llama2c(file);
 }
+
+std::string base_name(const std::string& name) { return name.substr(name.find_last_of('/') + 1); }
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path) {
-  if (fs::is_directory(path))
-    throw Error(ErrorCode::InvalidArgument, "a tokenizer is a file; this is a directory", path);
-  if (sniff(path) == TokenizerFile::Gguf) {
-    const GgufFile gguf = read_gguf(path);
-    return tok::make_scored_vocab_tokenizer(tok::gguf_scored_vocab(gguf), path);
-  }
+std::unique_ptr<Tokenizer> open_tokenizer(const ByteSource& file) {
+  if (sniff(file) == TokenizerFile::Gguf)
+    return tok::make_scored_vocab_tokenizer(tok::gguf_scored_vocab(read_gguf(file)), file.name());
   return by_content(
-      path, [](const std::string& p) { return tok::make_llama2c_tokenizer(tok::read_llama2c_vocab(p)); },
+      file, [](const ByteSource& f) { return tok::make_llama2c_tokenizer(tok::read_llama2c_vocab(f)); },
       tok::open_sentencepiece_tokenizer);
 }
 
-GgufMetadata tokenizer_gguf_metadata(const std::string& path) {
-  if (sniff(path) == TokenizerFile::Gguf) return tok::scored_vocab_to_gguf(tok::gguf_scored_vocab(read_gguf(path)));
+std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const Opener& opener) {
+  if (opener.is_directory(path)) throw Error(ErrorCode::InvalidArgument, "a tokenizer is a file; this is a directory", path);
+  return open_tokenizer(*opener.open(path));
+}
+
+GgufMetadata tokenizer_gguf_metadata(const std::string& path, const Opener& opener) {
+  const std::shared_ptr<ByteSource> file = opener.open(path);
+  if (sniff(*file) == TokenizerFile::Gguf) return tok::scored_vocab_to_gguf(tok::gguf_scored_vocab(read_gguf(*file)));
   return tok::scored_vocab_to_gguf(by_content(
-      path, [](const std::string& p) { return tok::llama2c_to_scored_vocab(tok::read_llama2c_vocab(p)); },
+      *file, [](const ByteSource& f) { return tok::llama2c_to_scored_vocab(tok::read_llama2c_vocab(f)); },
       tok::sentencepiece_scored_vocab));
 }
 
-std::string find_tokenizer_path(const std::string& model_path) {
-  std::error_code ec;
-  auto file_in = [&](const fs::path& dir, const std::string& name) -> std::string {
-    const fs::path p = dir / name;
-    return fs::is_regular_file(p, ec) ? p.string() : std::string();
+std::string find_tokenizer_path(const std::string& model_path, const Opener& opener) {
+  auto file_in = [&](const std::string& dir, const char* name) -> std::string {
+    const std::string p = opener.join(dir, name);
+    return opener.exists(p) && !opener.is_directory(p) ? p : std::string();
   };
-  auto sorted_files = [&](const fs::path& dir) {
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (e.is_regular_file(ec)) files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    return files;
-  };
-  if (fs::is_directory(model_path, ec)) {
+  if (opener.is_directory(model_path)) {
     for (const char* name : {"tokenizer.model", "tokenizer.bin"})
       if (auto p = file_in(model_path, name); !p.empty()) return p;
-    for (const fs::path& f : sorted_files(model_path))
-      if (f.extension() == ".gguf" && gguf_embeds_tokenizer(f.string())) return f.string();
+    for (const std::string& f : opener.list(model_path))
+      if (f.ends_with(".gguf") && gguf_embeds_tokenizer(*opener.open(f))) return f;
     return {};
   }
-  if (!fs::is_regular_file(model_path, ec)) return {};
-  if (gguf_embeds_tokenizer(model_path)) return model_path;
-  const fs::path dir = fs::path(model_path).parent_path().empty() ? fs::path(".") : fs::path(model_path).parent_path();
+  if (!opener.exists(model_path)) return {};
+  if (gguf_embeds_tokenizer(*opener.open(model_path))) return model_path;
+  const std::string dir = opener.parent(model_path);
   for (const char* name : {"tokenizer.model", "tokenizer.bin"})
     if (auto p = file_in(dir, name); !p.empty()) return p;
-  for (const fs::path& f : sorted_files(dir)) {
-    const std::string name = f.filename().string();
-    if (name.starts_with("tok") && name.ends_with(".bin") && f != fs::path(model_path)) return f.string();
+  for (const std::string& f : opener.list(dir)) {
+    const std::string name = base_name(f);
+    if (name.starts_with("tok") && name.ends_with(".bin") && name != base_name(model_path)) return f;
   }
   return {};
 }
 
-std::unique_ptr<Tokenizer> find_tokenizer(const std::string& model_path) {
-  const std::string path = find_tokenizer_path(model_path);
-  return path.empty() ? nullptr : open_tokenizer(path);
+std::unique_ptr<Tokenizer> find_tokenizer(const std::string& model_path, const Opener& opener) {
+  const std::string path = find_tokenizer_path(model_path, opener);
+  return path.empty() ? nullptr : open_tokenizer(path, opener);
 }
 
 }  // namespace wl
