@@ -90,6 +90,37 @@ class WL_API Opener {
 // The local file system (pread, O_DIRECT, mmap, page-cache residency). Shared and stateless.
 WL_API std::shared_ptr<const Opener> local_opener();
 
+// Names routed by URL scheme: "s3://bucket/key" to the opener added for "s3", names without a
+// scheme to the local file system. Adding a kind of source is one Opener plus one add() line.
+// add() is thread-safe, and so is everything else.
+class WL_API SchemeOpener final : public Opener {
+ public:
+  // The default opener of loaders and sources, holding every scheme this build supports.
+  static const std::shared_ptr<SchemeOpener>& global();
+  SchemeOpener();  // local files only
+  void add(const std::string& scheme, std::shared_ptr<const Opener> opener);  // InvalidArgument if taken
+  std::vector<std::string> schemes() const;
+
+  std::shared_ptr<ByteSource> open(const std::string& name) const override { return route(name).open(name); }
+  bool exists(const std::string& name) const override { return route(name).exists(name); }
+  bool is_directory(const std::string& name) const override { return route(name).is_directory(name); }
+  std::vector<std::string> list(const std::string& directory) const override { return route(directory).list(directory); }
+  std::string join(const std::string& directory, const std::string& relative) const override {
+    return route(directory).join(directory, relative);
+  }
+  std::string parent(const std::string& name) const override { return route(name).parent(name); }
+  std::string resolved(const std::string& name) const override { return route(name).resolved(name); }
+
+ private:
+  const Opener& route(const std::string& name) const;  // InvalidArgument for an unknown scheme
+
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// SchemeOpener::global(): what loaders, sources and the path conveniences open names with.
+WL_API std::shared_ptr<const Opener> default_opener();
+
 // Memory kept alive by its owner: a heap buffer, bytes received over a network, or a caller's
 // buffer (a Python object) held by `keep_alive` for as long as anything reads it.
 struct WL_API MemoryRegion {

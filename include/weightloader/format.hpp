@@ -50,13 +50,13 @@ class WL_API FormatList {
   std::vector<FileFormat> formats_;
 };
 
-// Conveniences over FormatList::global() and the local file system.
+// Conveniences over FormatList::global() and default_opener().
 WL_API const FileFormat* find_file_format(const std::string& name);
 WL_API const FileFormat* detect_file_format(const std::string& path);
 
 // Opens several files of one format as one source; a tensor name in two files is
 // TensorInTwoFiles. `origin` names the checkpoint (directory or file) in messages. `opener`
-// finds the files (null: the local file system).
+// finds the files (null: default_opener()).
 WL_API std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::vector<std::string>& names,
                                                 const std::string& origin,
                                                 std::shared_ptr<const Opener> opener = nullptr);
@@ -68,7 +68,7 @@ WL_API std::unique_ptr<WeightSource> open_files(const FileFormat& format, const 
 // (checked before it is opened; InvalidArgument otherwise).
 WL_API Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_name, const FileFormat& format,
                                         const std::string& confine_to = {});
-// The same on the local file system.
+// The same through default_opener().
 WL_API Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format);
 
 }  // namespace wl

@@ -24,7 +24,7 @@ struct LoadOptions {
   // view of the file mapping instead of a copy; the file must not change while the model lives.
   bool zero_copy = false;
   IoOptions io;
-  // Where get_weights opens names (null: the local file system), and which formats it detects
+  // Where get_weights opens names (null: default_opener(): local paths and known URL schemes), and which formats it detects
   // (null: FormatList::global()). A registry's create() sets `formats` to its own list.
   std::shared_ptr<const Opener> opener;
   std::shared_ptr<const FormatList> formats;

@@ -82,7 +82,7 @@ struct LoaderChoice {
   Kwargs kwargs;
 };
 WL_API LoaderChoice detect_loader(const std::string& path, const Opener& opener, const FormatList& formats);
-WL_API LoaderChoice detect_loader(const std::string& path);  // local files, the global formats
+WL_API LoaderChoice detect_loader(const std::string& path);  // default_opener(), the global formats
 
 // Registers a loader into the global registry at static-initialisation time:
 //   static wl::LoaderRegistration reg("my_format", {...});

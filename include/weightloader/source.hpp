@@ -124,7 +124,7 @@ struct MemoryTensor {
 // Thread-safe for reading: several threads may read (and read_all) at once.
 class WL_API WeightSource {
  public:
-  // `opener` finds the byte sources the tensors name (TensorInfo::file); null: the local files.
+  // `opener` finds the byte sources the tensors name (TensorInfo::file); null: default_opener().
   WeightSource(std::string format, std::string origin, std::vector<TensorInfo> tensors,
                std::map<std::string, std::string> metadata = {}, std::shared_ptr<const Opener> opener = nullptr);
   // Tensors already in memory, loaded like a file's: name mapping, conversion, slices, shards,

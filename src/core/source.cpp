@@ -15,7 +15,7 @@ std::string TensorInfo::stored_type() const { return decoder ? decoder->name() :
 WeightSource::WeightSource(std::string format, std::string origin, std::vector<TensorInfo> tensors,
                            std::map<std::string, std::string> metadata, std::shared_ptr<const Opener> opener)
     : format_(std::move(format)), origin_(std::move(origin)), tensors_(std::move(tensors)),
-      metadata_(std::move(metadata)), sources_(std::make_unique<SourceCache>(opener ? std::move(opener) : local_opener())) {
+      metadata_(std::move(metadata)), sources_(std::make_unique<SourceCache>(opener ? std::move(opener) : default_opener())) {
   by_name_.reserve(tensors_.size());
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const TensorInfo& t = tensors_[i];

@@ -179,7 +179,7 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) 
 }
 
 const std::shared_ptr<const Opener>& WeightLoader::opener() const {
-  static const std::shared_ptr<const Opener> local = local_opener();
+  static const std::shared_ptr<const Opener> local = default_opener();
   return options_.opener ? options_.opener : local;
 }
 

@@ -117,7 +117,7 @@ struct WL_API GgufFile {
 // GgufBadDim, ValidationOverflow, GgufBadTensorType, GgufRowNotBlockMultiple, GgufMisalignedOffset,
 // GgufTensorOutOfBounds and GgufTensorOverlap.
 WL_API GgufFile read_gguf(const ByteSource& source);
-WL_API GgufFile read_gguf(const std::string& path);  // a local file
+WL_API GgufFile read_gguf(const std::string& path);  // by name, through default_opener()
 
 // Tensor names in a catalogue. HuggingFace: for general.architecture "llama", GGUF names become
 // Hugging Face names (token_embd.weight -> model.embed_tokens.weight, ...) and the q/k projections
@@ -134,7 +134,7 @@ enum class GgufNames { HuggingFace, Raw };
 // collides with another tensor's.
 // `opener` finds the other splits beside the first.
 WL_API Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener, GgufNames names = GgufNames::HuggingFace);
-WL_API Catalogue read_gguf_catalogue(const std::string& path, GgufNames names = GgufNames::HuggingFace);  // local files
+WL_API Catalogue read_gguf_catalogue(const std::string& path, GgufNames names = GgufNames::HuggingFace);  // by name, through default_opener()
 
 // The format entry: "GGUF" followed by version 2 or 3. Reads with GgufNames::HuggingFace.
 WL_API const FileFormat& gguf_format();

@@ -169,7 +169,7 @@ Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener, Gg
 }
 
 Catalogue read_gguf_catalogue(const std::string& path, GgufNames names) {
-  return read_gguf_catalogue(*local_opener()->open(path), *local_opener(), names);
+  return read_gguf_catalogue(*default_opener()->open(path), *default_opener(), names);
 }
 
 const FileFormat& gguf_format() {

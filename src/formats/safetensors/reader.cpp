@@ -38,7 +38,7 @@ Catalogue read_safetensors_catalogue(const ByteSource& file) {
   return parse_safetensors_header(file.read_string(8, n), 8 + n, file.size(), file.name());
 }
 
-Catalogue read_safetensors_catalogue(const std::string& path) { return read_safetensors_catalogue(*local_opener()->open(path)); }
+Catalogue read_safetensors_catalogue(const std::string& path) { return read_safetensors_catalogue(*default_opener()->open(path)); }
 
 const FileFormat& safetensors_format() {
   static const FileFormat format{"safetensors", sniff_safetensors,
