@@ -9,6 +9,8 @@ shards), PyTorch .bin (Debian's torch) and GGUF (F32, and Q8_0 for dequantisatio
   ours        weightloader load, warm and cold, F32 -> F32 and F32 -> BF16, each io mode, with and
               without prefault, a reload into already-faulted parameters, zero-copy, every format,
               tp=2 (two ranks at once, each reading its slices)
+  before      with --baseline-build DIR: every "ours" figure also with an earlier build's binaries,
+              each run alternating between the two, and a table of after / before per figure
   peers       torch.load + load_state_dict into an nn.Module (+ .to(torch.bfloat16)), a naive
               dict-then-copy loader (the seed's style), ggml's own GGUF reader (--ggml-gguf-bin)
 Cold means the checkpoint's files were evicted from the page cache first: fsync, then
@@ -18,7 +20,7 @@ ratios (ours / limit, ours / peer) and writes bench/RESULTS.md.
 
 Usage: /usr/bin/python3 bench/run_all.py [--preset 2gb] [--layers N] [--runs 3] [--dir /tmp/wl-bench]
                                          [--build build] [--ggml-gguf-bin PATH] [--results FILE]
-                                         [--generate-only]
+                                         [--baseline-build DIR] [--generate-only]
 --ggml-gguf-bin: a program that takes a .gguf path, loads every tensor with ggml's
 gguf_init_from_file(no_alloc=false) and prints {"seconds": S} (timing the load only).
 """
@@ -129,12 +131,34 @@ def machine():
 class Suite:
     def __init__(self, args):
         self.a = args
-        self.wl = os.path.join(args.build, "weightloader")
+        self.use_build(args.build)
         self.limits = os.path.join(args.build, "bench", "wl_limits")
-        self.loads = os.path.join(args.build, "bench", "wl_bench_loads")
         self.rows = []  # (group, label, stat GB/s, extra dict)
+        self.before = None  # the baseline build's figures for the next "ours" row
+
+    def use_build(self, build):
+        """The weightloader binaries the "ours" group measures."""
+        self.wl = os.path.join(build, "weightloader")
+        self.loads = os.path.join(build, "bench", "wl_bench_loads")
+
+    def sample(self, one_run, value=lambda r: r):
+        """one_run() --runs times; with --baseline-build, each time also with the baseline's
+        binaries, alternately (so drift in the machine's load hits both alike). Returns this
+        build's results; the baseline's values become the "before" row of the next add()."""
+        ours, before = [], []
+        builds = ([(self.a.baseline_build, before)] if self.a.baseline_build else []) + [(self.a.build, ours)]
+        for _ in range(self.a.runs):
+            for build, out in builds:
+                self.use_build(build)
+                out.append(one_run())
+        self.use_build(self.a.build)
+        self.before = [value(r) for r in before] if before else None
+        return ours
 
     def add(self, group, label, gbps, **extra):
+        if group == "ours" and self.before:
+            self.rows.append(("before", label, stat(self.before), {}))
+        self.before = None
         self.rows.append((group, label, stat(gbps), extra))
         med, lo, hi = stat(gbps)
         print(f"  {group:6} {label:58} {med:6.2f} GB/s ({lo:.2f}..{hi:.2f}) {extra.get('note', '')}", file=sys.stderr)
@@ -173,14 +197,12 @@ class Suite:
         self.bytes = os.path.getsize(self.st_file)
 
     def wl_load(self, path, dtype, io="auto", cold=False, extra=()):
-        """Median GB/s of `weightloader load`, and the last report."""
-        gbps, reports = [], []
-        for _ in range(self.a.runs):
+        """GB/s of each run of `weightloader load`, the last report, and every report."""
+        def one_run():
             evict(path) if cold else warm(path)
-            r = run_json([self.wl, "load", path, "--dtype", dtype, "--io", io, "--json", "--quiet"] + list(extra))
-            gbps.append(r["gbps"])
-            reports.append(r)
-        return gbps, reports[-1], reports
+            return run_json([self.wl, "load", path, "--dtype", dtype, "--io", io, "--json", "--quiet"] + list(extra))
+        reports = self.sample(one_run, lambda r: r["gbps"])
+        return [r["gbps"] for r in reports], reports[-1], reports
 
     def limits_group(self):
         a = self.a
@@ -226,7 +248,7 @@ class Suite:
             g, r, _ = self.wl_load(self.st, dtype, "auto", extra=["--kw", "prefault=false"])
             self.add("ours", f"warm {dtype} io=auto prefault=false (faults taken inside the copies)", g, **self.rss_note(r))
             self.ours[("warm-no-prefault", dtype)] = stat(g)[0]
-            re = [run_json([self.loads, "reload", self.st, dtype, "auto"])["gbps"] for _ in range(self.a.runs)]
+            re = self.sample(lambda: run_json([self.loads, "reload", self.st, dtype, "auto"])["gbps"])
             self.add("ours", f"warm {dtype} reload into faulted-in parameters", re)
             self.ours[("reload", dtype)] = stat(re)[0]
             for io in ("auto", "pread", "mmap"):
@@ -234,10 +256,10 @@ class Suite:
                 self.add("ours", f"cold {dtype} io={io} ({r['io_mode']})", g,
                          **self.rss_note(r), reason=r.get("io_mode_reason", ""))
                 self.ours[("cold", dtype, io)] = stat(g)[0]
-        secs = []
-        for _ in range(self.a.runs):
+        def zero_copy_run():
             warm(self.st)
-            secs.append(run_json([self.wl, "load", self.st, "--kw", "zero_copy=true", "--json", "--quiet"])["seconds"])
+            return run_json([self.wl, "load", self.st, "--kw", "zero_copy=true", "--json", "--quiet"])["seconds"]
+        secs = self.sample(zero_copy_run, lambda s: self.bytes / s / 1e9)
         self.add("ours", "warm f32 zero_copy=true (mapped, not read)", [self.bytes / s / 1e9 for s in secs],
                  note=f"{statistics.median(secs) * 1000:.1f} ms")
         self.zero_copy_s = statistics.median(secs)
@@ -248,15 +270,15 @@ class Suite:
                 self.add("ours", f"warm {dtype} {label} ({r['io_mode']})", g, **self.rss_note(r))
                 self.ours[("format", label, dtype)] = stat(g)[0]
         # tp=2: both ranks at once, each reading only its slices.
-        gbps, ratio = [], 0
-        for _ in range(self.a.runs):
+        def tp_run():
             warm(self.st)
             procs = [subprocess.Popen([self.loads, "tp", str(k), "2", self.st, "auto"], stdout=subprocess.PIPE, text=True)
                      for k in range(2)]
             outs = [json.loads(p.communicate()[0]) for p in procs]
             read = sum(o["bytes_read"] for o in outs)
-            ratio = read / outs[0]["model_bytes"]
-            gbps.append(read / max(o["seconds"] for o in outs) / 1e9)
+            return read / max(o["seconds"] for o in outs) / 1e9, read / outs[0]["model_bytes"]
+        runs = self.sample(tp_run, lambda r: r[0])
+        gbps, ratio = [r[0] for r in runs], runs[-1][1]
         self.tp_ratio = ratio
         self.add("ours", "warm f32 tp=2, two ranks at once", gbps, note=f"bytes read / model bytes = {ratio:.3f}")
         self.ours["tp2"] = stat(gbps)[0]
@@ -339,6 +361,16 @@ class Suite:
             pairs.append((("format", "GGUF F32", "f32"), "ggml", "weightloader GGUF F32 vs ggml gguf_init_from_file"))
         for ok, pk, label in pairs:
             lines.append(f"| {label} | | {o[ok] / p[pk]:.1f}x |")
+        before = {label: (med, lo, hi) for g, label, (med, lo, hi), _ in self.rows if g == "before"}
+        if before:
+            lines += ["", f"Before / after (baseline build `{a.baseline_build}`, each run alternating with the current "
+                      "build's in this suite; a ratio inside both spreads is no change):", "",
+                      "| what | before GB/s (min..max) | after GB/s (min..max) | after / before |", "| --- | --- | --- | --- |"]
+            for g, label, (med, lo, hi), _ in self.rows:
+                if g == "ours" and label in before:
+                    b = before[label]
+                    lines.append(f"| {label} | {b[0]:.2f} ({b[1]:.2f}..{b[2]:.2f}) | {med:.2f} ({lo:.2f}..{hi:.2f}) | "
+                                 f"{med / b[0]:.2f} |")
         lines += ["", "Targets:", "", "| target | measured | met |", "| --- | --- | --- |"]
         for label, value, goal in targets:
             met = value <= goal if label.startswith("tp=2") else value >= goal
@@ -360,7 +392,8 @@ class Suite:
             return
         print("limits", file=sys.stderr)
         self.limits_group()
-        print("weightloader", file=sys.stderr)
+        print("weightloader" + (f" (interleaved with the baseline build {self.a.baseline_build})"
+                                if self.a.baseline_build else ""), file=sys.stderr)
         self.ours_group()
         print("peers", file=sys.stderr)
         self.peers_group()
@@ -378,6 +411,7 @@ def main():
     ap.add_argument("--dir", default="/tmp/wl-bench")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--ggml-gguf-bin", default="")
+    ap.add_argument("--baseline-build", default="", help="an earlier build to measure the same loads with, for before/after")
     ap.add_argument("--generate-only", action="store_true", help="write the checkpoints and stop")
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     Suite(ap.parse_args()).main()

@@ -76,9 +76,11 @@ bool MemoryOpener::is_directory(const std::string& name) const {
 }
 
 std::vector<std::string> MemoryOpener::list(const std::string& directory) const {
+  std::string dir = directory.empty() ? "." : directory;
+  if (dir.size() > 1 && dir.back() == '/') dir.pop_back();  // "m/" lists as "m" does
   std::vector<std::string> out;
   for (const auto& [name, source] : files_)
-    if (parent(name) == (directory.empty() ? "." : directory)) out.push_back(name);
+    if (parent(name) == dir) out.push_back(name);
   return out;  // std::map keeps them sorted
 }
 
