@@ -10,7 +10,7 @@ seconds=${1:-30}
 shift || true
 scripts/setup.sh >/dev/null  # packages (clang-14 among them) and build/, whose CLI writes the seeds
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DWL_BUILD_FUZZ=ON -DWL_BUILD_TESTS=OFF -DWL_BUILD_BENCH=OFF >/dev/null
+  -DWL_BUILD_FUZZ=ON -DWL_BUILD_TESTS=OFF -DWL_BUILD_BENCH=OFF -DWL_BUILD_PYTHON=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_targets
 fuzz/make_seeds.sh build/weightloader build-fuzz/seeds
 

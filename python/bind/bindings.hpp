@@ -1,0 +1,39 @@
+// The weightloader._core extension: a thin binding of the C++ library; the Python layer
+// (python/weightloader/) builds the user-facing API on it.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "weightloader/byte_source.hpp"
+#include "weightloader/source.hpp"
+
+namespace wl::py {
+
+void register_errors(pybind11::module_& m);
+void register_sources(pybind11::module_& m);
+void register_loaders(pybind11::module_& m);
+
+// A Python object kept alive by C++ (a tensor's or array's owner): released with the GIL held.
+std::shared_ptr<const void> keep_alive(pybind11::object owner);
+
+// A dtype name as the library spells it ("F32", "BF16", ...); ValueError if unknown.
+DType dtype_from_name(const std::string& name);
+
+// Progress and Ctrl-C while a long call runs without the GIL: the callback (may be None) is called
+// at most ~10 times a second with (done, total); a pending KeyboardInterrupt cancels the load.
+// After the call, rethrow() raises KeyboardInterrupt if that is what stopped it.
+class ProgressBridge {
+ public:
+  explicit ProgressBridge(pybind11::object callback);
+  ProgressCallback callback();
+  void rethrow_interrupt() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace wl::py

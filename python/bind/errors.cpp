@@ -1,0 +1,28 @@
+// wl::Error → the weightloader.Error hierarchy (python/weightloader/errors.py), raised with the
+// code, file and tensor as attributes. Every other C++ exception becomes a Python exception too:
+// nothing thrown by the library can abort the interpreter.
+#include "bind/bindings.hpp"
+
+#include "weightloader/error.hpp"
+
+namespace wl::py {
+
+void register_errors(pybind11::module_& m) {
+  pybind11::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      pybind11::object make = pybind11::module_::import("weightloader.errors").attr("_from_core");
+      pybind11::object error = make(std::string(error_code_name(e.code())), e.message(), e.file(), e.tensor(), e.retryable());
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+    }
+  });
+  m.def("error_code_names", [] {
+    std::vector<std::string> names;
+    for (int c = 0; c <= static_cast<int>(ErrorCode::TokenOutOfRange); ++c)
+      names.emplace_back(error_code_name(static_cast<ErrorCode>(c)));
+    return names;
+  });
+}
+
+}  // namespace wl::py

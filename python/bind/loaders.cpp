@@ -1,0 +1,122 @@
+// The C++ registry's loaders for Python: create with checked kwargs, get_weights, and load
+// straight into memory the caller owns (a torch module's parameters) with the GIL released.
+#include <fmt/format.h>
+
+#include "bind/bindings.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/registry.hpp"
+
+namespace wl::py {
+
+namespace pyb = pybind11;
+
+namespace {
+
+// Memory a Python object owns (a tensor's storage), seen by the loader as a parameter's.
+class BorrowedStorage final : public Storage {
+ public:
+  BorrowedStorage(std::byte* data, size_t size) {
+    data_ = data;
+    size_ = size;
+    writable_ = true;
+  }
+  std::string describe() const override { return fmt::format("caller's memory, {} bytes", size_); }
+};
+
+Kwargs to_kwargs(const pyb::dict& kwargs) {
+  Kwargs out;
+  for (const auto& [key, value] : kwargs) {
+    const std::string k = key.cast<std::string>();
+    if (pyb::isinstance<pyb::bool_>(value)) out[k] = value.cast<bool>();
+    else if (pyb::isinstance<pyb::int_>(value)) out[k] = value.cast<int64_t>();
+    else if (pyb::isinstance<pyb::float_>(value)) out[k] = value.cast<double>();
+    else if (pyb::isinstance<pyb::str>(value)) out[k] = value.cast<std::string>();
+    else
+      throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg '{}': {} is not a bool, int, float or str", k,
+                                                       pyb::repr(value).cast<std::string>()));
+  }
+  return out;
+}
+
+struct Loader {
+  std::string name;
+  std::unique_ptr<WeightLoader> loader;
+};
+
+std::shared_ptr<WeightSource> get_weights(Loader& l, const std::string& path) {
+  pyb::gil_scoped_release nogil;
+  return std::shared_ptr<WeightSource>(l.loader->get_weights(path));
+}
+
+pyb::list mirror(const Loader& l, const WeightSource& source) {
+  pyb::list out;
+  for (const Parameter& p : l.loader->mirror_model(source).parameters())
+    out.append(pyb::make_tuple(p.name, std::string(dtype_name(p.dtype())), p.shape()));
+  return out;
+}
+
+// params: (name, dtype, shape, data pointer, nbytes) for every parameter, contiguous and writable.
+// Returns the report as JSON text.
+std::string load(Loader& l, const WeightSource& source, const pyb::list& params, bool strict, pyb::object progress) {
+  Model model;
+  for (const pyb::handle h : params) {
+    const auto p = h.cast<pyb::tuple>();
+    const DType dtype = dtype_from_name(p[1].cast<std::string>());
+    const Shape shape = p[2].cast<Shape>();
+    const uint64_t nbytes = p[4].cast<uint64_t>();
+    if (shape_numel(shape) * dtype_size(dtype) != nbytes)
+      throw Error(ErrorCode::InvalidArgument, fmt::format("parameter '{}': {} bytes for {} {}", p[0].cast<std::string>(),
+                                                          nbytes, dtype_name(dtype), shape_to_string(shape)));
+    auto storage = std::make_shared<BorrowedStorage>(reinterpret_cast<std::byte*>(p[3].cast<uintptr_t>()), nbytes);
+    model.add_parameter(p[0].cast<std::string>(), TensorView(storage, dtype, shape));
+  }
+  ProgressBridge bridge(progress);
+  LoadOptions saved = l.loader->options();
+  l.loader->options().strict = strict;
+  l.loader->options().io.progress = bridge.callback();
+  LoadReport report;
+  try {
+    pyb::gil_scoped_release nogil;
+    report = l.loader->load_weights(model, source);
+  } catch (const Error& e) {
+    l.loader->options() = saved;
+    if (e.code() == ErrorCode::Cancelled) bridge.rethrow_interrupt();
+    throw;
+  }
+  l.loader->options() = saved;
+  return report.to_json();
+}
+
+}  // namespace
+
+void register_loaders(pyb::module_& m) {
+  pyb::class_<Loader>(m, "Loader")
+      .def_readonly("name", &Loader::name)
+      .def_property_readonly("dtype", [](const Loader& l) -> std::optional<std::string> {
+        if (!l.loader->dtype()) return std::nullopt;
+        return std::string(dtype_name(*l.loader->dtype()));
+      })
+      .def("get_weights", &get_weights)
+      .def("mirror", &mirror)
+      .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = true,
+           pyb::arg("progress") = pyb::none());
+  m.def("create_loader", [](const std::string& name, const pyb::dict& kwargs) {
+    return Loader{name, WeightLoaderRegistry::global().create(name, to_kwargs(kwargs))};
+  });
+  m.def("list_loaders", [] { return WeightLoaderRegistry::global().list_available(); });
+  m.def("loader_spec", [](const std::string& name) {
+    const LoaderSpec spec = WeightLoaderRegistry::global().spec(name);
+    pyb::list kwargs;
+    for (const std::vector<KwargSpec>* list : {&spec.kwargs, &WeightLoaderRegistry::common_kwargs()})
+      for (const KwargSpec& k : *list) kwargs.append(pyb::make_tuple(k.name, static_cast<int>(k.type), k.help));
+    return pyb::make_tuple(spec.description, kwargs);
+  });
+  m.def("detect_loader", [](const std::string& path) {
+    const LoaderChoice c = detect_loader(path);
+    pyb::dict kwargs;
+    for (const auto& [k, v] : c.kwargs) std::visit([&](const auto& x) { kwargs[pyb::str(k)] = x; }, v);
+    return pyb::make_tuple(c.name, kwargs);
+  });
+}
+
+}  // namespace wl::py

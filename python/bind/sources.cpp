@@ -1,0 +1,111 @@
+// Catalogues for Python: a WeightSource's names, shapes and metadata, reads straight into a
+// caller's buffer (a torch tensor's or NumPy array's memory) with the GIL released, and sources
+// over Python memory (tensors, bytes) that keep their owners alive.
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "bind/bindings.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/format.hpp"
+
+namespace wl::py {
+
+namespace pyb = pybind11;
+
+std::shared_ptr<const void> keep_alive(pyb::object owner) {
+  auto* held = new pyb::object(std::move(owner));
+  return std::shared_ptr<const void>(held, [](const void* p) {
+    pyb::gil_scoped_acquire gil;  // the last holder may be a reader thread
+    delete static_cast<const pyb::object*>(p);
+  });
+}
+
+DType dtype_from_name(const std::string& name) {
+  if (auto d = parse_dtype_alias(name)) return *d;
+  throw Error(ErrorCode::UnsupportedDType, fmt::format("unknown dtype '{}'", name));
+}
+
+namespace {
+
+using SourcePtr = std::shared_ptr<WeightSource>;
+
+pyb::dict tensor_info(const TensorInfo& t) {
+  pyb::dict d;
+  d["name"] = t.name;
+  d["dtype"] = std::string(dtype_name(t.dtype));
+  d["shape"] = t.shape;
+  d["stored_type"] = t.stored_type();
+  d["file"] = t.file;
+  d["offset"] = t.offset;
+  d["nbytes"] = t.nbytes;
+  d["raw"] = !t.decoder && t.strides.empty() && t.row_order.empty();
+  return d;
+}
+
+// Reads (a slice of) `name` as `dtype` into [ptr, ptr + nbytes), checking the room first.
+void read_into(const WeightSource& source, const std::string& name, const std::string& dtype, uintptr_t ptr,
+               uint64_t nbytes, std::optional<std::tuple<size_t, uint64_t, uint64_t>> slice) {
+  const TensorInfo& t = source.at(name);
+  const DType to = dtype_from_name(dtype);
+  Slice s;
+  if (slice) s = Slice{std::get<0>(*slice), std::get<1>(*slice), std::get<2>(*slice)};
+  const uint64_t need = shape_numel(WeightSource::slice_shape(t, s)) * dtype_size(to);
+  if (need != nbytes)
+    throw Error(ErrorCode::InvalidArgument, fmt::format("the destination holds {} bytes; {} are needed", nbytes, need),
+                t.file, t.name);
+  pyb::gil_scoped_release nogil;
+  source.read(t, to, reinterpret_cast<void*>(ptr), s);
+}
+
+// entries: (name, dtype, shape, element strides or None, data pointer, owner).
+SourcePtr from_memory(const std::string& label, const pyb::list& entries, const std::map<std::string, std::string>& metadata) {
+  std::vector<MemoryTensor> tensors;
+  for (const pyb::handle e : entries) {
+    const auto item = e.cast<pyb::tuple>();
+    MemoryTensor m;
+    m.name = item[0].cast<std::string>();
+    m.dtype = dtype_from_name(item[1].cast<std::string>());
+    m.shape = item[2].cast<Shape>();
+    if (!item[3].is_none()) m.strides = item[3].cast<std::vector<int64_t>>();
+    m.data = reinterpret_cast<const void*>(item[4].cast<uintptr_t>());
+    m.keep_alive = keep_alive(pyb::reinterpret_borrow<pyb::object>(item[5]));
+    tensors.push_back(std::move(m));
+  }
+  return WeightSource::from_memory(label, std::move(tensors), metadata);
+}
+
+// A whole checkpoint given as bytes, opened by content as a file would be.
+SourcePtr from_bytes(const std::string& label, const pyb::bytes& data) {
+  char* buffer = nullptr;
+  Py_ssize_t size = 0;
+  PyBytes_AsStringAndSize(data.ptr(), &buffer, &size);
+  auto opener = std::make_shared<MemoryOpener>();
+  opener->add(label, MemoryRegion{reinterpret_cast<const std::byte*>(buffer), static_cast<uint64_t>(size), keep_alive(data)});
+  const FileFormat& format = FormatList::global().detect_or_throw(*opener->open(label));
+  return open_files(format, {label}, label, opener);
+}
+
+}  // namespace
+
+void register_sources(pyb::module_& m) {
+  pyb::class_<WeightSource, SourcePtr>(m, "Source")
+      .def_property_readonly("format", &WeightSource::format)
+      .def_property_readonly("origin", &WeightSource::origin)
+      .def("keys", [](const WeightSource& s) {
+        std::vector<std::string> names;
+        for (const TensorInfo& t : s.tensors()) names.push_back(t.name);
+        return names;
+      })
+      .def("__len__", [](const WeightSource& s) { return s.tensors().size(); })
+      .def("__contains__", [](const WeightSource& s, const std::string& n) { return s.find(n) != nullptr; })
+      .def("info", [](const WeightSource& s, const std::string& n) { return tensor_info(s.at(n)); })
+      .def("metadata", &WeightSource::metadata)
+      .def("total_bytes", &WeightSource::total_bytes)
+      .def("read_into", &read_into, pyb::arg("name"), pyb::arg("dtype"), pyb::arg("ptr"), pyb::arg("nbytes"),
+           pyb::arg("slice") = pyb::none());
+  m.def("from_memory", &from_memory, pyb::arg("label"), pyb::arg("entries"), pyb::arg("metadata") = std::map<std::string, std::string>{});
+  m.def("from_bytes", &from_bytes, pyb::arg("label"), pyb::arg("data"));
+}
+
+}  // namespace wl::py

@@ -1,0 +1,19 @@
+"""weightloader: load model weights from any common checkpoint format into torch modules.
+
+    import weightloader as wl
+    missing, unexpected = wl.load_into(model, "/models/llama")     # in place, no state dict
+    weights = wl.LocalWeightLoader(file_pattern="*.safetensors").get_weights("/models/llama")
+    wl.WeightLoaderRegistry.register("my_custom", MyLoader)
+"""
+from . import _core  # noqa: F401  (the C++ extension)
+from .errors import (CancelledError, Error, FormatError, InvalidArgumentError, IoError,  # noqa: F401
+                     NotFoundError)
+from .load_into import IncompatibleKeys, load_into  # noqa: F401
+from .loaders import (BaseWeightLoader, CoreWeightLoader, CustomBinaryWeightLoader, GgufWeightLoader,  # noqa: F401
+                      HfWeightLoader, Llama2cWeightLoader, LoadReport, LocalWeightLoader, Weights,
+                      WeightLoaderRegistry)
+
+__all__ = ["BaseWeightLoader", "CoreWeightLoader", "CustomBinaryWeightLoader", "GgufWeightLoader", "HfWeightLoader",
+           "Llama2cWeightLoader", "LocalWeightLoader", "LoadReport", "Weights", "WeightLoaderRegistry", "load_into",
+           "IncompatibleKeys", "Error", "FormatError", "NotFoundError", "InvalidArgumentError", "IoError",
+           "CancelledError"]
