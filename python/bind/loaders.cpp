@@ -56,8 +56,9 @@ pyb::list mirror(const Loader& l, const WeightSource& source) {
 }
 
 // params: (name, dtype, shape, data pointer, nbytes) for every parameter, contiguous and writable.
-// Returns the report as JSON text.
-std::string load(Loader& l, const WeightSource& source, const pyb::list& params, bool strict, pyb::object progress) {
+// strict: None keeps the loader's own setting. Returns the report as JSON text.
+std::string load(Loader& l, const WeightSource& source, const pyb::list& params, std::optional<bool> strict,
+                 pyb::object progress) {
   Model model;
   for (const pyb::handle h : params) {
     const auto p = h.cast<pyb::tuple>();
@@ -72,7 +73,7 @@ std::string load(Loader& l, const WeightSource& source, const pyb::list& params,
   }
   ProgressBridge bridge(progress);
   LoadOptions saved = l.loader->options();
-  l.loader->options().strict = strict;
+  if (strict) l.loader->options().strict = *strict;
   l.loader->options().io.progress = bridge.callback();
   LoadReport report;
   try {
@@ -98,7 +99,7 @@ void register_loaders(pyb::module_& m) {
       })
       .def("get_weights", &get_weights)
       .def("mirror", &mirror)
-      .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = true,
+      .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = pyb::none(),
            pyb::arg("progress") = pyb::none());
   m.def("create_loader", [](const std::string& name, const pyb::dict& kwargs) {
     return Loader{name, WeightLoaderRegistry::global().create(name, to_kwargs(kwargs))};

@@ -101,7 +101,10 @@ class BaseWeightLoader:
             self._core = _core.create_loader("local", kwargs)
         return self._core
 
-    def load_weights(self, model, weights, strict=True, progress=None):
+    def load_weights(self, model, weights, strict=None, progress=None):
+        """Fills `model` in place; strict (default: the loader's `strict` kwarg, else True) makes a
+        missing or unexpected name an error listing them. progress: a callable (done, total) -> bool
+        (False cancels), False for none; by default a bar when stderr is a terminal."""
         source = weights._source if isinstance(weights, Weights) else _memory_source(weights)
         report = self._core_loader().load(source, module_tensors(model), strict, progress_for(progress, "loading"))
         return LoadReport(json.loads(report))

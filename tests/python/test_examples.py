@@ -1,0 +1,39 @@
+"""examples/python/seed_loaders.py: the seed's three loaders against weightloader."""
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("seed_loaders", ROOT / "examples" / "python" / "seed_loaders.py")
+seed = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(seed)
+
+
+def test_custom_binary_with_a_transposed_layer(tmp_path):
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with open(tmp_path / "meta.txt", "w") as meta, open(tmp_path / "model.bin", "wb") as data:
+        meta.write("fc.weight.transposed:4,3\nfc.bias:3\n")
+        data.write(w.T.copy().tobytes() + np.ones(3, np.float32).tobytes())
+    loader = seed.CustomBinaryWeightLoader()
+    weights = loader.get_weights(tmp_path)
+    model = torch.nn.Module()
+    model.fc = torch.nn.Linear(4, 3)
+    loader.load_weights(model, weights)
+    assert torch.equal(model.fc.weight, torch.from_numpy(w))
+    assert model.fc.bias.tolist() == [1, 1, 1]
+
+
+def test_local_raises_file_not_found_and_hf_reads_a_directory(tmp_path):
+    torch.save({"w": torch.arange(4.0)}, tmp_path / "pytorch_model.bin")
+    with pytest.raises(FileNotFoundError):
+        seed.LocalWeightLoader(file_pattern="*.safetensors").get_weights(tmp_path)
+    loader = seed.HFWeightLoader()
+    weights = loader.get_weights(tmp_path)
+    model = seed.mirror(weights)
+    loader.load_weights(model, weights)
+    assert model.w.tolist() == [0, 1, 2, 3]
+    local = seed.LocalWeightLoader(file_pattern="*.bin")
+    assert list(local.get_weights(tmp_path)) == ["w"]
