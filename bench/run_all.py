@@ -11,6 +11,8 @@ shards), PyTorch .bin (Debian's torch) and GGUF (F32, and Q8_0 for dequantisatio
               tp=2 (two ranks at once, each reading its slices)
   before      with --baseline-build DIR: every "ours" figure also with an earlier build's binaries,
               each run alternating between the two, and a table of after / before per figure
+  python      the Python module's load_into(module, path) into an nn.Module of the checkpoint's
+              shapes (F32, and a BF16 module from the F32 file): bench/python_load_into.py
   peers       torch.load + load_state_dict into an nn.Module (+ .to(torch.bfloat16)), a naive
               dict-then-copy loader (the seed's style), ggml's own GGUF reader (--ggml-gguf-bin)
 Cold means the checkpoint's files were evicted from the page cache first: fsync, then
@@ -50,8 +52,8 @@ def run(cmd, **kw):
     return r.stdout
 
 
-def run_json(cmd):
-    out = run(cmd).strip()
+def run_json(cmd, **kw):
+    out = run(cmd, **kw).strip()
     return json.loads(out[out.index("{"):])  # one JSON object, possibly after a line of text
 
 
@@ -316,6 +318,24 @@ class Suite:
             self.add("peer", "ggml gguf_init_from_file (GGUF F32, no_alloc=false)", g)
             self.peers["ggml"] = stat(g)[0]
 
+    def python_group(self):
+        """load_into from Python, on the same module torch_peer.py fills."""
+        self.python = {}
+        shapes = os.path.join(self.a.dir, "st-shapes.json")
+        with open(shapes, "w") as f:
+            f.write(run([self.wl, "inspect", self.st, "--json"]))
+        env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
+        for dtype in ("f32", "bf16"):
+            g, r = [], None
+            for _ in range(self.a.runs):
+                warm(self.st)
+                r = run_json([sys.executable, os.path.join(ROOT, "bench", "python_load_into.py"), self.st, shapes, dtype],
+                             env=env)
+                g.append(self.bytes / r["seconds"] / 1e9)
+            label = "load_into(module, path) F32" if dtype == "f32" else "load_into(BF16 module, F32 file)"
+            self.add("python", label, g, **self.rss_note(r))
+            self.python[dtype] = stat(g)[0]
+
     def report(self, seconds):
         a = self.a
         o, p = self.ours, self.peers
@@ -328,6 +348,9 @@ class Suite:
             ("warm F32 >= 5x torch.load + load_state_dict", o[("warm", "f32", "auto")] / p[("torch", "f32")], 5.0),
             ("warm F32->BF16 >= 10x torch.load + .to(bfloat16)", o[("warm", "bf16", "auto")] / p[("torch", "bf16")], 10.0),
             ("tp=2: bytes read by both ranks <= 1.05x the model", self.tp_ratio, 1.05),
+            ("Python load_into F32 >= 0.9x the C++ load (CLI, same file)", self.python["f32"] / o[("warm", "f32", "auto")], 0.9),
+            ("Python load_into F32->BF16 >= 0.9x the C++ load", self.python["bf16"] / o[("warm", "bf16", "auto")], 0.9),
+            ("Python load_into F32 >= 8x torch.load + load_state_dict", self.python["f32"] / p[("torch", "f32")], 8.0),
         ]
         rss_rows = [(label, extra) for g, label, _, extra in self.rows if "rss_ok" in extra]
         lines = [
@@ -395,6 +418,8 @@ class Suite:
         print("weightloader" + (f" (interleaved with the baseline build {self.a.baseline_build})"
                                 if self.a.baseline_build else ""), file=sys.stderr)
         self.ours_group()
+        print("python", file=sys.stderr)
+        self.python_group()
         print("peers", file=sys.stderr)
         self.peers_group()
         self.report(time.perf_counter() - t0)

@@ -30,6 +30,9 @@ struct LLMOptions {
   unsigned threads = 0;                 // compute threads; 0 = one per core
   IoOptions io;                         // loading: concurrency, progress
   const WeightLoaderRegistry* registry = nullptr;  // where weight_loader is looked up; null: global()
+  // Declare the ranks' parameters but read nothing: the caller fills them (rank_model, load_rank)
+  // before generating. The Python module does this for loaders written in Python.
+  bool defer_load = false;
 };
 
 struct SamplingParams {
@@ -47,6 +50,7 @@ struct GenerationOutput {
   std::vector<int32_t> prompt_token_ids;
   std::vector<int32_t> token_ids;             // generated
   std::string text;                           // the prompt then the generated text, as llama2.c's run prints it
+  std::string completion;                     // the generated text alone (vLLM's output text)
   std::vector<std::vector<float>> logits;     // when asked: logits[i] predicts the token after position i
   double tokens_per_second = 0;               // generated tokens over the time spent generating them
 };
@@ -73,8 +77,18 @@ class WL_API LLM {
   uint64_t parameter_bytes() const;
   const Tokenizer* tokenizer() const noexcept { return tokenizer_.get(); }
 
+  // Tensor-parallel ranks, and rank r's parameters (as the engine names them: fused qkv_proj and
+  // gate_up_proj, each rank holding its slice).
+  unsigned ranks() const noexcept;
+  Model& rank_model(unsigned rank);
+  // Loads `source` into rank r through the model's loader (its name mapping and the engine's
+  // drops: rotary tables, a tied lm_head, rank > 0's row-parallel biases), which maps checkpoint
+  // names onto the fused and sharded parameters. strict: nullopt keeps the loader's setting.
+  LoadReport load_rank(unsigned rank, const WeightSource& source, std::optional<bool> strict = std::nullopt);
+
  private:
   LLMOptions options_;
+  std::unique_ptr<WeightLoader> loader_;
   LlamaConfig config_;
   std::string loader_name_;
   std::vector<LoadReport> reports_;

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "weightloader/byte_source.hpp"
+#include "weightloader/registry.hpp"
 #include "weightloader/source.hpp"
 
 namespace wl::py {
@@ -15,9 +16,14 @@ namespace wl::py {
 void register_errors(pybind11::module_& m);
 void register_sources(pybind11::module_& m);
 void register_loaders(pybind11::module_& m);
+void register_llm(pybind11::module_& m);
+void register_writers(pybind11::module_& m);
 
 // A Python object kept alive by C++ (a tensor's or array's owner): released with the GIL held.
 std::shared_ptr<const void> keep_alive(pybind11::object owner);
+
+// Python kwargs (bool, int, float, str values) as the C++ registry takes them; InvalidKwarg otherwise.
+Kwargs to_kwargs(const pybind11::dict& kwargs);
 
 // A dtype name as the library spells it ("F32", "BF16", ...); ValueError if unknown.
 DType dtype_from_name(const std::string& name);

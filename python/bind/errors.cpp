@@ -7,13 +7,25 @@
 
 namespace wl::py {
 
+namespace {
+
+// Text from a file (a hostile name, a message quoting it) may not be UTF-8: undecodable bytes are
+// kept as \xNN escapes rather than failing the translation.
+pybind11::str text(const std::string& s) {
+  return pybind11::reinterpret_steal<pybind11::str>(
+      PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "backslashreplace"));
+}
+
+}  // namespace
+
 void register_errors(pybind11::module_& m) {
   pybind11::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
       pybind11::object make = pybind11::module_::import("weightloader.errors").attr("_from_core");
-      pybind11::object error = make(std::string(error_code_name(e.code())), e.message(), e.file(), e.tensor(), e.retryable());
+      pybind11::object error =
+          make(std::string(error_code_name(e.code())), text(e.message()), text(e.file()), text(e.tensor()), e.retryable());
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
     }
   });

@@ -23,6 +23,8 @@ class BorrowedStorage final : public Storage {
   std::string describe() const override { return fmt::format("caller's memory, {} bytes", size_); }
 };
 
+}  // namespace
+
 Kwargs to_kwargs(const pyb::dict& kwargs) {
   Kwargs out;
   for (const auto& [key, value] : kwargs) {
@@ -37,6 +39,8 @@ Kwargs to_kwargs(const pyb::dict& kwargs) {
   }
   return out;
 }
+
+namespace {
 
 struct Loader {
   std::string name;

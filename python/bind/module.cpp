@@ -5,4 +5,6 @@ PYBIND11_MODULE(_core, m) {
   wl::py::register_errors(m);
   wl::py::register_sources(m);
   wl::py::register_loaders(m);
+  wl::py::register_llm(m);
+  wl::py::register_writers(m);
 }

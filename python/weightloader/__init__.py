@@ -8,7 +8,10 @@
 from . import _core  # noqa: F401  (the C++ extension)
 from .errors import (CancelledError, Error, FormatError, InvalidArgumentError, IoError,  # noqa: F401
                      NotFoundError)
+from .llm import LLM, CompletionOutput, EngineModule, RequestOutput, SamplingParams  # noqa: F401
 from .load_into import IncompatibleKeys, load_into  # noqa: F401
+from .safe_open import (TensorNotFoundError, UnknownFormatError, load, load_file, safe_open, save,  # noqa: F401
+                        save_file)
 from .loaders import (BaseWeightLoader, CoreWeightLoader, CustomBinaryWeightLoader, GgufWeightLoader,  # noqa: F401
                       HfWeightLoader, Llama2cWeightLoader, LoadReport, LocalWeightLoader, Weights,
                       WeightLoaderRegistry)
@@ -16,4 +19,5 @@ from .loaders import (BaseWeightLoader, CoreWeightLoader, CustomBinaryWeightLoad
 __all__ = ["BaseWeightLoader", "CoreWeightLoader", "CustomBinaryWeightLoader", "GgufWeightLoader", "HfWeightLoader",
            "Llama2cWeightLoader", "LocalWeightLoader", "LoadReport", "Weights", "WeightLoaderRegistry", "load_into",
            "IncompatibleKeys", "Error", "FormatError", "NotFoundError", "InvalidArgumentError", "IoError",
-           "CancelledError"]
+           "CancelledError", "LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "EngineModule",
+           "safe_open", "load_file", "load", "save_file", "save", "TensorNotFoundError", "UnknownFormatError"]

@@ -104,7 +104,10 @@ class BaseWeightLoader:
     def load_weights(self, model, weights, strict=None, progress=None):
         """Fills `model` in place; strict (default: the loader's `strict` kwarg, else True) makes a
         missing or unexpected name an error listing them. progress: a callable (done, total) -> bool
-        (False cancels), False for none; by default a bar when stderr is a terminal."""
+        (False cancels), False for none; by default a bar when stderr is a terminal. An LLM's
+        engine module maps checkpoint names onto its fused and sharded parameters itself."""
+        if getattr(model, "wl_engine_rank", None) is not None:
+            return model.load_weights(weights)
         source = weights._source if isinstance(weights, Weights) else _memory_source(weights)
         report = self._core_loader().load(source, module_tensors(model), strict, progress_for(progress, "loading"))
         return LoadReport(json.loads(report))

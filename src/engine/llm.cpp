@@ -38,24 +38,44 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
   const DType dtype = loader->dtype().value_or(options_.dtype);
   engine_ = std::make_unique<LlamaEngine>(config_, options_.tensor_parallel_size, dtype, options_.threads);
 
-  // The engine never takes rotary tables, nor lm_head when the embeddings are tied; row-parallel
-  // biases are added once, by rank 0.
+  // The engine never takes rotary tables, nor lm_head when the embeddings are tied.
   NameMapping& names = loader->options().names;
   names.drop(R"(.*rotary_emb\.inv_freq)");
   if (config_.tie_word_embeddings) names.drop(R"((.*\.)?lm_head\.weight)");
   if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
-  const LoadOptions base = loader->options();
-  for (unsigned r = 0; r < engine_->ranks(); ++r) {
-    if (r > 0) loader->options().names.drop(R"(.*\.(o_proj|down_proj)\.bias)");
-    reports_.push_back(loader->load_weights(engine_->rank_model(r), *source));
-    loader->options() = base;
-  }
+  loader_ = std::move(loader);
+  if (!options_.defer_load)
+    for (unsigned r = 0; r < engine_->ranks(); ++r) reports_.push_back(load_rank(r, *source));
 
   // Beside the weights: origin() is where the loader found them (a model id resolves to its snapshot).
   tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin(), *source->opener()) : open_tokenizer(options_.tokenizer);
 }
 
 LLM::~LLM() = default;
+
+unsigned LLM::ranks() const noexcept { return engine_->ranks(); }
+
+Model& LLM::rank_model(unsigned rank) {
+  if (rank >= engine_->ranks())
+    throw Error(ErrorCode::InvalidArgument, fmt::format("rank {} of {}", rank, engine_->ranks()));
+  return engine_->rank_model(rank);
+}
+
+LoadReport LLM::load_rank(unsigned rank, const WeightSource& source, std::optional<bool> strict) {
+  Model& model = rank_model(rank);
+  const LoadOptions base = loader_->options();
+  // Row-parallel biases are added once, by rank 0.
+  if (rank > 0) loader_->options().names.drop(R"(.*\.(o_proj|down_proj)\.bias)");
+  if (strict) loader_->options().strict = *strict;
+  try {
+    LoadReport report = loader_->load_weights(model, source);
+    loader_->options() = base;
+    return report;
+  } catch (...) {
+    loader_->options() = base;
+    throw;
+  }
+}
 
 uint64_t LLM::parameter_bytes() const { return engine_->parameter_bytes(); }
 
@@ -100,7 +120,11 @@ GenerationOutput LLM::generate(const std::vector<int32_t>& prompt, const Samplin
       if (params.stop_at_eos && (next == eos || next == bos)) break;
       out.token_ids.push_back(next);
     }
-    if (tokenizer_) emit(printable(tokenizer_->decode(token, next)));
+    if (tokenizer_) {
+      const std::string piece = printable(tokenizer_->decode(token, next));
+      if (pos + 1 >= prompt.size()) out.completion += piece;
+      emit(piece);
+    }
     token = next;
   }
   if (out.token_ids.size() > 1) {

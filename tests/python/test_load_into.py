@@ -153,3 +153,35 @@ def test_hostile_files_are_clean_exceptions(tmp_path):
         path.write_bytes(data)
         with pytest.raises(wl.Error):
             wl.load_into(TinyLlama(), path)
+
+
+def test_threads_load_concurrently(checkpoint):
+    import threading
+    reference, directory = checkpoint
+    models = [TinyLlama() for _ in range(4)]
+    errors = []
+
+    def work(m):
+        try:
+            wl.load_into(m, directory)
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(m,)) for m in models]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all(torch.equal(m.lm_head.weight, reference.lm_head.weight) for m in models)
+
+
+def test_keyboard_interrupt_cancels_a_load_cleanly(checkpoint):
+    reference, directory = checkpoint
+
+    def interrupt(done, total):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        wl.load_into(TinyLlama(), directory, progress=interrupt)
+    model = TinyLlama()  # the library is still usable afterwards
+    wl.load_into(model, directory)
+    assert torch.equal(model.norm, reference.norm)

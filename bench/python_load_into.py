@@ -1,0 +1,40 @@
+#!/usr/bin/python3
+"""weightloader's Python load_into for bench/run_all.py: an nn.Module with the checkpoint's shapes
+(allocated, not yet touched, as torch_peer.py's) filled in place from CHECKPOINT, in F32 or BF16.
+Prints one JSON object: seconds, parameter_bytes, peak_rss_bytes, rss_before_load_bytes.
+
+Usage: PYTHONPATH=build/python bench/python_load_into.py CHECKPOINT SHAPES_JSON [f32|bf16]
+"""
+import json
+import os
+import resource
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_peer import module_for  # noqa: E402  (the same module as the torch peer's)
+
+import weightloader as wl  # noqa: E402
+
+
+def main():
+    path, shapes_json, dtype = sys.argv[1], sys.argv[2], (sys.argv[3] if len(sys.argv) > 3 else "f32")
+    with open(shapes_json) as f:
+        shapes = {t["name"]: tuple(t["shape"]) for t in json.load(f)["tensors"]}
+    model = module_for(shapes)
+    if dtype == "bf16":
+        model.to(torch.bfloat16)  # allocation only: the parameters are still untouched
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    t0 = time.perf_counter()
+    wl.load_into(model, path, progress=False)
+    seconds = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    nbytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    print(json.dumps({"seconds": seconds, "parameter_bytes": nbytes, "peak_rss_bytes": rss,
+                      "rss_before_load_bytes": before, "staging_bound": 32 << 20}))
+
+
+if __name__ == "__main__":
+    main()

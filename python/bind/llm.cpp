@@ -1,0 +1,127 @@
+// The C++ engine for Python: LLM construction (loading through a C++ loader, or deferred so that
+// a Python loader fills the ranks' parameters in place), the parameters as writable buffers that
+// alias the engine's memory, and generation with the GIL released.
+#include <fmt/format.h>
+
+#include "bind/bindings.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/llm.hpp"
+
+namespace wl::py {
+
+namespace pyb = pybind11;
+
+namespace {
+
+// A parameter's memory as a Python buffer; it keeps the LLM object alive, so a tensor made from it
+// (torch.frombuffer) never outlives the engine's memory.
+struct ParameterBuffer {
+  pyb::object owner;
+  std::byte* data;
+  uint64_t nbytes;
+};
+
+std::unique_ptr<LLM> make_llm(const std::string& model, const std::string& loader, const pyb::dict& kwargs,
+                              const std::string& dtype, unsigned tp, const std::string& tokenizer, unsigned threads,
+                              bool defer_load, pyb::object progress) {
+  LLMOptions o;
+  o.model = model;
+  o.weight_loader = loader;
+  o.weight_loader_kwargs = to_kwargs(kwargs);
+  if (!dtype.empty()) o.dtype = dtype_from_name(dtype);
+  o.tensor_parallel_size = tp;
+  o.tokenizer = tokenizer;
+  o.threads = threads;
+  o.defer_load = defer_load;
+  ProgressBridge bridge(progress);
+  o.io.progress = bridge.callback();
+  try {
+    pyb::gil_scoped_release nogil;
+    return std::make_unique<LLM>(std::move(o));
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Cancelled) bridge.rethrow_interrupt();
+    throw;
+  }
+}
+
+pyb::dict generate(LLM& llm, const pyb::object& prompt, uint32_t max_tokens, float temperature, float top_p,
+                   uint64_t seed, bool return_logits, pyb::object stream) {
+  SamplingParams p;
+  p.max_tokens = max_tokens;
+  p.temperature = temperature;
+  p.top_p = top_p;
+  p.seed = seed;
+  p.return_logits = return_logits;
+  if (!stream.is_none())
+    p.stream = [stream](const std::string& piece) {
+      pyb::gil_scoped_acquire gil;
+      stream(pyb::bytes(piece));  // bytes: a piece may end inside a UTF-8 character
+    };
+  GenerationOutput out;
+  if (pyb::isinstance<pyb::str>(prompt)) {
+    const std::string text = prompt.cast<std::string>();
+    pyb::gil_scoped_release nogil;
+    out = llm.generate(text, p);
+  } else {
+    const std::vector<int32_t> ids = prompt.cast<std::vector<int32_t>>();
+    pyb::gil_scoped_release nogil;
+    out = llm.generate(ids, p);
+  }
+  pyb::dict d;
+  d["text"] = pyb::bytes(out.text);
+  d["completion"] = pyb::bytes(out.completion);
+  d["token_ids"] = out.token_ids;
+  d["prompt_token_ids"] = out.prompt_token_ids;
+  d["tokens_per_second"] = out.tokens_per_second;
+  if (return_logits) d["logits"] = out.logits;
+  return d;
+}
+
+}  // namespace
+
+void register_llm(pyb::module_& m) {
+  pyb::class_<ParameterBuffer>(m, "ParameterBuffer", pyb::buffer_protocol())
+      .def_buffer([](ParameterBuffer& b) {
+        return pyb::buffer_info(b.data, 1, "B", 1, {static_cast<pyb::ssize_t>(b.nbytes)}, {1}, false);
+      });
+  pyb::class_<LLM>(m, "LLM")
+      .def(pyb::init(&make_llm), pyb::arg("model"), pyb::arg("weight_loader") = "auto",
+           pyb::arg("kwargs") = pyb::dict(), pyb::arg("dtype") = "", pyb::arg("tensor_parallel_size") = 1,
+           pyb::arg("tokenizer") = "", pyb::arg("threads") = 0, pyb::arg("defer_load") = false,
+           pyb::arg("progress") = pyb::none())
+      .def_property_readonly("ranks", &LLM::ranks)
+      .def_property_readonly("loader_name", &LLM::loader_name)
+      .def_property_readonly("has_tokenizer", [](const LLM& l) { return l.tokenizer() != nullptr; })
+      .def_property_readonly("config", [](const LLM& l) {
+        const LlamaConfig& c = l.config();
+        pyb::dict d;
+        d["hidden_size"] = c.hidden_size, d["intermediate_size"] = c.intermediate_size, d["num_layers"] = c.num_layers;
+        d["num_heads"] = c.num_heads, d["num_kv_heads"] = c.num_kv_heads, d["head_dim"] = c.head_dim;
+        d["vocab_size"] = c.vocab_size, d["max_position_embeddings"] = c.max_position_embeddings;
+        d["tie_word_embeddings"] = c.tie_word_embeddings, d["origin"] = c.origin;
+        return d;
+      })
+      // (name, dtype, shape, buffer) of rank r's parameters; the buffers alias the engine's memory.
+      .def("rank_parameters", [](pyb::object self, unsigned rank) {
+        LLM& llm = self.cast<LLM&>();
+        pyb::list out;
+        for (Parameter& p : llm.rank_model(rank).parameters())
+          out.append(pyb::make_tuple(p.name, std::string(dtype_name(p.dtype())), p.shape(),
+                                     ParameterBuffer{self, p.data.raw(), p.data.nbytes()}));
+        return out;
+      })
+      .def("load_rank", [](LLM& llm, unsigned rank, const WeightSource& source, std::optional<bool> strict) {
+        pyb::gil_scoped_release nogil;
+        return llm.load_rank(rank, source, strict).to_json();
+      }, pyb::arg("rank"), pyb::arg("source"), pyb::arg("strict") = pyb::none())
+      .def("load_reports", [](const LLM& llm) {
+        std::vector<std::string> out;
+        for (const LoadReport& r : llm.load_reports()) out.push_back(r.to_json());
+        return out;
+      })
+      .def("generate", &generate, pyb::arg("prompt"), pyb::arg("max_tokens") = 16, pyb::arg("temperature") = 1.0f,
+           pyb::arg("top_p") = 0.9f, pyb::arg("seed") = 0, pyb::arg("return_logits") = false,
+           pyb::arg("stream") = pyb::none());
+}
+
+}  // namespace wl::py

@@ -1,0 +1,27 @@
+"""Exceptions: every C++ error arrives as a weightloader.Error carrying its code, file and tensor."""
+
+class Error(Exception):
+    """A weightloader error: `code` (e.g. "HeaderTooLarge"), `file`, `tensor`, `retryable`."""
+
+    code: str
+    file: str
+    tensor: str
+    retryable: bool
+
+    def __init__(self, message: str, code: str = "", file: str = "", tensor: str = "",
+                 retryable: bool = False) -> None: ...
+
+class NotFoundError(Error, FileNotFoundError):
+    """A path, file pattern, tensor or loader that does not exist."""
+
+class InvalidArgumentError(Error, ValueError):
+    """An argument, kwarg, dtype, shape or name mapping that cannot be used."""
+
+class FormatError(Error):
+    """A file that breaks its format's rules (truncated, corrupt, hostile)."""
+
+class IoError(Error, OSError):
+    """The operating system refused a read, open or write."""
+
+class CancelledError(Error):
+    """A load stopped by its progress callback."""

@@ -1,0 +1,161 @@
+"""vLLM's entry point over the C++ engine: LLM(model, weight_loader=..., weight_loader_kwargs=...)
+and generate(prompts, SamplingParams(...)). A C++ loader (a built-in, by name or class) loads on
+the engine directly; a loader written in Python fills the engine's parameters in place, through a
+torch module whose parameters alias the engine's memory."""
+import json
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import torch
+
+from . import _core, dtypes
+from .errors import InvalidArgumentError
+from .loaders import BaseWeightLoader, CoreWeightLoader, LoadReport, Weights, WeightLoaderRegistry, _kwarg_value, \
+    _memory_source
+
+
+@dataclass
+class SamplingParams:
+    """vLLM's sampling parameters: temperature 0 is greedy; seed None draws one from the clock."""
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 16
+    seed: Optional[int] = None
+
+
+@dataclass
+class CompletionOutput:
+    index: int
+    text: str                      # the generated text
+    token_ids: List[int]
+
+
+@dataclass
+class RequestOutput:
+    prompt: object
+    prompt_token_ids: List[int]
+    outputs: List[CompletionOutput]
+    full_text: str = ""            # the prompt then the generated text, as llama2.c's run prints it
+    tokens_per_second: float = 0.0
+
+    @property
+    def text(self):
+        return self.outputs[0].text
+
+    @property
+    def token_ids(self):
+        return self.outputs[0].token_ids
+
+
+class EngineModule(torch.nn.Module):
+    """One tensor-parallel rank's parameters as a torch module, aliasing the engine's memory (no
+    copy) and named as the engine names them (model.layers.N.self_attn.qkv_proj.weight,
+    mlp.gate_up_proj, ...: vLLM's fused names; with tensor_parallel_size > 1 each rank's module
+    holds only its slices). load_weights(iterable of (name, tensor)) maps checkpoint names onto the
+    fused and sharded parameters, as vLLM's models do."""
+
+    def __init__(self, core, rank):
+        super().__init__()
+        self.wl_engine_rank = rank
+        self._wl_core = core
+        for name, dtype, shape, buffer in core.rank_parameters(rank):
+            tensor = torch.frombuffer(buffer, dtype=dtypes.to_torch(dtype)).view(shape) if shape else \
+                torch.frombuffer(buffer, dtype=dtypes.to_torch(dtype)).view(())
+            *path, leaf = name.split(".")
+            module = self
+            for part in path:
+                if part not in module._modules:
+                    module.add_module(part, torch.nn.Module())
+                module = module._modules[part]
+            module.register_parameter(leaf, torch.nn.Parameter(tensor, requires_grad=False))
+
+    def load_weights(self, weights):
+        """Loads checkpoint tensors (a Weights source, a dict, or (name, tensor) pairs) into this
+        rank's parameters, slices and fused blocks included. Returns the LoadReport."""
+        source = weights._source if isinstance(weights, Weights) else _memory_source(weights)
+        return LoadReport(json.loads(self._wl_core.load_rank(self.wl_engine_rank, source, False)))
+
+
+def _resolve(loader, kwargs):
+    """(C++ loader name, kwargs) when the engine can load by itself, else a Python loader instance."""
+    if isinstance(loader, str) and loader != "auto" and loader in WeightLoaderRegistry._python:
+        loader = WeightLoaderRegistry._python[loader]
+    if isinstance(loader, str):
+        return loader, {k: _kwarg_value(k, v) for k, v in kwargs.items()}
+    if isinstance(loader, type):
+        if not issubclass(loader, BaseWeightLoader):
+            raise InvalidArgumentError(f"{loader!r} is not a BaseWeightLoader subclass", "InvalidArgument")
+        loader = loader(**kwargs)
+    elif kwargs:
+        raise InvalidArgumentError("weight_loader_kwargs go with a loader name or class, not an instance", "InvalidArgument")
+    if not isinstance(loader, BaseWeightLoader):
+        raise InvalidArgumentError(f"{loader!r} is not a weight loader", "InvalidArgument")
+    plain = isinstance(loader, CoreWeightLoader) and type(loader).get_weights is CoreWeightLoader.get_weights and \
+        type(loader).load_weights is BaseWeightLoader.load_weights
+    return (loader.loader_name, loader.kwargs) if plain else loader
+
+
+class LLM:
+    """LLM(model, weight_loader="auto", weight_loader_kwargs=None, dtype=None, tensor_parallel_size=1).
+
+    weight_loader: a registered name (C++ or Python), a class or an instance; vLLM's load_format=
+    and model_loader_extra_config= are accepted as aliases. With a Python loader, its get_weights
+    is called once and its load_weights once per tensor-parallel rank, each time with that rank's
+    EngineModule (so a Python load_weights sees the ranks one after the other, each holding its
+    slices). Every parameter must be filled: the parameters start as NaN and any left so is an
+    error listing them (strict=False allows it)."""
+
+    def __init__(self, model, weight_loader="auto", weight_loader_kwargs=None, dtype=None, tensor_parallel_size=1,
+                 tokenizer=None, threads=0, strict=True, progress=None, load_format=None,
+                 model_loader_extra_config=None):
+        loader = load_format if load_format is not None else weight_loader
+        kwargs = dict(model_loader_extra_config if model_loader_extra_config is not None else weight_loader_kwargs or {})
+        dtype_name = dtypes.name_of(dtype) if dtype is not None else ""
+        resolved = _resolve(loader, kwargs)
+        common = dict(dtype=dtype_name, tensor_parallel_size=tensor_parallel_size, tokenizer=str(tokenizer or ""),
+                      threads=threads)
+        if isinstance(resolved, tuple):
+            name, core_kwargs = resolved
+            self._core = _core.LLM(str(model), name, core_kwargs, progress=progress, **common)
+            self.modules = []
+            return
+        self._core = _core.LLM(str(model), "auto", {}, defer_load=True, **common)
+        weights = resolved.get_weights(model)
+        if self._core.ranks > 1 and not hasattr(weights, "keys"):
+            weights = list(weights)  # every rank reads them
+        self.modules = [EngineModule(self._core, r) for r in range(self._core.ranks)]
+        for module in self.modules:
+            with torch.no_grad():
+                for p in module.parameters():
+                    p.fill_(float("nan"))
+            resolved.load_weights(module, weights)
+            missing = [n for n, p in module.named_parameters() if torch.isnan(p).any()]
+            if missing and strict:
+                raise InvalidArgumentError(
+                    f"{len(missing)} parameter(s) of rank {module.wl_engine_rank} were not loaded: {', '.join(missing)}",
+                    "MissingParameters")
+
+    @property
+    def config(self):
+        return self._core.config
+
+    def load_reports(self):
+        return [LoadReport(json.loads(r)) for r in self._core.load_reports()]
+
+    def generate(self, prompts, sampling_params=None, stream=None, return_logits=False):
+        """prompts: a string, a list of strings, or token id lists. Returns one RequestOutput per
+        prompt. stream: a callable receiving each piece of text as it is produced."""
+        params = sampling_params or SamplingParams()
+        single = isinstance(prompts, str) or (isinstance(prompts, list) and prompts and isinstance(prompts[0], int))
+        outputs = []
+        for prompt in [prompts] if single else prompts:
+            sink = None if stream is None else (lambda piece: stream(piece.decode("utf-8", "replace")))
+            r = self._core.generate(prompt, params.max_tokens, params.temperature, params.top_p, params.seed or 0,
+                                    return_logits, sink)
+            out = RequestOutput(prompt, r["prompt_token_ids"],
+                                [CompletionOutput(0, r["completion"].decode("utf-8", "replace"), r["token_ids"])],
+                                r["text"].decode("utf-8", "replace"), r["tokens_per_second"])
+            if return_logits:
+                out.logits = r["logits"]
+            outputs.append(out)
+        return outputs

@@ -1,0 +1,133 @@
+"""LLM over the C++ engine, with C++ loaders and with loaders written in Python."""
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import weightloader as wl
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def ref(testdata):
+    d = testdata / "llama2c-stories260K"
+    return d, (d / "expected_greedy_t0_n200.txt").read_text().rstrip("\n")
+
+
+QKV = "model.layers.0.self_attn.qkv_proj.weight"
+GREEDY = wl.SamplingParams(temperature=0, max_tokens=200)
+
+
+def llm(d, **kw):
+    return wl.LLM(str(d / "stories260K.bin"), tokenizer=str(d / "tok512.bin"), **kw)
+
+
+def test_a_cpp_loader_reproduces_run_c(ref):
+    d, expected = ref
+    out = llm(d).generate("", GREEDY)[0]
+    assert out.full_text == expected and len(out.token_ids) == 200
+    assert expected.endswith(out.text) and out.text  # the completion alone
+
+
+class ViaModule(wl.BaseWeightLoader):
+    """The engine module's load_weights maps checkpoint names onto fused parameters."""
+
+    def get_weights(self, path):
+        return wl.Llama2cWeightLoader().get_weights(path)
+
+
+class PlainDict(wl.BaseWeightLoader):
+    def get_weights(self, path):
+        w = wl.Llama2cWeightLoader().get_weights(path)
+        return {k: w[k] for k in w}
+
+
+class ByHand(wl.BaseWeightLoader):
+    """The seed's style: param.data.copy_(w) for every parameter, fused ones assembled by hand."""
+
+    def get_weights(self, path):
+        w = wl.Llama2cWeightLoader().get_weights(path)
+        return {k: w[k] for k in w}
+
+    def load_weights(self, model, weights):
+        for name, param in model.named_parameters():
+            if "qkv_proj" in name:
+                parts = [weights[name.replace("qkv_proj", p)] for p in ("q_proj", "k_proj", "v_proj")]
+                param.data.copy_(torch.cat(parts))
+            elif "gate_up_proj" in name:
+                parts = [weights[name.replace("gate_up_proj", p)] for p in ("gate_proj", "up_proj")]
+                param.data.copy_(torch.cat(parts))
+            else:
+                param.data.copy_(weights[name])
+
+
+@pytest.mark.parametrize("loader", [ViaModule, PlainDict, ByHand])
+def test_python_loaders_reproduce_run_c(ref, loader):
+    d, expected = ref
+    assert llm(d, weight_loader=loader).generate("", GREEDY)[0].full_text == expected
+
+
+def test_registered_names_instances_and_vllm_spellings(ref):
+    d, expected = ref
+    if "test_llm_via_module" not in wl.WeightLoaderRegistry.list_available():
+        wl.WeightLoaderRegistry.register("test_llm_via_module", ViaModule)
+    a = llm(d, weight_loader="test_llm_via_module").generate("", GREEDY)[0]
+    b = llm(d, weight_loader=ViaModule()).generate("", GREEDY)[0]
+    c = llm(d, load_format="llama2c", model_loader_extra_config={"dtype": torch.float32}).generate("", GREEDY)[0]
+    assert a.full_text == b.full_text == c.full_text == expected
+
+
+def test_tensor_parallel_ranks_each_get_their_module(ref):
+    d, _ = ref
+    one = llm(d).generate("Once upon a time", GREEDY)[0]
+    seen = []
+
+    class Recording(ViaModule):
+        def load_weights(self, model, weights):
+            seen.append((model.wl_engine_rank, tuple(model.get_parameter(QKV).shape)))
+            return super().load_weights(model, weights)
+    two = llm(d, weight_loader=Recording, tensor_parallel_size=2)
+    full = llm(d, weight_loader=ViaModule).modules[0].get_parameter(QKV).shape
+    assert [r for r, _ in seen] == [0, 1] and seen[0][1][0] * 2 == full[0]
+    assert two.generate("Once upon a time", GREEDY)[0].token_ids == one.token_ids
+
+
+def test_a_parameter_left_unloaded_is_an_error_listing_it(ref):
+    d, _ = ref
+
+    class Partial(ByHand):
+        def load_weights(self, model, weights):
+            super().load_weights(model, weights)
+            model.model.norm.weight.data.fill_(float("nan"))
+    with pytest.raises(ValueError, match="model.norm.weight"):
+        llm(d, weight_loader=Partial)
+    llm(d, weight_loader=Partial, strict=False)  # allowed when asked
+
+
+def test_the_module_aliases_the_engine_memory(ref):
+    d, _ = ref
+    m = llm(d, weight_loader=ViaModule)
+    before = m.generate("Once", wl.SamplingParams(temperature=0, max_tokens=5))[0].token_ids
+    with torch.no_grad():
+        m.modules[0].model.embed_tokens.weight.mul_(-1)
+    assert m.generate("Once", wl.SamplingParams(temperature=0, max_tokens=5))[0].token_ids != before
+
+
+def test_streaming_and_several_prompts(ref):
+    d, _ = ref
+    pieces = []
+    outs = llm(d).generate(["Once upon a time", "The cat"], wl.SamplingParams(temperature=0, max_tokens=10),
+                           stream=pieces.append)
+    assert len(outs) == 2 and all(len(o.token_ids) == 10 for o in outs)
+    assert "".join(pieces) == outs[0].full_text + outs[1].full_text
+
+
+def test_the_register_then_llm_example(ref):
+    d, expected = ref
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / "register_then_llm.py"), str(d), "200"],
+                       capture_output=True, text=True, check=True)
+    assert r.stdout.startswith("Once upon a time")
