@@ -1,4 +1,7 @@
 #include "bind/bindings.hpp"
+#ifdef WL_WITH_REMOTE
+#include "weightloader/remote.hpp"
+#endif
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "weightloader's C++ library (use the weightloader package, not this module directly)";
@@ -7,4 +10,7 @@ PYBIND11_MODULE(_core, m) {
   wl::py::register_loaders(m);
   wl::py::register_llm(m);
   wl::py::register_writers(m);
+#ifdef WL_WITH_REMOTE
+  wl::install_remote_openers();  // http://, https:// and s3:// names wherever a path goes
+#endif
 }

@@ -37,3 +37,23 @@ def test_local_raises_file_not_found_and_hf_reads_a_directory(tmp_path):
     assert model.w.tolist() == [0, 1, 2, 3]
     local = seed.LocalWeightLoader(file_pattern="*.bin")
     assert list(local.get_weights(tmp_path)) == ["w"]
+
+
+def test_hf_by_model_id_and_revision_through_the_local_cache(tmp_path, monkeypatch):
+    repo = tmp_path / "hub" / "models--org--tiny"
+    for commit, value in (("a" * 40, 1.0), ("b" * 40, 2.0)):
+        snapshot = repo / "snapshots" / commit
+        snapshot.mkdir(parents=True)
+        torch.save({"w": torch.full((3,), value)}, snapshot / "pytorch_model.bin")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("a" * 40)
+    (repo / "refs" / "v2").write_text("b" * 40)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    for revision, value in (("main", 1.0), ("v2", 2.0), ("b" * 40, 2.0)):
+        loader = seed.HFWeightLoader(revision=revision)
+        weights = loader.get_weights("org/tiny")
+        model = seed.mirror(weights)
+        loader.load_weights(model, weights)
+        assert model.w.tolist() == [value] * 3
+    with pytest.raises(FileNotFoundError, match="not in the local Hugging Face cache"):
+        seed.HFWeightLoader(revision="nope").get_weights("org/tiny")

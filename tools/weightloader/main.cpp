@@ -1,4 +1,7 @@
 // weightloader: inspect, load and generate model checkpoints from the command line.
+#ifdef WL_WITH_REMOTE
+#include "weightloader/remote.hpp"
+#endif
 #include <cstdio>
 #include <exception>
 
@@ -8,6 +11,9 @@
 #include "weightloader/error.hpp"
 
 int main(int argc, char** argv) {
+#ifdef WL_WITH_REMOTE
+  wl::install_remote_openers();  // http://, https:// and s3:// names wherever a path goes
+#endif
   CLI::App app{
       "weightloader: load model weights from safetensors, PyTorch, GGUF, llama2.c and the custom\n"
       "meta.txt + model.bin format "

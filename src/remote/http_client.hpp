@@ -1,0 +1,49 @@
+// One HTTP request through libcurl, with the errors a byte source needs: retryable failures
+// (connection trouble, timeouts, 5xx, 429) told apart from final ones, each naming the URL.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wl::remote {
+
+// AWS Signature V4 for S3 (libcurl signs the request itself).
+struct AwsSigning {
+  std::string region, access_key, secret_key, session_token;
+};
+
+struct HttpRequest {
+  std::string method = "GET";  // GET or HEAD
+  std::string url;
+  std::optional<std::pair<uint64_t, uint64_t>> range;  // bytes [first, last], inclusive
+  std::string if_match;                                 // an ETag the object must still have
+  std::optional<AwsSigning> aws;
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;                            // when no sink was given
+  uint64_t received = 0;                       // body bytes received
+};
+
+// Receives body bytes; returns false to stop the transfer (the request then fails).
+using BodySink = std::function<bool(const char* data, size_t n)>;
+
+// Performs the request on this thread's connection (kept alive between requests). Transport
+// failures throw a retryable wl::Error (Io) naming `name` (the URL as the user wrote it), after
+// `sink` may have received part of the body (HttpResponse::received is then lost: the caller
+// counts what its sink took). HTTP statuses are returned, not thrown.
+HttpResponse perform(const HttpRequest& request, const std::string& name, const BodySink& sink = {});
+
+// Throws for a status a read cannot go on with: 404 FileNotFound, 412 "the object changed",
+// 401/403 access denied (final), 429 and 5xx (retryable), anything else outside 2xx (final).
+void check_status(const HttpResponse& response, const std::string& name);
+
+std::string url_escape_path(const std::string& path);  // each segment percent-encoded, '/' kept
+
+}  // namespace wl::remote

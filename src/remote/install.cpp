@@ -1,0 +1,20 @@
+#include <mutex>
+
+#include "remote/openers.hpp"
+#include "weightloader/remote.hpp"
+
+namespace wl {
+
+void add_remote_openers(SchemeOpener& opener) {
+  const auto http = remote::http_opener();
+  opener.add("http", http);
+  opener.add("https", http);
+  opener.add("s3", remote::s3_opener());
+}
+
+void install_remote_openers() {
+  static std::once_flag once;
+  std::call_once(once, [] { add_remote_openers(*SchemeOpener::global()); });
+}
+
+}  // namespace wl

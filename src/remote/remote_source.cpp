@@ -1,0 +1,79 @@
+#include "remote/remote_source.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "remote/retry.hpp"
+#include "weightloader/error.hpp"
+
+namespace wl::remote {
+
+RetryPolicy RetryPolicy::from_environment() {
+  RetryPolicy p;
+  if (const char* v = std::getenv("WL_HTTP_RETRIES"); v && *v) p.attempts = std::max(1, std::atoi(v));
+  if (const char* v = std::getenv("WL_HTTP_BACKOFF_MS"); v && *v) p.backoff = std::chrono::milliseconds(std::max(0, std::atoi(v)));
+  return p;
+}
+
+HttpResponse head(const RemoteTarget& target) {
+  HttpRequest request;
+  request.method = "HEAD";
+  request.url = target.url;
+  request.aws = target.aws;
+  HttpResponse r = perform(request, target.name);
+  if (r.status != 404) check_status(r, target.name);
+  return r;
+}
+
+RemoteSource::RemoteSource(RemoteTarget target, const HttpResponse& head) : target_(std::move(target)) {
+  const auto length = head.headers.find("content-length");
+  if (length == head.headers.end())
+    throw Error(ErrorCode::Io, "the server gives no Content-Length, so the object cannot be read by ranges", target_.name);
+  char* end = nullptr;
+  size_ = std::strtoull(length->second.c_str(), &end, 10);
+  if (end == length->second.c_str() || *end != '\0')
+    throw Error(ErrorCode::Io, fmt::format("Content-Length '{}' is not a number", length->second), target_.name);
+  if (const auto etag = head.headers.find("etag"); etag != head.headers.end()) etag_ = etag->second;
+}
+
+uint64_t RemoteSource::read_some(uint64_t offset, void* dst, uint64_t length) const {
+  if (offset >= size_ || length == 0) return 0;
+  length = std::min(length, size_ - offset);
+  HttpRequest request;
+  request.url = target_.url;
+  request.range = std::make_pair(offset, offset + length - 1);
+  request.if_match = etag_;
+  request.aws = target_.aws;
+  auto* out = static_cast<char*>(dst);
+  uint64_t got = 0;
+  const BodySink sink = [&](const char* data, size_t n) {
+    const uint64_t take = std::min<uint64_t>(n, length - got);
+    std::memcpy(out + got, data, take);
+    got += take;
+    return take == n;  // more than the range holds: stop, the server is not answering what was asked
+  };
+  HttpResponse response;
+  try {
+    response = perform(request, target_.name, sink);
+  } catch (const Error&) {
+    if (got > 0) return got;  // the connection dropped mid-body: keep what arrived, resume from there
+    throw;
+  }
+  if (response.status == 200)
+    throw Error(ErrorCode::Io, "the server ignored the byte range (HTTP 200 instead of 206): it cannot be streamed",
+                target_.name);
+  check_status(response, target_.name);
+  const auto range = response.headers.find("content-range");
+  if (range == response.headers.end() || !range->second.starts_with(fmt::format("bytes {}-", offset)))
+    throw Error(ErrorCode::Io, fmt::format("asked for bytes from {} but the server answered Content-Range '{}'", offset,
+                                           range == response.headers.end() ? "" : range->second),
+                target_.name);
+  if (got == 0)
+    throw Error(ErrorCode::Io, fmt::format("an empty body for bytes [{}, {})", offset, offset + length), target_.name)
+        .set_retryable(true);
+  return got;
+}
+
+}  // namespace wl::remote

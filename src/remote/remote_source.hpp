@@ -1,0 +1,41 @@
+// An object behind a URL (HTTP, or S3 through its HTTP API) as a byte source: its size and ETag
+// from a HEAD when opened, then ranged GETs pinned to that ETag (If-Match), each straight into
+// the caller's buffer.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "remote/http_client.hpp"
+#include "weightloader/byte_source.hpp"
+
+namespace wl::remote {
+
+struct RemoteTarget {
+  std::string name;  // as the user wrote it: https://host/m/model.safetensors, s3://bucket/key
+  std::string url;   // what is requested
+  std::optional<AwsSigning> aws;
+};
+
+// One HEAD request: the status and headers (404 is returned, not thrown).
+HttpResponse head(const RemoteTarget& target);
+
+class RemoteSource final : public ByteSource {
+ public:
+  // From a successful HEAD's headers: Content-Length (required) and ETag.
+  RemoteSource(RemoteTarget target, const HttpResponse& head);
+  const std::string& name() const noexcept override { return target_.name; }
+  uint64_t size() const noexcept override { return size_; }
+  uint64_t read_some(uint64_t offset, void* dst, uint64_t length) const override;
+  // Network round trips are slow and parallel ones cheap: big requests, many in flight.
+  uint64_t preferred_request_bytes() const override { return 8ull << 20; }
+  unsigned preferred_concurrency() const override { return 8; }
+
+ private:
+  RemoteTarget target_;
+  uint64_t size_ = 0;
+  std::string etag_;
+};
+
+}  // namespace wl::remote

@@ -1,0 +1,127 @@
+// s3://bucket/key names: path-style requests to the endpoint, signed with AWS Signature V4 by
+// libcurl; "s3://bucket/prefix/" is a directory, listed with ListObjectsV2.
+#include <cstdlib>
+#include <cstring>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "remote/openers.hpp"
+#include "remote/remote_source.hpp"
+#include "remote/retry.hpp"
+#include "weightloader/error.hpp"
+
+namespace wl::remote {
+
+namespace {
+
+std::string env(const char* name, const char* fallback = "") {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+struct S3Location {
+  std::string bucket, key;  // key may be empty (the bucket) or end with '/' (a prefix)
+};
+
+S3Location parse(const std::string& name) {
+  static const std::regex s3(R"(^s3://([a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(/(.*))?$)");
+  std::smatch m;
+  if (!std::regex_match(name, m, s3))
+    throw Error(ErrorCode::InvalidArgument, "not an S3 URL of the form s3://bucket/key", name);
+  return {m[1], m[3]};
+}
+
+class S3Opener final : public Opener {
+ public:
+  std::shared_ptr<ByteSource> open(const std::string& name) const override {
+    const S3Location loc = parse(name);
+    if (loc.key.empty() || loc.key.ends_with("/"))
+      throw Error(ErrorCode::InvalidArgument, "is a bucket or a prefix, not an object", name);
+    const RemoteTarget target = target_for(name, loc);
+    const RetryPolicy policy = RetryPolicy::from_environment();
+    const HttpResponse r = with_retries(policy, [&] { return head(target); });
+    if (r.status == 404) throw Error(ErrorCode::FileNotFound, "no such object (HTTP 404)", name);
+    return std::make_shared<RetryingSource>(std::make_shared<RemoteSource>(target, r), policy);
+  }
+
+  bool exists(const std::string& name) const override {
+    const S3Location loc = parse(name);
+    if (loc.key.empty() || loc.key.ends_with("/")) return is_directory(name);
+    const RemoteTarget target = target_for(name, loc);
+    return with_retries(RetryPolicy::from_environment(), [&] { return head(target); }).status != 404;
+  }
+
+  bool is_directory(const std::string& name) const override {
+    const S3Location loc = parse(name);
+    if (!loc.key.empty() && !loc.key.ends_with("/")) return false;
+    return !list_keys(name, loc, 1).empty();
+  }
+
+  std::vector<std::string> list(const std::string& directory) const override {
+    S3Location loc = parse(directory);
+    if (!loc.key.empty() && !loc.key.ends_with("/")) loc.key += "/";
+    std::vector<std::string> names;
+    for (const std::string& key : list_keys(directory, loc, 0)) names.push_back("s3://" + loc.bucket + "/" + key);
+    return names;  // ListObjectsV2 returns keys in order
+  }
+
+  std::string parent(const std::string& name) const override {
+    const std::string trimmed = name.ends_with("/") ? name.substr(0, name.size() - 1) : name;
+    return trimmed.substr(0, trimmed.find_last_of('/') + 1);
+  }
+
+ private:
+  static std::string endpoint() {
+    std::string e = env("AWS_ENDPOINT_URL_S3", env("AWS_ENDPOINT_URL").c_str());
+    if (e.empty()) e = fmt::format("https://s3.{}.amazonaws.com", region());
+    while (e.ends_with("/")) e.pop_back();
+    return e;
+  }
+  static std::string region() { return env("AWS_REGION", env("AWS_DEFAULT_REGION", "us-east-1").c_str()); }
+
+  static std::optional<AwsSigning> signing() {
+    const std::string key = env("AWS_ACCESS_KEY_ID"), secret = env("AWS_SECRET_ACCESS_KEY");
+    if (key.empty() || secret.empty()) return std::nullopt;  // anonymous: public buckets
+    return AwsSigning{region(), key, secret, env("AWS_SESSION_TOKEN")};
+  }
+
+  static RemoteTarget target_for(const std::string& name, const S3Location& loc) {
+    return {name, endpoint() + "/" + loc.bucket + "/" + url_escape_path(loc.key), signing()};
+  }
+
+  // Keys directly under the prefix loc.key (delimiter '/'), at most `limit` (0: all), in order.
+  static std::vector<std::string> list_keys(const std::string& name, const S3Location& loc, unsigned limit) {
+    std::vector<std::string> keys;
+    std::string token;
+    static const std::regex key_re("<Key>([^<]*)</Key>"), token_re("<NextContinuationToken>([^<]*)</NextContinuationToken>");
+    do {
+      std::string url = endpoint() + "/" + loc.bucket + "?list-type=2&delimiter=%2F&prefix=" + url_escape_path(loc.key);
+      if (limit) url += fmt::format("&max-keys={}", limit);
+      if (!token.empty()) url += "&continuation-token=" + url_escape_path(token);
+      HttpRequest request;
+      request.url = url;
+      request.aws = signing();
+      const HttpResponse r =
+          with_retries(RetryPolicy::from_environment(), [&] { return perform(request, name); });
+      if (r.status == 404) throw Error(ErrorCode::FileNotFound, "no such bucket (HTTP 404)", name);
+      check_status(r, name);
+      for (std::sregex_iterator it(r.body.begin(), r.body.end(), key_re), end; it != end; ++it) {
+        std::string key = (*it)[1];
+        for (const auto& [entity, ch] : {std::pair{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}})
+          for (size_t at = key.find(entity); at != std::string::npos; at = key.find(entity, at + 1)) key.replace(at, std::strlen(entity), ch);
+        keys.push_back(std::move(key));
+        if (limit && keys.size() >= limit) return keys;
+      }
+      std::smatch m;
+      token = std::regex_search(r.body, m, token_re) ? std::string(m[1]) : std::string();
+    } while (!token.empty());
+    return keys;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const Opener> s3_opener() { return std::make_shared<S3Opener>(); }
+
+}  // namespace wl::remote
