@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -116,6 +117,29 @@ class WL_API SchemeOpener final : public Opener {
 
   struct State;
   std::shared_ptr<State> state_;
+};
+
+// An opener that opens each name once and hands out the same source after: a loader reads a
+// checkpoint's header, its catalogue and its data through one object per file, so a remote
+// object is pinned to the version (ETag) it had when first opened. Everything else passes
+// through to `inner`. Thread-safe.
+class WL_API CachingOpener final : public Opener {
+ public:
+  explicit CachingOpener(std::shared_ptr<const Opener> inner) : inner_(std::move(inner)) {}
+  std::shared_ptr<ByteSource> open(const std::string& name) const override;
+  bool exists(const std::string& name) const override;
+  bool is_directory(const std::string& name) const override { return inner_->is_directory(name); }
+  std::vector<std::string> list(const std::string& directory) const override { return inner_->list(directory); }
+  std::string join(const std::string& directory, const std::string& relative) const override {
+    return inner_->join(directory, relative);
+  }
+  std::string parent(const std::string& name) const override { return inner_->parent(name); }
+  std::string resolved(const std::string& name) const override { return inner_->resolved(name); }
+
+ private:
+  std::shared_ptr<const Opener> inner_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::shared_ptr<ByteSource>> opened_;
 };
 
 // SchemeOpener::global(): what loaders, sources and the path conveniences open names with.

@@ -53,6 +53,9 @@ class WL_API WeightLoader {
   // The opener and the formats in effect (LoadOptions', else the defaults).
   const std::shared_ptr<const Opener>& opener() const;
   const FormatList& formats() const;
+  // opener() behind a CachingOpener: what one get_weights call reads through (and the source it
+  // returns keeps), so that detection, catalogue and data see the same version of every file.
+  std::shared_ptr<const Opener> session_opener() const;
 
  protected:
   LoadOptions options_;

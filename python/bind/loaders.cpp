@@ -117,7 +117,11 @@ void register_loaders(pyb::module_& m) {
     return pyb::make_tuple(spec.description, kwargs);
   });
   m.def("detect_loader", [](const std::string& path) {
-    const LoaderChoice c = detect_loader(path);
+    LoaderChoice c;
+    {
+      pyb::gil_scoped_release nogil;  // a remote path means requests
+      c = detect_loader(path);
+    }
     pyb::dict kwargs;
     for (const auto& [k, v] : c.kwargs) std::visit([&](const auto& x) { kwargs[pyb::str(k)] = x; }, v);
     return pyb::make_tuple(c.name, kwargs);

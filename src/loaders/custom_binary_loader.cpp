@@ -12,7 +12,7 @@ namespace {
 class CustomBinaryLoader : public WeightLoader {
  public:
   std::unique_ptr<WeightSource> get_weights(const std::string& path) override {
-    const std::shared_ptr<const Opener>& files = opener();
+    const std::shared_ptr<const Opener> files = session_opener();
     Catalogue catalogue = read_custom_binary_catalogue(*files, path);
     attach_config_json(*files, path, catalogue.metadata);
     return std::make_unique<WeightSource>("custom_binary", path, std::move(catalogue.tensors),

@@ -48,7 +48,8 @@ class HfLoader final : public WeightLoader {
   explicit HfLoader(std::string revision) : revision_(std::move(revision)) {}
 
   std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path) override {
-    const Opener& files = *opener();
+    const std::shared_ptr<const Opener> session = session_opener();
+    const Opener& files = *session;
     std::string dir = model_name_or_path;
     std::string root = dir;  // everything read must stay inside this folder
     if (!files.exists(dir)) {
@@ -58,9 +59,9 @@ class HfLoader final : public WeightLoader {
     if (!files.is_directory(dir)) {
       const FileFormat* f = formats().detect(*files.open(dir));
       if (!f) throw Error(ErrorCode::InvalidArgument, "not a Hugging Face model directory nor a checkpoint file", dir);
-      return open_files(*f, {dir}, dir, opener());
+      return open_files(*f, {dir}, dir, session);
     }
-    return open_weights(dir, root);
+    return open_weights(dir, root, session);
   }
 
  private:
@@ -69,17 +70,18 @@ class HfLoader final : public WeightLoader {
     throw Error(ErrorCode::InvalidArgument, fmt::format("format '{}' is not available in this build", name));
   }
 
-  std::unique_ptr<WeightSource> open_weights(const std::string& dir, const std::string& root) {
-    const Opener& files = *opener();
+  std::unique_ptr<WeightSource> open_weights(const std::string& dir, const std::string& root,
+                                             const std::shared_ptr<const Opener>& session) {
+    const Opener& files = *session;
     auto sharded = [&](const std::string& index, const FileFormat& format) {
       require_inside(files, index, root);
       Catalogue c = read_sharded_catalogue(files, index, format, root);
       attach_config_json(files, dir, c.metadata, root);
-      return std::make_unique<WeightSource>(format.name, dir, std::move(c.tensors), std::move(c.metadata), opener());
+      return std::make_unique<WeightSource>(format.name, dir, std::move(c.tensors), std::move(c.metadata), session);
     };
     auto plain = [&](const std::vector<std::string>& names, const FileFormat& format) {
       for (const std::string& f : names) require_inside(files, f, root);
-      std::unique_ptr<WeightSource> s = open_files(format, names, dir, opener());
+      std::unique_ptr<WeightSource> s = open_files(format, names, dir, session);
       std::map<std::string, std::string> metadata = s->metadata();
       attach_config_json(files, dir, metadata, root);
       return s->with_metadata(std::move(metadata));

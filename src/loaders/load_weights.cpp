@@ -183,6 +183,8 @@ const std::shared_ptr<const Opener>& WeightLoader::opener() const {
   return options_.opener ? options_.opener : local;
 }
 
+std::shared_ptr<const Opener> WeightLoader::session_opener() const { return std::make_shared<CachingOpener>(opener()); }
+
 const FormatList& WeightLoader::formats() const { return options_.formats ? *options_.formats : FormatList::global(); }
 
 Model WeightLoader::mirror_model(const WeightSource& source) const {

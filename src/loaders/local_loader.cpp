@@ -29,9 +29,9 @@ class LocalLoader final : public WeightLoader {
       : pattern_(std::move(pattern)), only_format_(std::move(only_format)) {}
 
   std::unique_ptr<WeightSource> get_weights(const std::string& path) override {
-    const std::shared_ptr<const Opener>& files = opener();
+    const std::shared_ptr<const Opener> files = session_opener();
     if (!files->exists(path)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
-    if (!files->is_directory(path)) return with_config(open_files(checked_format(path), {path}, path, files));
+    if (!files->is_directory(path)) return with_config(open_files(checked_format(path, *files), {path}, path, files), *files);
 
     // Each matching file's format, found once by content.
     std::vector<std::pair<std::string, const FileFormat*>> found;
@@ -41,7 +41,7 @@ class LocalLoader final : public WeightLoader {
       std::erase_if(found, [&](const auto& f) { return !f.second || f.second->name != only_format_; });
     if (found.empty()) throw Error(ErrorCode::NoMatchingFiles, fmt::format("no file matches the pattern '{}'", pattern_), path);
 
-    const FileFormat& format = checked_format(found.front().first);
+    const FileFormat& format = checked_format(found.front().first, *files);
     // A sharded checkpoint: `X.index.json` next to files matching the pattern, X itself matching it
     // too (model.safetensors.index.json, pytorch_model.bin.index.json): only listed files are read.
     for (const std::string& name : files->list(path)) {
@@ -65,20 +65,20 @@ class LocalLoader final : public WeightLoader {
                     path);
       names.push_back(name);
     }
-    return with_config(open_files(format, names, path, files));
+    return with_config(open_files(format, names, path, files), *files);
   }
 
  private:
   // The source with the config.json of its directory, if there is one.
-  std::unique_ptr<WeightSource> with_config(std::unique_ptr<WeightSource> s) const {
+  static std::unique_ptr<WeightSource> with_config(std::unique_ptr<WeightSource> s, const Opener& files) {
     std::map<std::string, std::string> metadata = s->metadata();
-    attach_config_json(*opener(), s->origin(), metadata);
+    attach_config_json(files, s->origin(), metadata);
     if (metadata.size() == s->metadata().size()) return s;
     return s->with_metadata(std::move(metadata));
   }
 
-  const FileFormat& checked_format(const std::string& path) const {
-    const FileFormat& f = formats().detect_or_throw(*opener()->open(path));
+  const FileFormat& checked_format(const std::string& path, const Opener& files) const {
+    const FileFormat& f = formats().detect_or_throw(*files.open(path));
     if (!only_format_.empty() && f.name != only_format_)
       throw Error(ErrorCode::InvalidArgument,
                   fmt::format("the '{}' loader reads {} files, but this file is {}", only_format_, only_format_, f.name), path);

@@ -19,3 +19,7 @@ def testdata():
 @pytest.fixture(scope="session")
 def stories(testdata):
     return testdata / "llama2c-stories260K" / "stories260K.bin"
+
+
+# The servers of the remote-source tests (test_remote.py): nginx, moto (S3) and a fault-injecting HTTP server.
+from remote_servers import fault_http, moto, nginx, s3  # noqa: E402,F401
