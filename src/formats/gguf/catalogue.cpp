@@ -117,7 +117,9 @@ void present_as_hf_llama(const GgufFile& first, TensorInfo& info) {
   if (!hf) return;
   const bool q = hf->find(".self_attn.q_proj.") != std::string::npos;
   const bool k = hf->find(".self_attn.k_proj.") != std::string::npos;
-  if (q || k) {
+  // A q/k tensor with no elements has nothing to reorder (and its row count, unbounded by the
+  // file's bytes, must not size an allocation: found by fuzz_gguf).
+  if ((q || k) && info.numel() > 0) {
     const uint64_t heads = k && first.find("llama.attention.head_count_kv")
                                ? head_count(first, "llama.attention.head_count_kv", info.name)
                                : head_count(first, "llama.attention.head_count", info.name);

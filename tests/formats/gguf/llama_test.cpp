@@ -222,6 +222,19 @@ TEST(GgufLlama, QuantisedRowsMustBeWholeBlocksToBeReordered) {
   });
 }
 
+// An empty q projection claiming 2^40 rows holds no bytes: no row order is made for it (fuzz_gguf
+// found the reorder table sized by that row count: an 8 TiB allocation).
+TEST(GgufLlama, AnEmptyProjectionWithHugeRowsAllocatesNothing) {
+  GgufBytes b;
+  b.header(1, 2).kv_str("general.architecture", "llama").kv_u32("llama.attention.head_count", 2);
+  b.tensor("blk.0.attn_q.weight", {0, uint64_t{1} << 40}, 0, 0).pad();
+  TempDir dir;
+  const Catalogue c = read_gguf_catalogue(make_gguf(dir, b));
+  ASSERT_EQ(c.tensors.size(), 1u);
+  EXPECT_EQ(c.tensors[0].name, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_TRUE(c.tensors[0].row_order.empty());
+}
+
 // Other architectures keep their names and rows.
 TEST(GgufLlama, OtherArchitecturesAreNotRenamed) {
   GgufBytes b;
