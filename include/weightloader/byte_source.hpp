@@ -119,6 +119,9 @@ class WL_API SchemeOpener final : public Opener {
   std::shared_ptr<State> state_;
 };
 
+// The last part of a name, path or URL ("a/b/c.json" → "c.json").
+inline std::string base_name(const std::string& name) { return name.substr(name.find_last_of('/') + 1); }
+
 // An opener that opens each name once and hands out the same source after: a loader reads a
 // checkpoint's header, its catalogue and its data through one object per file, so a remote
 // object is pinned to the version (ETag) it had when first opened. Everything else passes

@@ -107,7 +107,6 @@ struct ReadStats {
   std::string mode_reason;     // why, when Auto chose it, e.g. "auto: 3% of the bytes in the page cache"
 };
 
-class SourceCache;  // the byte sources a WeightSource's reads share (src/core/source_cache.hpp)
 
 // A tensor that already lives in memory (a NumPy array, a torch tensor, a caller's buffer): its
 // bytes at `data`, with element `strides` (empty: row-major contiguous; non-negative), kept alive
@@ -167,7 +166,9 @@ class WL_API WeightSource {
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, size_t> by_name_;
   std::map<std::string, std::string> metadata_;
-  std::unique_ptr<SourceCache> sources_;
+  // Each file opened once and shared by every read (and pinned to one version, for remote objects).
+  std::shared_ptr<const Opener> opener_;
+  std::shared_ptr<const CachingOpener> sources_;  // opener_ itself when it is one already
 };
 
 }  // namespace wl

@@ -10,6 +10,7 @@
 #include "weightloader/byte_source.hpp"
 #include "weightloader/registry.hpp"
 #include "weightloader/source.hpp"
+#include "weightloader/tensor.hpp"
 
 namespace wl::py {
 
@@ -24,6 +25,18 @@ std::shared_ptr<const void> keep_alive(pybind11::object owner);
 
 // Python kwargs (bool, int, float, str values) as the C++ registry takes them; InvalidKwarg otherwise.
 Kwargs to_kwargs(const pybind11::dict& kwargs);
+
+// Memory a Python object owns (a tensor's or array's), seen by the library as a Storage; the
+// caller keeps the owner alive for as long as the storage is used.
+class BorrowedStorage final : public Storage {
+ public:
+  BorrowedStorage(std::byte* data, size_t size, bool writable) {
+    data_ = data;
+    size_ = size;
+    writable_ = writable;
+  }
+  std::string describe() const override { return "caller's memory, " + std::to_string(size_) + " bytes"; }
+};
 
 // A dtype name as the library spells it ("F32", "BF16", ...); ValueError if unknown.
 DType dtype_from_name(const std::string& name);

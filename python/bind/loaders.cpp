@@ -10,21 +10,6 @@ namespace wl::py {
 
 namespace pyb = pybind11;
 
-namespace {
-
-// Memory a Python object owns (a tensor's storage), seen by the loader as a parameter's.
-class BorrowedStorage final : public Storage {
- public:
-  BorrowedStorage(std::byte* data, size_t size) {
-    data_ = data;
-    size_ = size;
-    writable_ = true;
-  }
-  std::string describe() const override { return fmt::format("caller's memory, {} bytes", size_); }
-};
-
-}  // namespace
-
 Kwargs to_kwargs(const pyb::dict& kwargs) {
   Kwargs out;
   for (const auto& [key, value] : kwargs) {
@@ -72,7 +57,7 @@ std::string load(Loader& l, const WeightSource& source, const pyb::list& params,
     if (shape_numel(shape) * dtype_size(dtype) != nbytes)
       throw Error(ErrorCode::InvalidArgument, fmt::format("parameter '{}': {} bytes for {} {}", p[0].cast<std::string>(),
                                                           nbytes, dtype_name(dtype), shape_to_string(shape)));
-    auto storage = std::make_shared<BorrowedStorage>(reinterpret_cast<std::byte*>(p[3].cast<uintptr_t>()), nbytes);
+    auto storage = std::make_shared<BorrowedStorage>(reinterpret_cast<std::byte*>(p[3].cast<uintptr_t>()), nbytes, true);
     model.add_parameter(p[0].cast<std::string>(), TensorView(storage, dtype, shape));
   }
   ProgressBridge bridge(progress);

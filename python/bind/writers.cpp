@@ -13,17 +13,6 @@ namespace pyb = pybind11;
 
 namespace {
 
-// A caller's tensor memory, seen read-only by the writer; the caller keeps its owner alive.
-class CallerMemory final : public Storage {
- public:
-  CallerMemory(const std::byte* data, size_t size) {
-    data_ = const_cast<std::byte*>(data);
-    size_ = size;
-    writable_ = false;
-  }
-  std::string describe() const override { return fmt::format("caller's memory, {} bytes", size_); }
-};
-
 // entries: (name, dtype, shape, data pointer, nbytes) for every tensor, contiguous, in the order
 // they are to be stored. The owners of the memory must outlive the call (the caller's list does).
 void write_file(const std::string& path, const pyb::list& entries, const std::map<std::string, std::string>& metadata) {
@@ -41,7 +30,7 @@ void write_file(const std::string& path, const pyb::list& entries, const std::ma
                   fmt::format("{} bytes given for {} {}", nbytes, dtype_name(dtype), shape_to_string(shape)), path, name);
     const auto* data = reinterpret_cast<const std::byte*>(e[3].cast<uintptr_t>());
     if (!data && nbytes) throw Error(ErrorCode::InvalidArgument, "a null data pointer", path, name);
-    auto storage = std::make_shared<CallerMemory>(data, nbytes);
+    auto storage = std::make_shared<BorrowedStorage>(const_cast<std::byte*>(data), nbytes, false);  // read only
     tensors.emplace_back(name, TensorView(std::move(storage), dtype, shape));
   }
   pyb::gil_scoped_release nogil;

@@ -455,13 +455,13 @@ void check_bounds(const IoPlan& plan, const std::vector<ByteSource*>& sources) {
 
 }  // namespace
 
-ReadStats run_reads(const std::vector<ReadRequest>& requests, SourceCache& cache, const IoOptions& options,
+ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cache, const IoOptions& options,
                     const Destination& destination) {
   std::vector<std::shared_ptr<ByteSource>> held;  // alive until the reads are done
   std::vector<ByteSource*> sources;
   std::vector<size_t> source_of(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    std::shared_ptr<ByteSource> s = cache.get(requests[i].tensor->file);
+    std::shared_ptr<ByteSource> s = cache.open(requests[i].tensor->file);
     const auto it = std::find(sources.begin(), sources.end(), s.get());
     source_of[i] = static_cast<size_t>(it - sources.begin());
     if (it == sources.end()) {

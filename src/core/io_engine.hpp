@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "core/destination.hpp"
-#include "core/source_cache.hpp"
 #include "weightloader/source.hpp"
 
 namespace wl {
 
 // Runs every request; throws the first error (naming source and tensor) once every reader has
 // stopped. Cancels with ErrorCode::Cancelled when the progress callback returns false.
-ReadStats run_reads(const std::vector<ReadRequest>& requests, SourceCache& sources, const IoOptions& options,
+// `sources` opens the tensors' files (a CachingOpener, so that every read shares one source per file).
+ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& sources, const IoOptions& options,
                     const Destination& destination = host_memory());
 
 }  // namespace wl

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "core/source_cache.hpp"
 #include "core/io_engine.hpp"
 #include "weightloader/error.hpp"
 
@@ -15,7 +14,9 @@ std::string TensorInfo::stored_type() const { return decoder ? decoder->name() :
 WeightSource::WeightSource(std::string format, std::string origin, std::vector<TensorInfo> tensors,
                            std::map<std::string, std::string> metadata, std::shared_ptr<const Opener> opener)
     : format_(std::move(format)), origin_(std::move(origin)), tensors_(std::move(tensors)),
-      metadata_(std::move(metadata)), sources_(std::make_unique<SourceCache>(opener ? std::move(opener) : default_opener())) {
+      metadata_(std::move(metadata)), opener_(opener ? std::move(opener) : default_opener()),
+      sources_(std::dynamic_pointer_cast<const CachingOpener>(opener_)) {
+  if (!sources_) sources_ = std::make_shared<CachingOpener>(opener_);
   by_name_.reserve(tensors_.size());
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const TensorInfo& t = tensors_[i];
@@ -36,7 +37,7 @@ WeightSource::WeightSource(std::string format, std::string origin, std::vector<T
 
 WeightSource::~WeightSource() = default;
 
-const std::shared_ptr<const Opener>& WeightSource::opener() const noexcept { return sources_->shared_opener(); }
+const std::shared_ptr<const Opener>& WeightSource::opener() const noexcept { return opener_; }
 
 std::unique_ptr<WeightSource> WeightSource::with_metadata(std::map<std::string, std::string> metadata) const {
   return std::make_unique<WeightSource>(format_, origin_, tensors_, std::move(metadata), opener());
@@ -135,7 +136,7 @@ TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dty
 
 std::optional<TensorView> WeightSource::view(const TensorInfo& tensor) const {
   if (tensor.decoder || !tensor.strides.empty() || !tensor.row_order.empty()) return std::nullopt;
-  std::shared_ptr<ByteSource> source = sources_->get(tensor.file);
+  std::shared_ptr<ByteSource> source = sources_->open(tensor.file);
   if (!source->mapping() && tensor.nbytes > 0) return std::nullopt;  // a remote source: read it instead
   try {
     return TensorView(map_source_region(std::move(source), tensor.offset, tensor.nbytes), tensor.dtype, tensor.shape, 0);

@@ -9,7 +9,7 @@ namespace wl {
 
 LoaderChoice detect_loader(const std::string& path, const Opener& opener, const FormatList& formats) {
   if (!opener.exists(path)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
-  const std::string name = path.substr(path.find_last_of('/') + 1);
+  const std::string name = base_name(path);
   if ((name == "meta.txt" || name == "model.bin") && opener.exists(opener.join(opener.parent(path), "meta.txt")))
     return {"custom_binary", {}};
   if (!opener.is_directory(path)) return {"local", {}};
@@ -17,7 +17,7 @@ LoaderChoice detect_loader(const std::string& path, const Opener& opener, const 
 
   const std::vector<std::string> files = opener.list(path);
   for (const std::string& f : files)
-    if (is_hf_weights_file(f.substr(f.find_last_of('/') + 1))) return {"hf", {}};
+    if (is_hf_weights_file(base_name(f))) return {"hf", {}};
   for (const std::string& f : files) {
     const FileFormat* format = nullptr;
     try {
@@ -25,7 +25,7 @@ LoaderChoice detect_loader(const std::string& path, const Opener& opener, const 
     } catch (const Error&) {
       continue;  // unreadable files are not candidates
     }
-    const std::string base = f.substr(f.find_last_of('/') + 1);
+    const std::string base = base_name(f);
     const size_t dot = base.find_last_of('.');  // a leading dot starts a name, not an extension
     if (format) return {"local", {{"file_pattern", "*" + (dot == std::string::npos || dot == 0 ? std::string() : base.substr(dot))}}};
   }

@@ -39,7 +39,7 @@ namespace {
 std::vector<std::string> files_matching(const Opener& opener, const std::string& dir, bool (*wanted)(const std::string&)) {
   std::vector<std::string> out;
   for (const std::string& name : opener.list(dir))
-    if (wanted(name.substr(name.find_last_of('/') + 1))) out.push_back(name);
+    if (wanted(base_name(name))) out.push_back(name);
   return out;
 }
 

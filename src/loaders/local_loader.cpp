@@ -18,8 +18,7 @@ namespace wl {
 namespace {
 
 bool matches(const std::string& pattern, const std::string& name) {
-  const std::string base = name.substr(name.find_last_of('/') + 1);
-  return ::fnmatch(pattern.c_str(), base.c_str(), FNM_PERIOD) == 0;
+  return ::fnmatch(pattern.c_str(), base_name(name).c_str(), FNM_PERIOD) == 0;
 }
 
 // Reads files of any format, or, for the loaders named after a format, only that one.

@@ -17,6 +17,9 @@ RetryPolicy RetryPolicy::from_environment() {
   return p;
 }
 
+namespace {
+
+// One HEAD request: the status and headers (404 is returned, not thrown).
 HttpResponse head(const RemoteTarget& target) {
   HttpRequest request;
   request.method = "HEAD";
@@ -25,6 +28,24 @@ HttpResponse head(const RemoteTarget& target) {
   HttpResponse r = perform(request, target.name);
   if (r.status != 404) check_status(r, target.name);
   return r;
+}
+
+}  // namespace
+
+std::shared_ptr<ByteSource> open_remote(const RemoteTarget& target) {
+  const RetryPolicy policy = RetryPolicy::from_environment();
+  const HttpResponse r = with_retries(policy, [&] { return head(target); });
+  if (r.status == 404) throw Error(ErrorCode::FileNotFound, "no such object (HTTP 404)", target.name);
+  return std::make_shared<RetryingSource>(std::make_shared<RemoteSource>(target, r), policy);
+}
+
+bool remote_exists(const RemoteTarget& target) {
+  return with_retries(RetryPolicy::from_environment(), [&] { return head(target); }).status != 404;
+}
+
+std::string url_parent(const std::string& name) {
+  const std::string trimmed = name.ends_with("/") ? name.substr(0, name.size() - 1) : name;
+  return trimmed.substr(0, trimmed.find_last_of('/') + 1);  // keeps the slash: still a directory
 }
 
 RemoteSource::RemoteSource(RemoteTarget target, const HttpResponse& head) : target_(std::move(target)) {

@@ -18,8 +18,12 @@ struct RemoteTarget {
   std::optional<AwsSigning> aws;
 };
 
-// One HEAD request: the status and headers (404 is returned, not thrown).
-HttpResponse head(const RemoteTarget& target);
+// The object at `target` (a HEAD, retried), its reads retried: FileNotFound on a 404.
+std::shared_ptr<ByteSource> open_remote(const RemoteTarget& target);
+// Whether the object exists (a HEAD, retried: anything but a 404).
+bool remote_exists(const RemoteTarget& target);
+// The directory holding a URL's object, with its trailing slash ("s3://b/m/x" → "s3://b/m/").
+std::string url_parent(const std::string& name);
 
 class RemoteSource final : public ByteSource {
  public:

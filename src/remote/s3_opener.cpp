@@ -38,18 +38,13 @@ class S3Opener final : public Opener {
     const S3Location loc = parse(name);
     if (loc.key.empty() || loc.key.ends_with("/"))
       throw Error(ErrorCode::InvalidArgument, "is a bucket or a prefix, not an object", name);
-    const RemoteTarget target = target_for(name, loc);
-    const RetryPolicy policy = RetryPolicy::from_environment();
-    const HttpResponse r = with_retries(policy, [&] { return head(target); });
-    if (r.status == 404) throw Error(ErrorCode::FileNotFound, "no such object (HTTP 404)", name);
-    return std::make_shared<RetryingSource>(std::make_shared<RemoteSource>(target, r), policy);
+    return open_remote(target_for(name, loc));
   }
 
   bool exists(const std::string& name) const override {
     const S3Location loc = parse(name);
     if (loc.key.empty() || loc.key.ends_with("/")) return is_directory(name);
-    const RemoteTarget target = target_for(name, loc);
-    return with_retries(RetryPolicy::from_environment(), [&] { return head(target); }).status != 404;
+    return remote_exists(target_for(name, loc));
   }
 
   bool is_directory(const std::string& name) const override {
@@ -66,10 +61,7 @@ class S3Opener final : public Opener {
     return names;  // ListObjectsV2 returns keys in order
   }
 
-  std::string parent(const std::string& name) const override {
-    const std::string trimmed = name.ends_with("/") ? name.substr(0, name.size() - 1) : name;
-    return trimmed.substr(0, trimmed.find_last_of('/') + 1);
-  }
+  std::string parent(const std::string& name) const override { return url_parent(name); }
 
  private:
   static std::string endpoint() {

@@ -66,8 +66,8 @@ TEST(Destination, EveryModeDeliversThroughStagingWhenReadsCannotGoInPlace) {
     for (DType dst_dtype : {DType::F32, DType::BF16}) {
       SCOPED_TRACE(std::string(io_mode_name(mode)) + " " + std::string(dtype_name(dst_dtype)));
       ck.tensor.file = dir.file("w.bin");
-      SourceCache cache(default_opener());
-      if (mode == IoMode::Direct && !cache.get(ck.tensor.file)->supports_direct()) continue;
+      CachingOpener cache(default_opener());
+      if (mode == IoMode::Direct && !cache.open(ck.tensor.file)->supports_direct()) continue;
       EmulatedDevice device(ck.values.size() * 4);
       IoOptions io;
       io.mode = mode;
@@ -99,7 +99,7 @@ TEST(Destination, StridedTensorsAreGatheredAndDelivered) {
   ck.tensor.file = dir.file("w.bin");
   ck.tensor.shape = {100, 50};  // the transpose of the stored 50 x 100
   ck.tensor.strides = {1, 100};
-  SourceCache cache(default_opener());
+  CachingOpener cache(default_opener());
   EmulatedDevice device(ck.values.size() * 4);
   run_reads({ReadRequest{&ck.tensor, Slice{}, DType::F32, device.address(0)}}, cache, {}, device);
   const float* got = reinterpret_cast<const float*>(device.contents());

@@ -51,8 +51,6 @@ auto by_content(const ByteSource& file, Llama2c llama2c, SentencePiece sentencep
   return llama2c(file);
 }
 
-std::string base_name(const std::string& name) { return name.substr(name.find_last_of('/') + 1); }
-
 }  // namespace
 
 std::unique_ptr<Tokenizer> open_tokenizer(const ByteSource& file) {

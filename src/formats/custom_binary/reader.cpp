@@ -1,5 +1,3 @@
-#include <filesystem>
-
 #include "formats/custom_binary/meta.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/custom_binary.hpp"
@@ -12,7 +10,7 @@ std::string checkpoint_dir(const Opener& opener, const std::string& path) {
   if (!opener.exists(path))
     throw Error(ErrorCode::FileNotFound, "no such file or directory (expected a custom binary checkpoint)", path);
   if (opener.is_directory(path)) return path;
-  const std::string file_name = std::filesystem::path(path).filename().string();  // the name's last part
+  const std::string file_name = base_name(path);
   if (file_name == "meta.txt" || file_name == "model.bin") return opener.parent(path);
   throw Error(ErrorCode::InvalidArgument,
               "a custom binary checkpoint is a directory holding meta.txt and model.bin; "
