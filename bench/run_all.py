@@ -13,6 +13,9 @@ shards), PyTorch .bin (Debian's torch) and GGUF (F32, and Q8_0 for dequantisatio
               each run alternating between the two, and a table of after / before per figure
   python      the Python module's load_into(module, path) into an nn.Module of the checkpoint's
               shapes (F32, and a BF16 module from the F32 file): bench/python_load_into.py
+  python-tp   with --python-tp: load_into on 1, 2 and 4 gloo ranks (loopback), each rank's module
+              holding its slices, against every rank torch.loading the whole .bin and slicing:
+              bench/python_tp_ranks.py
   peers       torch.load + load_state_dict into an nn.Module (+ .to(torch.bfloat16)), a naive
               dict-then-copy loader (the seed's style), ggml's own GGUF reader (--ggml-gguf-bin)
 Cold means the checkpoint's files were evicted from the page cache first: fsync, then
@@ -22,7 +25,7 @@ ratios (ours / limit, ours / peer) and writes bench/RESULTS.md.
 
 Usage: /usr/bin/python3 bench/run_all.py [--preset 2gb] [--layers N] [--runs 3] [--dir /tmp/wl-bench]
                                          [--build build] [--ggml-gguf-bin PATH] [--results FILE]
-                                         [--baseline-build DIR] [--generate-only]
+                                         [--baseline-build DIR] [--generate-only] [--python-tp]
 --ggml-gguf-bin: a program that takes a .gguf path, loads every tensor with ggml's
 gguf_init_from_file(no_alloc=false) and prints {"seconds": S} (timing the load only).
 """
@@ -340,6 +343,23 @@ class Suite:
             self.python[dtype] = stat(g)[0]
             self.python[("cli", dtype)] = stat(cli)[0]
 
+    def python_tp_group(self):
+        """Tensor-parallel load_into on 1, 2, 4 ranks against torch.load-everything-then-slice."""
+        env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
+        out = run([sys.executable, os.path.join(ROOT, "bench", "python_tp_ranks.py"), self.st,
+                   os.path.join(self.bin, "pytorch_model.bin"), "--runs", str(self.a.runs)], env=env)
+        for row in json.loads(out.strip().splitlines()[-1])["rows"]:
+            n, growth, bound = row["ranks"], row["ours_rss_growth"], row["ours_bound"]
+            ok = growth <= bound
+            self.add("python-tp", f"load_into tp={n}, each rank reads its slices (slowest rank)",
+                     [self.bytes / row["ours_seconds"] / 1e9], rss=growth, bound=bound, rss_ok=ok,
+                     note=f"{row['ours_bytes_read'] / 1e6:.0f} MB read per rank; RSS +{growth / 1e6:.0f} MB "
+                          f"{'<=' if ok else '>'} slice + staging {bound / 1e6:.0f} MB")
+            self.add("python-tp", f"torch.load whole .bin + slice, tp={n} (slowest rank)",
+                     [self.bytes / row["peer_seconds"] / 1e9],
+                     note=f"{row['peer_bytes_read'] / 1e6:.0f} MB read per rank; RSS +{row['peer_rss_growth'] / 1e6:.0f} MB; "
+                          f"ours is {row['peer_seconds'] / row['ours_seconds']:.1f}x faster")
+
     def report(self, seconds):
         a = self.a
         o, p = self.ours, self.peers
@@ -428,6 +448,9 @@ class Suite:
         self.python_group()
         print("peers", file=sys.stderr)
         self.peers_group()
+        if self.a.python_tp:
+            print("python-tp", file=sys.stderr)
+            self.python_tp_group()
         self.report(time.perf_counter() - t0)
 
 
@@ -444,6 +467,7 @@ def main():
     ap.add_argument("--ggml-gguf-bin", default="")
     ap.add_argument("--baseline-build", default="", help="an earlier build to measure the same loads with, for before/after")
     ap.add_argument("--generate-only", action="store_true", help="write the checkpoints and stop")
+    ap.add_argument("--python-tp", action="store_true", help="also run the tensor-parallel Python group (1, 2, 4 ranks)")
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     Suite(ap.parse_args()).main()
 

@@ -39,13 +39,37 @@ std::shared_ptr<WeightSource> get_weights(Loader& l, const std::string& path) {
 
 pyb::list mirror(const Loader& l, const WeightSource& source) {
   pyb::list out;
-  for (const Parameter& p : l.loader->mirror_model(source).parameters())
+  const Model model = l.loader->mirror_model(source);  // named: a range-for over a temporary's member dangles
+  for (const Parameter& p : model.parameters())
     out.append(pyb::make_tuple(p.name, std::string(dtype_name(p.dtype())), p.shape()));
   return out;
 }
 
-// params: (name, dtype, shape, data pointer, nbytes) for every parameter, contiguous and writable.
-// strict: None keeps the loader's own setting. Returns the report as JSON text.
+// (checkpoint name, name after the loader's name mapping or None when it drops the tensor, shape)
+// for every tensor: what a caller planning parameters from slices needs, without allocating any.
+pyb::list mapped_tensors(const Loader& l, const WeightSource& source) {
+  pyb::list out;
+  for (const TensorInfo& t : source.tensors()) {
+    const std::optional<std::string> mapped = l.loader->options().names.map(t.name);
+    out.append(pyb::make_tuple(t.name, mapped ? pyb::object(pyb::str(*mapped)) : pyb::none(), t.shape));
+  }
+  return out;
+}
+
+// A parameter's parts: (checkpoint name, dim, begin, end, row offset) for each ParameterShard.
+std::vector<ParameterShard> to_shards(const pyb::handle& parts) {
+  std::vector<ParameterShard> out;
+  for (const pyb::handle h : parts) {
+    const auto s = h.cast<pyb::tuple>();
+    out.push_back({s[0].cast<std::string>(), Slice{s[1].cast<size_t>(), s[2].cast<uint64_t>(), s[3].cast<uint64_t>()},
+                   s[4].cast<uint64_t>()});
+  }
+  return out;
+}
+
+// params: (name, dtype, shape, data pointer, nbytes[, parts]) for every parameter, contiguous and
+// writable; parts (see to_shards), when given and not None, fill it instead of the whole tensor of
+// its name. strict: None keeps the loader's own setting. Returns the report as JSON text.
 std::string load(Loader& l, const WeightSource& source, const pyb::list& params, std::optional<bool> strict,
                  pyb::object progress) {
   Model model;
@@ -58,7 +82,8 @@ std::string load(Loader& l, const WeightSource& source, const pyb::list& params,
       throw Error(ErrorCode::InvalidArgument, fmt::format("parameter '{}': {} bytes for {} {}", p[0].cast<std::string>(),
                                                           nbytes, dtype_name(dtype), shape_to_string(shape)));
     auto storage = std::make_shared<BorrowedStorage>(reinterpret_cast<std::byte*>(p[3].cast<uintptr_t>()), nbytes, true);
-    model.add_parameter(p[0].cast<std::string>(), TensorView(storage, dtype, shape));
+    Parameter& param = model.add_parameter(p[0].cast<std::string>(), TensorView(storage, dtype, shape));
+    if (p.size() > 5 && !p[5].is_none()) param.shards = to_shards(p[5]);
   }
   ProgressBridge bridge(progress);
   LoadOptions saved = l.loader->options();
@@ -88,6 +113,7 @@ void register_loaders(pyb::module_& m) {
       })
       .def("get_weights", &get_weights)
       .def("mirror", &mirror)
+      .def("mapped_tensors", &mapped_tensors)
       .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = pyb::none(),
            pyb::arg("progress") = pyb::none());
   m.def("create_loader", [](const std::string& name, const pyb::dict& kwargs) {

@@ -43,9 +43,14 @@ _INVALID = {"InvalidArgument", "UnsupportedDType", "LoaderExists", "UnknownKwarg
             "TokenOutOfRange", "StateDictAmbiguous"}
 
 
+# Raised by every rank of a tensor-parallel load: the cause lies on some rank, given in the message.
+_DISTRIBUTED = {"RankFailed", "RanksDisagree"}
+
+
 def _from_core(code, message, file, tensor, retryable):
     """The exception for a C++ wl::Error (called by the extension's translator)."""
     cls = (NotFoundError if code in _NOT_FOUND else InvalidArgumentError if code in _INVALID
-           else IoError if code == "Io" else CancelledError if code == "Cancelled" else FormatError)
+           else IoError if code == "Io" else CancelledError if code == "Cancelled"
+           else Error if code in _DISTRIBUTED else FormatError)
     where = ": ".join(p for p in (file, f"tensor '{tensor}'" if tensor else "") if p)
     return cls(f"{where + ': ' if where else ''}{message} [{code}]", code, file, tensor, retryable)

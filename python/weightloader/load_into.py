@@ -2,10 +2,18 @@
 straight from the checkpoint into each tensor's memory, as load_state_dict would leave them."""
 from collections import namedtuple
 
-from . import _core
+from . import _core, tensor_parallel
+from .errors import _from_core
 from .loaders import WeightLoaderRegistry, CoreWeightLoader, BaseWeightLoader
 
-IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """(missing_keys, unexpected_keys), as torch's load_state_dict returns them; `report` is the
+    LoadReport (bytes_read, seconds, tp_rank, ...) or None for a loader that gives none."""
+
+    @property
+    def report(self):
+        return self.__dict__.get("_report")
 
 
 def _name_map_kwargs(name_map):
@@ -26,29 +34,66 @@ def _name_map_kwargs(name_map):
     return out
 
 
-def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=None, progress=None, **kwargs):
-    """Fills `module` from `path` in place and returns (missing_keys, unexpected_keys).
+def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=None, progress=None,
+              tp_rank=None, tp_size=None, shard_dims=None, fused=None, tp_group=None, **kwargs):
+    """Fills `module` from `path` in place and returns (missing_keys, unexpected_keys), with the
+    load's report as `.report`.
 
     loader: a registered name, "auto" (chosen by content), a class or an instance. kwargs go to the
     loader (strip_prefix, io, concurrency, ...). dtype: the module is converted to it first (with
     Module.to), then filled; without it every tensor is converted to its parameter's dtype.
-    strict: a missing or unexpected name raises, listing them. Shapes must match."""
+    strict: a missing or unexpected name raises, listing them. Shapes must match.
+
+    Tensor parallelism: `module` is rank tp_rank's of tp_size (default: torch.distributed's rank
+    and world size of tp_group when it is initialised, else 0 and 1), its parameters holding only
+    that rank's slices, and only those bytes are read (see weightloader.tensor_parallel for the
+    rule, shard_dims and fused). With torch.distributed initialised, every rank of tp_group checks
+    that all opened the same checkpoint and, at the end, that all loaded: a failure anywhere raises
+    RankFailed on every rank, within the process group's timeout (init_process_group(timeout=))."""
     if dtype is not None:
         import torch
         from . import dtypes
         module.to(dtypes.to_torch(dtypes.name_of(dtype)))
     kwargs.update(_name_map_kwargs(name_map))
-    if isinstance(loader, BaseWeightLoader):
-        instance = loader
-    else:
-        if loader == "auto":
-            loader, detected = _core.detect_loader(str(path))
-            kwargs = {**detected, **kwargs}
-        cls = WeightLoaderRegistry.get(loader) if isinstance(loader, str) else loader
-        instance = cls(**kwargs)
-    weights = instance.get_weights(str(path))
-    report = instance.load_weights(module, weights, strict=strict, progress=progress) \
-        if isinstance(instance, CoreWeightLoader) else instance.load_weights(module, weights)
+    ranks = tensor_parallel.Ranks(tp_rank, tp_size, tp_group)
+    with ranks.agreement("opening the checkpoint") as opened:
+        if isinstance(loader, BaseWeightLoader):
+            instance = loader
+        else:
+            if loader == "auto":
+                loader, detected = _core.detect_loader(str(path))
+                kwargs = {**detected, **kwargs}
+            cls = WeightLoaderRegistry.get(loader) if isinstance(loader, str) else loader
+            instance = cls(**kwargs)
+        weights = instance.get_weights(str(path))
+        opened.payload = tensor_parallel.fingerprint(weights)
+    ranks.check_same_checkpoint(opened.gathered)
+    with ranks.agreement("loading"):
+        if isinstance(instance, CoreWeightLoader):
+            shards = _rank_shards(module, instance, weights, ranks, shard_dims, fused)
+            report = instance.load_weights(module, weights, strict=strict, progress=progress, **shards)
+        elif ranks.size > 1:
+            raise _from_core("InvalidArgument", f"tensor-parallel loading (tp_size={ranks.size}) needs a registry loader, "
+                             f"not {type(instance).__name__}", "", "", False)
+        else:
+            report = instance.load_weights(module, weights)
     if report is None:
         return IncompatibleKeys([], [])
-    return IncompatibleKeys(list(report["missing"]), list(report["unexpected"]))
+    if isinstance(report, dict):
+        report["tp_rank"], report["tp_size"] = ranks.rank, ranks.size
+    out = IncompatibleKeys(list(report["missing"]), list(report["unexpected"]))
+    out._report = report
+    return out
+
+
+def _rank_shards(module, instance, weights, ranks, shard_dims, fused):
+    """{"shards": ...} for load_weights when some parameter takes slices or parts, else {}."""
+    checkpoint = {name: shape for _, name, shape in instance._core.mapped_tensors(weights._source) if name is not None}
+    params = {name: list(t.shape) for name, t in module.state_dict(keep_vars=True).items()}
+    shards = tensor_parallel.plan_shards(params, checkpoint, ranks.rank, ranks.size, shard_dims, fused)
+    if not shards:
+        return {}
+    if type(instance).load_weights is not BaseWeightLoader.load_weights:
+        raise _from_core("InvalidArgument", f"{type(instance).__name__} overrides load_weights, so it cannot fill "
+                         f"parameters from slices (tensor-parallel or fused: {', '.join(sorted(shards))})", "", "", False)
+    return {"shards": shards}

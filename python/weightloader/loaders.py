@@ -101,15 +101,20 @@ class BaseWeightLoader:
             self._core = _core.create_loader("local", kwargs)
         return self._core
 
-    def load_weights(self, model, weights, strict=None, progress=None):
+    def load_weights(self, model, weights, strict=None, progress=None, shards=None):
         """Fills `model` in place; strict (default: the loader's `strict` kwarg, else True) makes a
         missing or unexpected name an error listing them. progress: a callable (done, total) -> bool
-        (False cancels), False for none; by default a bar when stderr is a terminal. An LLM's
-        engine module maps checkpoint names onto its fused and sharded parameters itself."""
+        (False cancels), False for none; by default a bar when stderr is a terminal. shards:
+        {parameter: [tensor_parallel.Shard]}, parameters filled from slices of checkpoint tensors
+        (only those bytes are read) instead of the whole tensor of their name. An LLM's engine
+        module maps checkpoint names onto its fused and sharded parameters itself."""
         if getattr(model, "wl_engine_rank", None) is not None:
             return model.load_weights(weights)
         source = weights._source if isinstance(weights, Weights) else _memory_source(weights)
-        report = self._core_loader().load(source, module_tensors(model), strict, progress_for(progress, "loading"))
+        params = module_tensors(model)
+        if shards:
+            params = [(*p, [tuple(s) for s in shards[p[0]]] if p[0] in shards else None) for p in params]
+        report = self._core_loader().load(source, params, strict, progress_for(progress, "loading"))
         return LoadReport(json.loads(report))
 
 

@@ -68,9 +68,11 @@ class BaseWeightLoader:
     def get_weights(self, model_name_or_path: _Path) -> _WeightsLike:
         """The checkpoint's tensors: a Weights source, a dict or an iterable of (name, tensor) pairs."""
     def load_weights(self, model: torch.nn.Module, weights: _WeightsLike, strict: bool | None = None,
-                     progress: _Progress = None) -> LoadReport:
+                     progress: _Progress = None,
+                     shards: Mapping[str, Sequence[tuple[str, int, int, int, int]]] | None = None) -> LoadReport:
         """Fills `model` in place; strict (default: the loader's `strict` kwarg, else True) makes a
-        missing or unexpected name an error listing them."""
+        missing or unexpected name an error listing them. shards: parameters filled from slices of
+        checkpoint tensors (tensor_parallel.Shard), reading only those bytes."""
 
 class CoreWeightLoader(BaseWeightLoader):
     """A loader of the C++ registry, by name. Its kwargs are checked there: an unknown one is a

@@ -1,0 +1,48 @@
+"""Tensor-parallel loading: which slice of which checkpoint tensor fills each parameter of one
+rank's module (Megatron's and vLLM's conventions), and the agreement between ranks that turns a
+failure on one rank into the same error on every rank."""
+from types import TracebackType
+from typing import Any, Mapping, NamedTuple, Sequence
+
+from .loaders import _WeightsLike
+
+VLLM_FUSED: dict[str, tuple[str, ...]]
+"""vLLM's fused parameters and the checkpoint tensors they are stacked from, in row order."""
+
+class Shard(NamedTuple):
+    """Rows [begin, end) of `dim` of checkpoint tensor `source`, landing at `row_offset` in the parameter."""
+
+    source: str
+    dim: int
+    begin: int
+    end: int
+    row_offset: int
+
+def plan_shards(params: Mapping[str, Sequence[int]], checkpoint: Mapping[str, Sequence[int]], tp_rank: int = 0,
+                tp_size: int = 1, shard_dims: Mapping[str, int | None] | None = None,
+                fused: Mapping[str, Sequence[str]] | None = None) -> dict[str, list[Shard]]:
+    """What fills each parameter of rank `tp_rank` of `tp_size`: {parameter: [Shard]} for those filled
+    from slices or parts; the others take the whole tensor of their name."""
+
+class _Agreement:
+    payload: Any
+    gathered: list[Any] | None
+    def __enter__(self) -> _Agreement: ...
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> bool: ...
+
+class Ranks:
+    """The ranks loading together: this one's place, and the agreement steps every rank takes."""
+
+    rank: int
+    size: int
+    group: Any
+    dist: Any
+    def __init__(self, tp_rank: int | None = None, tp_size: int | None = None, group: Any = None) -> None: ...
+    def agreement(self, stage: str) -> _Agreement:
+        """A block whose failure on any rank raises RankFailed on every rank."""
+    def check_same_checkpoint(self, fingerprints: Sequence[Any]) -> None:
+        """RanksDisagree on every rank when the ranks' checkpoints differ in files or sizes."""
+
+def fingerprint(weights: _WeightsLike) -> list[tuple[str, int | None]] | None:
+    """(file name, size) of each file a checkpoint's tensors come from."""
