@@ -13,8 +13,10 @@ The rule, per parameter, from its shape and the checkpoint tensor's shape (after
 - a fused parameter (vLLM's qkv_proj from q_proj, k_proj, v_proj; gate_up_proj from gate_proj,
   up_proj) takes each part's rank slice at its row offset. The first part splits evenly; the others
   share the remaining rows in proportion to their sizes (GQA: k and v get the rank's kv heads).
-`shard_dims` ({name glob or regex: dim, or None for replicated}) overrides the rule for the
-parameters it matches; patterns that disagree about one parameter are an error naming the dims.
+Shapes alone never point at two dims (the divided one is the one where they differ), so the rule
+needs no hint; `shard_dims` ({name glob or regex: dim, or None for replicated}) states the intent
+for the parameters it matches, and a shape that does not fit it is an error. Patterns that give
+one parameter different dims are ambiguous: an error naming the parameter and the dims.
 """
 import fnmatch
 import os
@@ -72,30 +74,30 @@ def _rank_rows(full, rows, rank, size, what, name):
 def _split(name, shape, tensor_shape, rank, size, forced):
     """The shards of a parameter that is one checkpoint tensor of its own name; [] for the whole tensor."""
     shape, tensor_shape = list(shape), list(tensor_shape)
-    described = f"{shape} on this rank, {tensor_shape} in the checkpoint (tp_size={size})"
-    if forced[0]:
-        dim = forced[1]
-        if dim is None:
-            if shape != tensor_shape:
-                raise _shape_error(f"{described}, but shard_dims makes it replicated", name)
-            return []
-        if not 0 <= dim < len(tensor_shape):
-            raise _shape_error(f"shard_dims gives dim {dim}, outside the checkpoint's shape {tensor_shape}", name)
-    elif shape == tensor_shape or size == 1:
-        return []  # one rank: the load checks shapes as it always does (allow_reshape included)
-    else:
-        differing = [d for d in range(len(shape)) if len(shape) == len(tensor_shape) and shape[d] != tensor_shape[d]]
+    (decided, dim), described = forced, f"{shape} on this rank, {tensor_shape} in the checkpoint (tp_size={size})"
+    if not decided and (shape == tensor_shape or size == 1):
+        return []  # replicated; or one rank, whose shapes the load checks as always (allow_reshape included)
+    if decided and dim is None:
+        if shape != tensor_shape:
+            raise _shape_error(f"{described}, but shard_dims makes it replicated", name)
+        return []
+    if len(shape) != len(tensor_shape):
+        raise _shape_error(f"{described}: a rank's slice must have the checkpoint's number of dimensions", name)
+    differing = [d for d in range(len(shape)) if shape[d] != tensor_shape[d]]
+    if not decided:
         if len(differing) != 1:
-            raise _shape_error(f"{described}: a rank's slice differs from the checkpoint in exactly one dimension, "
-                               "divided by tp_size (or pass shard_dims)", name)
+            raise _shape_error(f"{described}: a rank's slice must differ from the checkpoint in exactly one dimension, "
+                               "divided by tp_size", name)
         dim = differing[0]
-    rest_equal = len(shape) == len(tensor_shape) and all(
-        shape[d] == tensor_shape[d] for d in range(len(shape)) if d != dim)
-    if not rest_equal:
-        raise _shape_error(f"{described}: only dim {dim} may differ", name)
+    elif not 0 <= dim < len(tensor_shape):
+        raise _shape_error(f"shard_dims gives dim {dim}, outside the checkpoint's shape {tensor_shape}", name)
+    elif any(d != dim for d in differing):
+        raise _shape_error(f"{described}: only dim {dim} (from shard_dims) may differ", name)
     full, rows = tensor_shape[dim], shape[dim]
     if rows > full:
         raise _shape_error(f"{described}: dim {dim} is larger on this rank than in the checkpoint", name)
+    if rows == full and size > 1:
+        raise _shape_error(f"{described}: shard_dims splits dim {dim}, but this rank holds all of it", name)
     if dim == 0:
         begin = _rank_rows(full, rows, rank, size, "dim 0", name)
     else:

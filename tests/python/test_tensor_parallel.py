@@ -63,6 +63,10 @@ def test_shard_dims_decides_and_patterns_that_disagree_are_an_ambiguity_naming_t
     assert plan_shards(params, checkpoint, 0, 2, shard_dims={r"a\.o_proj\..*": 1})  # a regular expression
     with pytest.raises(wl.InvalidArgumentError, match=r"'a.o_proj.weight'.*shard_dims makes it replicated"):
         plan_shards(params, checkpoint, 0, 2, shard_dims={"*o_proj*": None})
+    with pytest.raises(wl.InvalidArgumentError, match=r"'a.o_proj.weight'.*only dim 0 \(from shard_dims\) may differ"):
+        plan_shards(params, checkpoint, 0, 2, shard_dims={"*.o_proj.weight": 0})
+    with pytest.raises(wl.InvalidArgumentError, match=r"'n'.*shard_dims splits dim 0, but this rank holds all of it"):
+        plan_shards({"n": [8]}, {"n": [8]}, 0, 2, shard_dims={"n": 0})
     with pytest.raises(wl.InvalidArgumentError, match=r"'a.o_proj.weight': .*ambiguous.*dims \[0, 1\]"):
         plan_shards(params, checkpoint, 0, 2, shard_dims={"*.weight": 0, "a.*": 1})
 
@@ -140,6 +144,17 @@ def test_without_tp_arguments_nothing_changes_and_the_report_is_there(testdata):
     assert result == ([], []) and result.missing_keys == [] and result.report.tp_size == 1
     assert result.report.bytes_read == (testdata / TINY / "model.safetensors").stat().st_size - 8 - \
         int.from_bytes((testdata / TINY / "model.safetensors").read_bytes()[:8], "little")
+
+
+def test_rank_and_size_come_from_torch_distributed_and_explicit_arguments_win(testdata):
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
+    try:
+        c = tiny_config(testdata)
+        assert wl.load_into(TpLlama(c, fused=False), testdata / TINY).report.tp_size == 1  # the world's size
+        report = wl.load_into(TpLlama(c, rank=1, size=2), testdata / TINY, tp_rank=1, tp_size=2).report
+        assert (report.tp_rank, report.tp_size) == (1, 2)
+    finally:
+        dist.destroy_process_group()
 
 
 def test_a_loader_that_overrides_load_weights_cannot_take_slices(testdata):
