@@ -153,6 +153,8 @@ def test_rank_and_size_come_from_torch_distributed_and_explicit_arguments_win(te
         assert wl.load_into(TpLlama(c, fused=False), testdata / TINY).report.tp_size == 1  # the world's size
         report = wl.load_into(TpLlama(c, rank=1, size=2), testdata / TINY, tp_rank=1, tp_size=2).report
         assert (report.tp_rank, report.tp_size) == (1, 2)
+        alone = dist.new_group([0])
+        assert wl.load_into(TpLlama(c, fused=False), testdata / TINY, tp_group=alone).report.tp_size == 1
     finally:
         dist.destroy_process_group()
 
@@ -239,11 +241,17 @@ def two_ranks(tmp_path_factory, testdata):
     wl.save_file({n: t.float() for n, t in wl.load_file(testdata / TINY / "model.safetensors").items()},
                  f32 / "model.safetensors")
     mqa = _mqa_checkpoint(work / "mqa.safetensors")
+    corrupt = work / "corrupt"  # the same size, a header that is no JSON
+    corrupt.mkdir()
+    data = bytearray((testdata / TINY / "model.safetensors").read_bytes())
+    data[8:12] = b"\x00\xff{["
+    (corrupt / "model.safetensors").write_bytes(bytes(data))
     base = {"config_file": str(testdata / TINY / "config.json"), "inputs": [c["input_ids"] for c in cases]}
     scenarios = [
         {**base, "name": "tiny", "paths": [tiny, tiny]},
         {"name": "mqa", "config": mqa, "paths": [str(work / "mqa.safetensors")] * 2, "inputs": [[3, 1, 4, 1, 5, 9, 2, 6]]},
         {**base, "name": "missing", "paths": [tiny, str(work / "nowhere")]},
+        {**base, "name": "corrupt", "paths": [tiny, str(corrupt)]},
         {**base, "name": "bad_shape", "paths": [tiny, tiny], "bad_norm_on": 1},
         {**base, "name": "both_missing", "paths": [str(work / "nowhere0"), str(work / "nowhere1")]},
         {**base, "name": "disagree", "paths": [tiny, str(f32)]},
@@ -287,13 +295,17 @@ def test_two_ranks_replicate_a_single_kv_head(two_ranks):
         assert max(out["max_diff"]) < 1e-5
 
 
-@pytest.mark.parametrize("scenario, stage", [("missing", "opening the checkpoint"), ("bad_shape", "loading")])
-def test_a_rank_that_fails_makes_both_raise_naming_it(two_ranks, scenario, stage):
+@pytest.mark.parametrize("scenario, stage, cause", [
+    ("missing", "opening the checkpoint", "nowhere: no such file"),
+    ("corrupt", "opening the checkpoint", "[InvalidHeader"),
+    ("bad_shape", "loading", "'model.norm.weight'")])
+def test_a_rank_that_fails_makes_both_raise_naming_it(two_ranks, scenario, stage, cause):
     for rank, out in enumerate(two_ranks[0][scenario]):
         assert out.get("code") == "RankFailed", (rank, out)
         assert f"{stage}, failed on rank 1: " in out["error"] and "rank 0" not in out["error"], out["error"]
-        assert ("nowhere" if scenario == "missing" else "model.norm.weight") in out["error"]
-    assert two_ranks[0]["missing"][0]["untouched"]  # rank 0 never loaded half a model
+        assert cause in out["error"], out["error"]
+    if stage != "loading":
+        assert two_ranks[0][scenario][0]["untouched"]  # rank 0 stopped before loading anything
 
 
 def test_ranks_that_both_fail_are_each_named_with_their_cause(two_ranks):
