@@ -199,7 +199,9 @@ class Ranks:
         """RanksDisagree on every rank when the ranks' checkpoints differ in files or sizes."""
         if all(f == fingerprints[0] for f in fingerprints):
             return
-        listed = "; ".join(f"rank {r}: {', '.join(f'{n} ({s} bytes)' for n, s in f)}" for r, f in enumerate(fingerprints))
+        def files(f):
+            return ", ".join(f"{n} ({s} bytes)" for n, s in f) if f is not None else "tensors from a Python loader"
+        listed = "; ".join(f"rank {r}: {files(f)}" for r, f in enumerate(fingerprints))
         raise _from_core("RanksDisagree", f"tensor-parallel ranks opened different checkpoints (files and sizes): {listed}",
                          "", "", False)
 
@@ -223,6 +225,8 @@ class _Agreement:
         except RuntimeError as e:  # a peer died or hung past the process group's timeout
             raise _from_core("RankFailed", f"tensor-parallel load, {self.stage}: not every rank answered within the "
                              f"process group's timeout (a rank died or hung): {e}", "", "", False) from error
+        if error is not None and not isinstance(error, Exception):
+            return False  # Ctrl-C or exit: the others now know; this rank goes on stopping as asked
         failed = [(rank, message) for rank, message, _ in everyone if message is not None]
         if len(failed) == 1:
             raise _from_core("RankFailed", f"tensor-parallel load, {self.stage}, failed on rank {failed[0][0]}: "
