@@ -137,6 +137,23 @@ def test_one_rank_holds_its_slices_and_reads_only_their_bytes(testdata):
     assert result.report.bytes_read == (total - norms) // 2 + norms
 
 
+def test_slices_are_planned_on_names_after_the_name_mapping(testdata):
+    c = tiny_config(testdata)
+    outer = torch.nn.Module()
+    outer.m = TpLlama(c, rank=0, size=2)
+    result = wl.load_into(outer, testdata / TINY, tp_rank=0, tp_size=2,
+                          name_map={"model.": "m.model.", "lm_head.weight": "m.lm_head.weight"})
+    assert result == ([], [])
+    full = wl.load_file(testdata / TINY / "model.safetensors")
+    assert torch.equal(outer.m.lm_head.weight, full["lm_head.weight"][:c.vocab // 2].float())
+
+
+def test_mirror_lists_the_checkpoint_names_and_shapes(testdata):
+    loader = wl.HfWeightLoader()
+    mirrored = {name: shape for name, _, shape in loader.mirror(loader.get_weights(testdata / TINY))}
+    assert mirrored["model.embed_tokens.weight"] == [3000, 16] and len(mirrored) == 21
+
+
 def test_without_tp_arguments_nothing_changes_and_the_report_is_there(testdata):
     c = tiny_config(testdata)
     model = TpLlama(c, fused=False)
