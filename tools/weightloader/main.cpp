@@ -27,10 +27,14 @@ int main(int argc, char** argv) {
   wl::cli::add_convert_command(app);
   wl::cli::add_generate_command(app);
   wl::cli::add_tokenize_command(app);
+  wl::cli::add_diff_command(app);
+  wl::cli::add_verify_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const wl::cli::ExitStatus& e) {
+    return e.code;
   } catch (const wl::Error& e) {
     std::fprintf(stderr, "weightloader: error: %s\n", e.what());
     return 1;
