@@ -24,10 +24,15 @@ void add_inspect_command(CLI::App& app) {
       j["format"] = source->format();
       j["metadata"] = source->metadata();
       j["tensors"] = nlohmann::json::array();
-      for (const TensorInfo& t : source->tensors())
-        j["tensors"].push_back({{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"bytes", t.nbytes},
-                                {"file", t.file}, {"offset", t.offset}});
+      uint64_t params = 0;
+      for (const TensorInfo& t : source->tensors()) {
+        // "bytes" is the older spelling of "nbytes", kept for scripts that read it.
+        j["tensors"].push_back({{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"nbytes", t.nbytes},
+                                {"bytes", t.nbytes}, {"file", t.file}, {"offset", t.offset}});
+        params += t.numel();
+      }
       j["total_tensors"] = source->tensors().size();
+      j["total_parameters"] = params;
       j["total_bytes"] = source->total_bytes();
       fmt::print("{}\n", j.dump(2));
       return;

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       "meta.txt + model.bin format "
       "into a model's parameters, through loaders chosen by name.",
       "weightloader"};
+  app.set_version_flag("--version", "weightloader " WL_VERSION, "print the version and exit");
   app.require_subcommand(1);
   wl::cli::add_inspect_command(app);
   wl::cli::add_loaders_command(app);
