@@ -15,7 +15,7 @@ struct DiffOptions {
   // NaN agrees with NaN (numpy.testing.assert_allclose's equal_nan), an infinity with the same one.
   double atol = 0.0;
   double rtol = 0.0;
-  uint64_t window_bytes = 64ull << 20;  // memory per side: values are compared one window at a time
+  uint64_t window_bytes = 16ull << 20;  // memory per side: values are compared one window at a time
   IoOptions io;                          // reader threads, I/O mode, progress
 };
 

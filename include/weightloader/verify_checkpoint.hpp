@@ -13,7 +13,7 @@
 namespace wl {
 
 struct VerifyOptions {
-  uint64_t window_bytes = 64ull << 20;  // values are scanned one window at a time
+  uint64_t window_bytes = 16ull << 20;  // values are scanned one window at a time
   IoOptions io;                          // reader threads, I/O mode, progress (tensor bytes)
 };
 

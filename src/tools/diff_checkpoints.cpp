@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/thread_pool.hpp"
 #include "tools/tensor_stream.hpp"
 #include "weightloader/checkpoint_names.hpp"
 
@@ -55,23 +54,11 @@ Partial compare(const T* a, const T* b, uint64_t n, double atol, double rtol) {
   return p;
 }
 
-// Splits a piece over the pool's threads.
-Partial compare_piece(ThreadPool& pool, const StreamPiece& piece, DType dtype, double atol, double rtol) {
-  constexpr uint64_t kPerTask = 1 << 16;
-  const size_t tasks = size_t((piece.count + kPerTask - 1) / kPerTask);
-  std::vector<Partial> parts(tasks);
-  const size_t esize = dtype_size(dtype);
-  pool.run(tasks, [&](size_t i) {
-    const uint64_t begin = i * kPerTask, n = std::min(kPerTask, piece.count - begin);
-    const auto* a = static_cast<const std::byte*>(piece.data[0]) + begin * esize;
-    const auto* b = static_cast<const std::byte*>(piece.data[1]) + begin * esize;
-    parts[i] = dtype == DType::F64
-                   ? compare(reinterpret_cast<const double*>(a), reinterpret_cast<const double*>(b), n, atol, rtol)
-                   : compare(reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), n, atol, rtol);
-  });
-  Partial total;
-  for (const Partial& p : parts) total.merge(p);
-  return total;
+Partial compare_piece(const StreamPiece& piece, DType dtype, double atol, double rtol) {
+  return dtype == DType::F64 ? compare(static_cast<const double*>(piece.data[0]),
+                                       static_cast<const double*>(piece.data[1]), piece.count, atol, rtol)
+                             : compare(static_cast<const float*>(piece.data[0]),
+                                       static_cast<const float*>(piece.data[1]), piece.count, atol, rtol);
 }
 
 std::string shape_json(const Shape& s) { return shape_to_string(s); }
@@ -122,7 +109,6 @@ DiffReport diff_checkpoints(const WeightSource& a_in, const WeightSource& b_in, 
   for (const TensorInfo& u : b->tensors())
     if (!a->find(u.name)) report.only_in_b.push_back(u.name);
 
-  ThreadPool pool(o.io.concurrency);
   for (int wide = 0; wide < 2; ++wide) {
     StreamOptions so;
     so.dtype = wide ? DType::F64 : DType::F32;
@@ -130,7 +116,7 @@ DiffReport diff_checkpoints(const WeightSource& a_in, const WeightSource& b_in, 
     so.io = o.io;
     std::vector<Partial> partials(groups[wide].size());
     report.bytes_read += stream_tensors(groups[wide], so, [&](const StreamPiece& piece) {
-      partials[piece.group].merge(compare_piece(pool, piece, so.dtype, o.atol, o.rtol));
+      partials[piece.group].merge(compare_piece(piece, so.dtype, o.atol, o.rtol));
     });
     for (size_t g = 0; g < partials.size(); ++g) {
       TensorDiff& d = report.tensors[diff_of[wide][g]];

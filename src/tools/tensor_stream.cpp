@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "weightloader/error.hpp"
 
@@ -37,11 +38,18 @@ uint64_t stream_tensors(const std::vector<StreamGroup>& groups, const StreamOpti
     if (g.size() != sides) throw Error(ErrorCode::InvalidArgument, "every group needs the same number of sides");
     for (const StreamTensor& s : g) stored_total += s.tensor->nbytes;
   }
-  uint64_t window_elems = std::max<uint64_t>(1, o.window_bytes / esize);
-  for (const StreamGroup& g : groups) window_elems = std::max(window_elems, rows_of(*g.front().tensor).elems);
-  std::vector<std::vector<std::byte>> buffers(sides, std::vector<std::byte>(window_elems * esize));
+  // The window: the bound, grown to the largest row, shrunk to what the stream holds.
+  uint64_t window_elems = std::max<uint64_t>(1, o.window_bytes / esize), largest_row = 1, all = 0;
+  for (const StreamGroup& g : groups) {
+    largest_row = std::max(largest_row, rows_of(*g.front().tensor).elems);
+    all += g.front().tensor->numel();
+  }
+  window_elems = std::max(largest_row, std::min(window_elems, all));
+  std::vector<std::unique_ptr<std::byte[]>> buffers;  // not zeroed: every value is read before it is seen
+  for (size_t side = 0; side < sides; ++side) buffers.push_back(std::make_unique_for_overwrite<std::byte[]>(window_elems * esize));
   IoOptions io = o.io;
   io.progress = nullptr;  // reported here, over the whole stream
+  io.prefault = false;    // the same buffers every window: touched once, by the first
 
   size_t group = 0;
   uint64_t row = 0;
@@ -71,7 +79,7 @@ uint64_t stream_tensors(const std::vector<StreamGroup>& groups, const StreamOpti
         if (p.count == 0) continue;
         const StreamTensor& s = groups[p.group][side];
         batches[s.source].push_back(
-            {s.tensor, Slice{0, p.row_begin, p.row_end}, o.dtype, buffers[side].data() + p.offset * esize});
+            {s.tensor, Slice{0, p.row_begin, p.row_end}, o.dtype, buffers[side].get() + p.offset * esize});
         if (s.tensor->shape.empty()) batches[s.source].back().slice = {};
       }
       for (const auto& [source, requests] : batches) bytes_read += source->read_all(requests, io).bytes_read;
@@ -79,7 +87,7 @@ uint64_t stream_tensors(const std::vector<StreamGroup>& groups, const StreamOpti
     for (const Planned& p : plan) {
       StreamPiece piece{p.group, p.first, p.count, {}};
       for (size_t side = 0; side < sides; ++side) {
-        piece.data.push_back(buffers[side].data() + p.offset * esize);
+        piece.data.push_back(buffers[side].get() + p.offset * esize);
         const TensorInfo& t = *groups[p.group][side].tensor;
         const uint64_t n = t.numel();
         if (n) stored_done += t.nbytes * p.count / n;

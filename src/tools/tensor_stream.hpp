@@ -29,7 +29,7 @@ struct StreamPiece {
 
 struct StreamOptions {
   DType dtype = DType::F32;
-  uint64_t window_bytes = 64ull << 20;  // per side; a row larger than this is read alone
+  uint64_t window_bytes = 16ull << 20;  // per side; a row larger than this is read alone
   IoOptions io;                         // io.progress sees the stored bytes of all sides
 };
 
