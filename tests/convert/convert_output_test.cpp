@@ -151,6 +151,14 @@ TEST_F(ConvertOutput, NeverOverTheInput) {
   test::expect_error(ErrorCode::InvalidArgument, [&] { convert_checkpoint(*source, dir.file("link") + "/", {}); });
   EXPECT_EQ(fs::file_size(input), before);
   EXPECT_EQ(open(input)->tensors().size(), source->tensors().size());
+
+  ConvertOptions gguf;
+  gguf.to = CheckpointFormat::Gguf;
+  gguf.heads = {4, 0, 0};
+  convert_checkpoint(*source, dir.file("m.gguf"), gguf);
+  const auto gguf_size = fs::file_size(dir.file("m.gguf"));
+  test::expect_error(ErrorCode::InvalidArgument, [&] { convert_checkpoint(*open(dir.file("m.gguf")), dir.file("m.gguf"), gguf); });
+  EXPECT_EQ(fs::file_size(dir.file("m.gguf")), gguf_size);
 }
 
 TEST_F(ConvertOutput, AFailedConversionLeavesNothing) {
