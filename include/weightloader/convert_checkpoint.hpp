@@ -52,6 +52,7 @@ struct ConvertOptions {
   LlamaHeads heads;             // overrides for GGUF / llama2.c
   std::string tokenizer;        // gguf: a tokenizer file (llama2.c, SentencePiece or GGUF) whose
                                 // vocabulary is written as tokenizer.ggml.*; empty: none
+  ProgressCallback progress;    // the source's stored bytes read so far, tensor by tensor; may be empty
 };
 
 // Writes `source` to `out`: a file for GGUF, llama2.c and safetensors when `out` ends in

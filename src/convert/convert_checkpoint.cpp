@@ -30,9 +30,27 @@ Shape shape_of(const WeightSource& s, const std::string& name) {
   return t->shape;
 }
 
-std::vector<std::pair<std::string, TensorView>> load_all(const WeightSource& s, DType dtype) {
+// Reports the source's stored bytes as tensors are read (ConvertOptions::progress).
+class Tally {
+ public:
+  Tally(const WeightSource& s, const ProgressCallback& progress) : progress_(progress), total_(s.total_bytes()) {}
+  void add(const TensorInfo& t) {
+    done_ += t.nbytes;
+    if (progress_ && !progress_(done_, total_))
+      throw Error(ErrorCode::Cancelled, "conversion cancelled by the progress callback", t.file, t.name);
+  }
+
+ private:
+  const ProgressCallback& progress_;
+  uint64_t done_ = 0, total_;
+};
+
+std::vector<std::pair<std::string, TensorView>> load_all(const WeightSource& s, DType dtype, Tally& tally) {
   std::vector<std::pair<std::string, TensorView>> out;
-  for (const TensorInfo& t : s.tensors()) out.emplace_back(t.name, s.load(t, dtype));
+  for (const TensorInfo& t : s.tensors()) {
+    out.emplace_back(t.name, s.load(t, dtype));
+    tally.add(t);
+  }
   return out;
 }
 
@@ -57,15 +75,17 @@ bool write_config_json(const WeightSource& s, const std::string& dir) {
 
 // Streams `indices` of `entries` into one safetensors file; returns the tensor bytes written.
 uint64_t write_safetensors_file(const WeightSource& s, const std::vector<SafetensorsEntry>& entries,
-                                const std::vector<size_t>& indices, const std::string& path) {
+                                const std::vector<size_t>& indices, const std::string& path, Tally& tally) {
   std::vector<SafetensorsEntry> mine;
   for (size_t i : indices) mine.push_back(entries[i]);
   SafetensorsStreamWriter writer(path, mine, {{"format", "pt"}});
   uint64_t written = 0;
   for (const SafetensorsEntry& e : mine) {
-    TensorView v = s.load(s.at(e.name), e.dtype);
+    const TensorInfo& t = s.at(e.name);
+    TensorView v = s.load(t, e.dtype);
     writer.write_tensor(v);
     written += v.nbytes();
+    tally.add(t);
   }
   writer.finish();
   return written;
@@ -73,6 +93,7 @@ uint64_t write_safetensors_file(const WeightSource& s, const std::vector<Safeten
 
 // One file, or a directory of shards + index (when they are more than one) + config.json.
 uint64_t write_safetensors_output(const WeightSource& s, const std::string& out, const ConvertOptions& o) {
+  Tally tally(s, o.progress);
   std::vector<SafetensorsEntry> entries;
   std::vector<size_t> all;
   for (const TensorInfo& t : s.tensors()) {
@@ -83,7 +104,7 @@ uint64_t write_safetensors_output(const WeightSource& s, const std::string& out,
     if (o.shard_bytes)
       throw Error(ErrorCode::InvalidArgument, "a sharded checkpoint is a directory, not one .safetensors file", out);
     refuse_overwriting_input(s, out);
-    return write_safetensors_file(s, entries, all, out);
+    return write_safetensors_file(s, entries, all, out, tally);
   }
   ShardPlan plan = o.shard_bytes ? plan_safetensors_shards(entries, o.shard_bytes) : ShardPlan{{all}, 0};
   if (plan.shards.empty()) plan.shards.push_back({});
@@ -95,7 +116,7 @@ uint64_t write_safetensors_output(const WeightSource& s, const std::string& out,
   OutputDirectory dir(out);
   uint64_t written = 0;
   for (size_t i = 0; i < plan.shards.size(); ++i)
-    written += write_safetensors_file(s, entries, plan.shards[i], dir.file(files[i + 1]));
+    written += write_safetensors_file(s, entries, plan.shards[i], dir.file(files[i + 1]), tally);
   if (indexed) {
     AtomicFileWriter index(dir.file(kSafetensorsIndexName));
     const std::string text = safetensors_index_json(entries, plan);
@@ -139,12 +160,13 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("--shard-size applies to safetensors, not {}", checkpoint_format_name(o.to)), out);
   if (o.to != CheckpointFormat::Safetensors && o.to != CheckpointFormat::CustomBinary) refuse_overwriting_input(s, out);
+  Tally tally(s, o.progress);
   switch (o.to) {
     case CheckpointFormat::Safetensors:
       return write_safetensors_output(s, out, o);
     case CheckpointFormat::CustomBinary: {
       refuse_overwriting_input(s, out, {"model.bin", "meta.txt", "config.json"});
-      auto tensors = load_all(s, DType::F32);
+      auto tensors = load_all(s, DType::F32, tally);
       OutputDirectory dir(out);
       write_custom_binary(dir.path(), tensors);
       write_config_json(s, dir.path());
@@ -198,6 +220,7 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
         TensorView v = s.load(t, DType::F32);
         writer.write_tensor(v);
         written += v.nbytes();
+        tally.add(t);
       }
       writer.finish();
       return written;
@@ -219,7 +242,7 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
       header.seq_len = h.seq_len;
       header.shared_classifier = s.find("lm_head.weight") == nullptr;
       header.group_size = o.llama2c_group;
-      auto tensors = load_all(s, DType::F32);
+      auto tensors = load_all(s, DType::F32, tally);
       write_llama2c(out, header, tensors);
       for (const auto& [n, v] : tensors) written += v.nbytes();
       return written;

@@ -38,7 +38,7 @@ std::string safetensors_index_json(const std::vector<SafetensorsEntry>& entries,
   for (size_t s = 0; s < plan.shards.size(); ++s)
     for (size_t i : plan.shards[s]) weight_map[entries[i].name] = safetensors_shard_name(s, plan.shards.size());
   const nlohmann::json index = {{"metadata", {{"total_size", plan.total_size}}}, {"weight_map", weight_map}};
-  return index.dump(2) + "\n";
+  return index.dump(2, ' ', /*ensure_ascii=*/true) + "\n";  // Python's json.dumps escapes non-ASCII as \uXXXX
 }
 
 }  // namespace wl

@@ -26,7 +26,7 @@ ShardPlan plan_safetensors_shards(const std::vector<SafetensorsEntry>& entries, 
 std::string safetensors_shard_name(size_t index, size_t count);
 
 // model.safetensors.index.json as save_pretrained writes it: {"metadata": {"total_size": N},
-// "weight_map": {name: file}}, keys sorted, indented by 2, ending in a newline.
+// "weight_map": {name: file}}, keys sorted, indented by 2, non-ASCII escaped, ending in a newline.
 std::string safetensors_index_json(const std::vector<SafetensorsEntry>& entries, const ShardPlan& plan);
 
 }  // namespace wl

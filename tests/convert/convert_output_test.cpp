@@ -178,3 +178,34 @@ TEST_F(ConvertOutput, AFailedConversionLeavesNothing) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+TEST(ConvertProgress, ReportsEveryByteAndCancels) {
+  test::TempDir dir;
+  SynthOptions so;
+  so.shape = LlamaShape::preset("tiny");
+  write_synthetic_llama(dir.file("src"), so);
+  auto source = WeightLoaderRegistry::global().create("local")->get_weights(dir.file("src"));
+  uint64_t last = 0, total = 0;
+  ConvertOptions o;
+  o.progress = [&](uint64_t done, uint64_t all) {
+    EXPECT_GE(done, last);
+    last = done;
+    total = all;
+    return true;
+  };
+  convert_checkpoint(*source, dir.file("out"), o);
+  EXPECT_EQ(last, source->total_bytes());
+  EXPECT_EQ(total, source->total_bytes());
+  o.progress = [](uint64_t done, uint64_t) { return done == 0; };  // cancel after the first tensor
+  test::expect_error(ErrorCode::Cancelled, [&] { convert_checkpoint(*source, dir.file("cancelled"), o); });
+  EXPECT_FALSE(std::filesystem::exists(dir.file("cancelled")));
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 2u);  // src and out: the temporary directory is gone
+}
+
+}  // namespace
+}  // namespace wl

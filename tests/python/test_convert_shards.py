@@ -68,6 +68,7 @@ def checkpoint(tmp_path):
         "layers.1.big.weight": torch.randn(128, 64, generator=g),  # above the limit: a shard of its own
         "layers.1.steps": torch.arange(10, dtype=torch.int64),
         "head.weight": torch.randn(16, 32, generator=g),
+        "lm.tête.bias": torch.randn(16, generator=g),  # json.dumps escapes it in the index
     }
     path = tmp_path / "pytorch_model.bin"
     torch.save(tensors, path)

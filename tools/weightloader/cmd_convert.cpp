@@ -16,7 +16,7 @@ void add_convert_command(CLI::App& app) {
   auto opts = std::make_shared<SourceOptions>();
   struct Args {
     std::string out, to, dtype, gguf_type = "f16", tokenizer, shard_size;
-    bool no_tokenizer = false;
+    bool no_tokenizer = false, quiet = false;
     int version = 1;
     uint64_t group = 64, heads = 0, kv_heads = 0, seq_len = 0;
   };
@@ -43,6 +43,7 @@ void add_convert_command(CLI::App& app) {
                   "gguf: tokenizer to embed (llama2.c tokenizer.bin, tokenizer.model or a GGUF file; default: the one "
                   "found next to the input)");
   cmd->add_flag("--no-tokenizer", a->no_tokenizer, "gguf: embed no tokenizer");
+  cmd->add_flag("-q,--quiet", a->quiet, "no progress bar");
   cmd->callback([opts, a] {
     ConvertOptions o;
     o.to = output_format_for(a->out, a->to.empty() ? std::nullopt : std::optional(parse_checkpoint_format(a->to)));
@@ -59,6 +60,7 @@ void add_convert_command(CLI::App& app) {
     o.llama2c_version = a->version;
     o.llama2c_group = a->group;
     o.heads = {a->heads, a->kv_heads, a->seq_len};
+    o.progress = make_progress_bar(a->quiet);
     if (o.to == CheckpointFormat::Gguf && !a->no_tokenizer)
       o.tokenizer = a->tokenizer.empty() ? find_tokenizer_path(opts->path) : a->tokenizer;
     auto source = with_normalised_names(*loader->get_weights(opts->path), loader->options().names);
