@@ -18,9 +18,12 @@ WL_API CheckpointFormat parse_checkpoint_format(const std::string& name);  // In
 WL_API std::string_view checkpoint_format_name(CheckpointFormat format);  // the inverse
 
 // The format an output path asks for: `.safetensors` one safetensors file, `.gguf` GGUF, `.bin`
-// llama2.c; an existing directory, a path ending in '/' or a name without extension a directory
-// (safetensors, or custom_binary when `to` says so). `to` (the user's --to) must agree with the
-// extension: InvalidArgument names both otherwise; it decides alone for an unknown extension.
+// llama2.c; an existing directory, a path ending in '/' or any other name a directory
+// (safetensors, or custom_binary when `to` says so), except names of checkpoint files nothing
+// here writes (.pt, .pth, .ckpt, .h5, .onnx, .npz, .msgpack, .json: InvalidArgument unless `to`
+// decides). `to` (the user's --to) must agree with the extension: InvalidArgument names both
+// otherwise. A new name that is not surely a directory (no trailing '/') may be a GGUF or
+// llama2.c file when `to` says so.
 WL_API CheckpointFormat output_format_for(const std::string& out, std::optional<CheckpointFormat> to = std::nullopt);
 
 // "5GB", "500MB", "2GiB", "1024" (bytes): decimal units as Hugging Face's parse_size_to_int

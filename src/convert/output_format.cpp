@@ -22,14 +22,21 @@ struct PathKind {
   bool directory = false;
 };
 
+// Checkpoint files of formats nothing here writes: naming one is a mistake, not a directory.
+bool is_unwritable_file_extension(const std::string& ext) {
+  for (const char* e : {".pt", ".pth", ".ckpt", ".h5", ".onnx", ".npz", ".msgpack", ".json"})
+    if (ext == e) return true;
+  return false;
+}
+
 PathKind kind_of(const std::string& out) {
   if (out.ends_with('/') || fs::is_directory(out)) return {std::nullopt, true};
   const std::string ext = fs::path(out).extension().string();
-  if (ext.empty()) return {std::nullopt, true};
   if (ext == ".safetensors") return {CheckpointFormat::Safetensors, false};
   if (ext == ".gguf") return {CheckpointFormat::Gguf, false};
   if (ext == ".bin") return {CheckpointFormat::Llama2c, false};
-  return {std::nullopt, false};
+  // Anything else is a directory's name: "llama-3.1-8b" has the "extension" ".1-8b".
+  return {std::nullopt, !is_unwritable_file_extension(ext)};
 }
 
 bool is_directory_format(CheckpointFormat f) {
@@ -71,8 +78,8 @@ CheckpointFormat output_format_for(const std::string& out, std::optional<Checkpo
   }
   if (!to)
     throw Error(ErrorCode::InvalidArgument,
-                fmt::format("cannot tell the output format from the extension '{}' (.safetensors, .gguf, .bin, or a "
-                            "directory): pass --to",
+                fmt::format("no format is written as '{}' files (.safetensors, .gguf, .bin, or a directory): pass --to "
+                            "to write one of them under this name",
                             fs::path(out).extension().string()),
                 out);
   return *to;

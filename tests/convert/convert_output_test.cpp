@@ -33,6 +33,8 @@ TEST(OutputFormat, FollowsTheExtension) {
   EXPECT_EQ(output_format_for(dir.file("out"), CheckpointFormat::CustomBinary), CheckpointFormat::CustomBinary);
   EXPECT_EQ(output_format_for(dir.file("m.gguf"), CheckpointFormat::Gguf), CheckpointFormat::Gguf);
   EXPECT_EQ(output_format_for(dir.file("m.weights"), CheckpointFormat::Gguf), CheckpointFormat::Gguf);
+  EXPECT_EQ(output_format_for(dir.file("llama-3.1-8b")), CheckpointFormat::Safetensors);  // a directory's name
+  EXPECT_EQ(output_format_for(dir.file("m.pt"), CheckpointFormat::Llama2c), CheckpointFormat::Llama2c);
 }
 
 TEST(OutputFormat, RefusesWhatContradictsTheExtension) {
