@@ -56,7 +56,7 @@ std::vector<std::pair<std::string, TensorView>> load_all(const WeightSource& s, 
 
 // The configuration the output's directory needs to be run: the source's config.json, or one
 // derived from its GGUF keys or llama2.c header. Nothing for a checkpoint that is not a Llama.
-bool write_config_json(const WeightSource& s, const std::string& dir) {
+void write_config_json(const WeightSource& s, const std::string& dir) {
   std::string text;
   if (auto it = s.metadata().find("config.json"); it != s.metadata().end()) {
     text = it->second;
@@ -64,13 +64,12 @@ bool write_config_json(const WeightSource& s, const std::string& dir) {
     try {
       text = llama_config_from_source(s).to_hf_config_json();
     } catch (const Error&) {
-      return false;
+      return;
     }
   }
   AtomicFileWriter file((fs::path(dir) / "config.json").string());
   file.write(text.data(), text.size());
   file.commit();
-  return true;
 }
 
 // Streams `indices` of `entries` into one safetensors file; returns the tensor bytes written.
@@ -92,8 +91,7 @@ uint64_t write_safetensors_file(const WeightSource& s, const std::vector<Safeten
 }
 
 // One file, or a directory of shards + index (when they are more than one) + config.json.
-uint64_t write_safetensors_output(const WeightSource& s, const std::string& out, const ConvertOptions& o) {
-  Tally tally(s, o.progress);
+uint64_t write_safetensors_output(const WeightSource& s, const std::string& out, const ConvertOptions& o, Tally& tally) {
   std::vector<SafetensorsEntry> entries;
   std::vector<size_t> all;
   for (const TensorInfo& t : s.tensors()) {
@@ -163,7 +161,7 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
   Tally tally(s, o.progress);
   switch (o.to) {
     case CheckpointFormat::Safetensors:
-      return write_safetensors_output(s, out, o);
+      return write_safetensors_output(s, out, o, tally);
     case CheckpointFormat::CustomBinary: {
       refuse_overwriting_input(s, out, {"model.bin", "meta.txt", "config.json"});
       auto tensors = load_all(s, DType::F32, tally);

@@ -61,8 +61,6 @@ Partial compare_piece(const StreamPiece& piece, DType dtype, double atol, double
                                        static_cast<const float*>(piece.data[1]), piece.count, atol, rtol);
 }
 
-std::string shape_json(const Shape& s) { return shape_to_string(s); }
-
 }  // namespace
 
 bool DiffReport::matches() const {
@@ -97,9 +95,7 @@ DiffReport diff_checkpoints(const WeightSource& a_in, const WeightSource& b_in, 
     d.shape_b = u->shape;
     d.elements = t.numel();
     d.equal_bits = !d.dtype_differs() && !d.shape_differs();
-    if (d.shape_differs()) {
-      d.beyond_tolerance = 0;
-    } else {
+    if (!d.shape_differs()) {  // values are compared only between tensors of one shape
       const int wide = is_wide(t.dtype) || is_wide(u->dtype);
       groups[wide].push_back({{a.get(), &t}, {b.get(), u}});
       diff_of[wide].push_back(report.tensors.size());
@@ -184,7 +180,7 @@ std::string DiffReport::to_string(bool verbose) const {
     }
     std::string note = t.equal_bits ? "equal bits" : t.matches() ? "within tolerance" : "DIFFERS";
     if (t.shape_differs())
-      note = fmt::format("SHAPE {} vs {}", shape_json(t.shape_a), shape_json(t.shape_b));
+      note = fmt::format("SHAPE {} vs {}", shape_to_string(t.shape_a), shape_to_string(t.shape_b));
     out += fmt::format("{:<{}}  {:<14} {:>12.4g} {:>12.4g} {:>12}  {}\n", t.name, width, t.dtype_a + "/" + t.dtype_b,
                        t.max_abs_diff, t.max_rel_diff, t.beyond_tolerance, note);
   }
