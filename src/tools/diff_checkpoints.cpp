@@ -54,8 +54,8 @@ Partial compare(const T* a, const T* b, uint64_t n, double atol, double rtol) {
   return p;
 }
 
-Partial compare_piece(const StreamPiece& piece, DType dtype, double atol, double rtol) {
-  return dtype == DType::F64 ? compare(static_cast<const double*>(piece.data[0]),
+Partial compare_piece(const StreamPiece& piece, double atol, double rtol) {
+  return piece.dtype == DType::F64 ? compare(static_cast<const double*>(piece.data[0]),
                                        static_cast<const double*>(piece.data[1]), piece.count, atol, rtol)
                              : compare(static_cast<const float*>(piece.data[0]),
                                        static_cast<const float*>(piece.data[1]), piece.count, atol, rtol);
@@ -78,9 +78,8 @@ DiffReport diff_checkpoints(const WeightSource& a_in, const WeightSource& b_in, 
   report.b = b->origin();
   report.atol = o.atol;
   report.rtol = o.rtol;
-  // Pairs compared at F32 first, then those that need F64: one stream each.
-  std::vector<StreamGroup> groups[2];
-  std::vector<size_t> diff_of[2];
+  std::vector<StreamGroup> groups;
+  std::vector<size_t> diff_of;  // the TensorDiff of each group
   for (const TensorInfo& t : a->tensors()) {
     const TensorInfo* u = b->find(t.name);
     if (!u) {
@@ -96,31 +95,28 @@ DiffReport diff_checkpoints(const WeightSource& a_in, const WeightSource& b_in, 
     d.elements = t.numel();
     d.equal_bits = !d.dtype_differs() && !d.shape_differs();
     if (!d.shape_differs()) {  // values are compared only between tensors of one shape
-      const int wide = is_wide(t.dtype) || is_wide(u->dtype);
-      groups[wide].push_back({{a.get(), &t}, {b.get(), u}});
-      diff_of[wide].push_back(report.tensors.size());
+      const DType as = is_wide(t.dtype) || is_wide(u->dtype) ? DType::F64 : DType::F32;
+      groups.push_back({{{a.get(), &t}, {b.get(), u}}, as});
+      diff_of.push_back(report.tensors.size());
     }
     report.tensors.push_back(std::move(d));
   }
   for (const TensorInfo& u : b->tensors())
     if (!a->find(u.name)) report.only_in_b.push_back(u.name);
 
-  for (int wide = 0; wide < 2; ++wide) {
-    StreamOptions so;
-    so.dtype = wide ? DType::F64 : DType::F32;
-    so.window_bytes = o.window_bytes;
-    so.io = o.io;
-    std::vector<Partial> partials(groups[wide].size());
-    report.bytes_read += stream_tensors(groups[wide], so, [&](const StreamPiece& piece) {
-      partials[piece.group].merge(compare_piece(piece, so.dtype, o.atol, o.rtol));
-    });
-    for (size_t g = 0; g < partials.size(); ++g) {
-      TensorDiff& d = report.tensors[diff_of[wide][g]];
-      d.equal_bits = d.equal_bits && partials[g].equal_bits;
-      d.max_abs_diff = partials[g].max_abs;
-      d.max_rel_diff = partials[g].max_rel;
-      d.beyond_tolerance = partials[g].beyond;
-    }
+  StreamOptions so;
+  so.window_bytes = o.window_bytes;
+  so.io = o.io;
+  std::vector<Partial> partials(groups.size());
+  report.bytes_read = stream_tensors(groups, so, [&](const StreamPiece& piece) {
+    partials[piece.group].merge(compare_piece(piece, o.atol, o.rtol));
+  });
+  for (size_t g = 0; g < partials.size(); ++g) {
+    TensorDiff& d = report.tensors[diff_of[g]];
+    d.equal_bits = d.equal_bits && partials[g].equal_bits;
+    d.max_abs_diff = partials[g].max_abs;
+    d.max_rel_diff = partials[g].max_rel;
+    d.beyond_tolerance = partials[g].beyond;
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

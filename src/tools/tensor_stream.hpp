@@ -1,6 +1,6 @@
 // Reads whole checkpoints window by window through the I/O engine, so that the tools (diff,
 // verify) look at every value with bounded memory: each window is a run of rows of one or more
-// tensors, converted to one dtype, at most `window_bytes` per side.
+// tensors, each converted to its group's dtype, at most `window_bytes` per side.
 #pragma once
 
 #include <cstdint>
@@ -11,24 +11,28 @@
 
 namespace wl {
 
-// A tensor of one side; every side of a group has the same shape.
+// A tensor of one side.
 struct StreamTensor {
   const WeightSource* source = nullptr;
   const TensorInfo* tensor = nullptr;
 };
-using StreamGroup = std::vector<StreamTensor>;
+// Tensors of the same shape, one per side (every group has as many), read as `dtype`.
+struct StreamGroup {
+  std::vector<StreamTensor> sides;
+  DType dtype = DType::F32;
+};
 
-// A run of elements of group `group`: data[side] holds `count` values of the stream's dtype,
+// A run of elements of group `group`: data[side] holds `count` values of the group's dtype,
 // elements [first, first + count) of each side's tensor in row-major order.
 struct StreamPiece {
   size_t group = 0;
+  DType dtype = DType::F32;
   uint64_t first = 0;
   uint64_t count = 0;
   std::vector<const void*> data;
 };
 
 struct StreamOptions {
-  DType dtype = DType::F32;
   uint64_t window_bytes = 16ull << 20;  // per side; a row larger than this is read alone
   IoOptions io;                         // io.progress sees the stored bytes of all sides
 };

@@ -43,8 +43,8 @@ Counts count(const void* data, uint64_t n) {
   return {nan, inf, n - zero};
 }
 
-Counts count_piece(const StreamPiece& piece, DType dtype) {
-  return dtype == DType::F64 ? count<uint64_t>(piece.data[0], piece.count) : count<uint32_t>(piece.data[0], piece.count);
+Counts count_piece(const StreamPiece& piece) {
+  return piece.dtype == DType::F64 ? count<uint64_t>(piece.data[0], piece.count) : count<uint32_t>(piece.data[0], piece.count);
 }
 
 bool is_sha256_name(const std::string& name) {
@@ -87,30 +87,22 @@ VerifyReport verify_checkpoint(const WeightSource& s, const VerifyOptions& o) {
   VerifyReport r;
   r.origin = s.origin();
   r.format = s.format();
-  std::vector<StreamGroup> groups[2];  // scanned as F32, and as F64 (64-bit types)
-  std::vector<size_t> check_of[2];
+  std::vector<StreamGroup> groups;  // one per tensor, scanned as F32 (F64 for 64-bit types)
   for (const TensorInfo& t : s.tensors()) {
     r.tensor_bytes += t.nbytes;
-    const int wide = dtype_size(t.dtype) == 8;
-    groups[wide].push_back({{&s, &t}});
-    check_of[wide].push_back(r.tensors.size());
+    groups.push_back({{{&s, &t}}, dtype_size(t.dtype) == 8 ? DType::F64 : DType::F32});
     r.tensors.push_back({t.name, t.stored_type(), t.shape, t.numel(), 0, 0, false});
   }
-  for (int wide = 0; wide < 2; ++wide) {
-    StreamOptions so;
-    so.dtype = wide ? DType::F64 : DType::F32;
-    so.window_bytes = o.window_bytes;
-    so.io = o.io;
-    std::vector<Counts> counts(groups[wide].size());
-    r.bytes_read += stream_tensors(groups[wide], so, [&](const StreamPiece& piece) {
-      counts[piece.group].merge(count_piece(piece, so.dtype));
-    });
-    for (size_t g = 0; g < counts.size(); ++g) {
-      TensorCheck& t = r.tensors[check_of[wide][g]];
-      t.nan = counts[g].nan;
-      t.inf = counts[g].inf;
-      t.all_zero = t.elements > 0 && counts[g].nonzero == 0;
-    }
+  StreamOptions so;
+  so.window_bytes = o.window_bytes;
+  so.io = o.io;
+  std::vector<Counts> counts(groups.size());
+  r.bytes_read = stream_tensors(groups, so, [&](const StreamPiece& piece) { counts[piece.group].merge(count_piece(piece)); });
+  for (size_t g = 0; g < counts.size(); ++g) {
+    TensorCheck& t = r.tensors[g];
+    t.nan = counts[g].nan;
+    t.inf = counts[g].inf;
+    t.all_zero = t.elements > 0 && counts[g].nonzero == 0;
   }
   for (const TensorCheck& t : r.tensors) {
     if (t.nan) r.findings.push_back(fmt::format("tensor '{}': {} NaN of {} values", t.name, t.nan, t.elements));

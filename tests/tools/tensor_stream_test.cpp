@@ -23,7 +23,8 @@ TEST(TensorStream, EveryValueOnceInOrderWithinTheWindow) {
   write_safetensors(dir.file("m.safetensors"), tensors);
   auto a = WeightLoaderRegistry::global().create("local")->get_weights(dir.file("m.safetensors"));
   std::vector<StreamGroup> groups;
-  for (const TensorInfo& t : a->tensors()) groups.push_back({{a.get(), &t}, {a.get(), &t}});
+  for (const TensorInfo& t : a->tensors())
+    groups.push_back({{{a.get(), &t}, {a.get(), &t}}, groups.size() == 3 ? DType::F64 : DType::F32});
   StreamOptions o;
   o.window_bytes = 6 * sizeof(float);  // smaller than some rows: those are read alone
   std::vector<uint64_t> seen(groups.size(), 0);
@@ -39,17 +40,18 @@ TEST(TensorStream, EveryValueOnceInOrderWithinTheWindow) {
   stream_tensors(groups, o, [&](const StreamPiece& p) {
     visited[p.group] = true;
     EXPECT_EQ(p.first, seen[p.group]);
-    EXPECT_LE(p.count, 8u);  // the window grows to the largest row ([3, 2, 4]: 8 values)
+    EXPECT_LE(p.count * dtype_size(p.dtype), 8 * sizeof(float));  // the window grows to the largest row ([3, 2, 4])
+    EXPECT_EQ(p.dtype, p.group == 3 ? DType::F64 : DType::F32);
     for (uint64_t i = 0; i < p.count; ++i) {
-      EXPECT_EQ(static_cast<const float*>(p.data[0])[i], expect);
-      EXPECT_EQ(static_cast<const float*>(p.data[1])[i], expect);
+      for (const void* side : p.data)
+        EXPECT_EQ(p.dtype == DType::F64 ? static_cast<const double*>(side)[i] : static_cast<const float*>(side)[i], expect);
       ++expect;
     }
     seen[p.group] += p.count;
   });
   for (size_t g = 0; g < groups.size(); ++g) {
     EXPECT_TRUE(visited[g]) << g;  // the empty tensor too
-    EXPECT_EQ(seen[g], groups[g].front().tensor->numel()) << g;
+    EXPECT_EQ(seen[g], groups[g].sides.front().tensor->numel()) << g;
   }
   EXPECT_EQ(expect, next);
   EXPECT_EQ(progress_done, progress_total);
