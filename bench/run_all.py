@@ -16,16 +16,24 @@ shards), PyTorch .bin (Debian's torch) and GGUF (F32, and Q8_0 for dequantisatio
   python-tp   with --python-tp: load_into on 1, 2 and 4 gloo ranks (loopback), each rank's module
               holding its slices, against every rank torch.loading the whole .bin and slicing:
               bench/python_tp_ranks.py
+  tools       weightloader diff (the checkpoint against a copy of it) and verify, as ratios to a
+              plain warm load of the same files
   peers       torch.load + load_state_dict into an nn.Module (+ .to(torch.bfloat16)), a naive
               dict-then-copy loader (the seed's style), ggml's own GGUF reader (--ggml-gguf-bin)
 Cold means the checkpoint's files were evicted from the page cache first: fsync, then
 posix_fadvise(POSIX_FADV_DONTNEED) over each whole file (the auto mode's reason then shows how much
-was still cached). Each figure is the median of --runs runs, with min..max. Prints the table and the
-ratios (ours / limit, ours / peer) and writes bench/RESULTS.md.
+was still cached). Warm means every file was read and then found in the page cache by the test
+io=auto uses (`weightloader inspect --residency`: cachestat, else mincore), re-read until it is;
+the "resident" column gives the share found before the row's runs (min..max over them). Each
+figure is the median of --runs runs, with min..max. Prints the table and the ratios (ours / limit,
+ours / peer) and writes bench/RESULTS.md.
 
 Usage: /usr/bin/python3 bench/run_all.py [--preset 2gb] [--layers N] [--runs 3] [--dir /tmp/wl-bench]
                                          [--build build] [--ggml-gguf-bin PATH] [--results FILE]
                                          [--baseline-build DIR] [--generate-only] [--python-tp]
+                                         [--quick]
+--quick: the tiny preset, one run, written to DIR/RESULTS-quick.md: checks that the suite works
+(its figures measure process start-up, not loading).
 --ggml-gguf-bin: a program that takes a .gguf path, loads every tensor with ggml's
 gguf_init_from_file(no_alloc=false) and prints {"seconds": S} (timing the load only).
 """
@@ -77,7 +85,7 @@ def evict(path):
             os.close(fd)
 
 
-def warm(path):
+def read_through(path):
     for f in files_of(path):
         with open(f, "rb") as fh:
             while fh.read(16 << 20):
@@ -140,6 +148,29 @@ class Suite:
         self.limits = os.path.join(args.build, "bench", "wl_limits")
         self.rows = []  # (group, label, stat GB/s, extra dict)
         self.before = None  # the baseline build's figures for the next "ours" row
+        self.resident = []  # page-cache share of the files before each run since the last add()
+
+    def residency(self, path):
+        """The share of the checkpoint's files in the page cache, by the test io=auto uses."""
+        report = run_json([self.wl, "inspect", path, "--residency", "--json"])
+        files = report["files"]
+        size = sum(f["size"] for f in files)
+        resident = sum(f["resident_bytes"] or 0 for f in files)
+        return resident / size if size else 1.0, size - resident, len(files)
+
+    def warm(self, path, tries=3):
+        """Reads the files until the page cache holds them (all but a page per file); records the share."""
+        for _ in range(tries):
+            read_through(path)
+            share, missing, files = self.residency(path)
+            if missing <= 4096 * files:
+                break
+        self.resident.append(share)
+        return share
+
+    def evict(self, path):
+        evict(path)
+        self.resident.append(self.residency(path)[0])
 
     def use_build(self, build):
         """The weightloader binaries the "ours" group measures."""
@@ -161,12 +192,17 @@ class Suite:
         return ours
 
     def add(self, group, label, gbps, **extra):
+        if self.resident:
+            lo, hi = min(self.resident), max(self.resident)
+            extra.setdefault("resident", f"{lo:.0%}" if hi - lo < 0.005 else f"{lo:.0%}..{hi:.0%}")
+        self.resident = []
         if group == "ours" and self.before:
             self.rows.append(("before", label, stat(self.before), {}))
         self.before = None
         self.rows.append((group, label, stat(gbps), extra))
         med, lo, hi = stat(gbps)
-        print(f"  {group:6} {label:58} {med:6.2f} GB/s ({lo:.2f}..{hi:.2f}) {extra.get('note', '')}", file=sys.stderr)
+        print(f"  {group:6} {label:58} {med:6.2f} GB/s ({lo:.2f}..{hi:.2f}) {extra.get('resident', '')} "
+              f"{extra.get('note', '')}", file=sys.stderr)
 
     def generate(self):
         a = self.a
@@ -204,7 +240,7 @@ class Suite:
     def wl_load(self, path, dtype, io="auto", cold=False, extra=()):
         """GB/s of each run of `weightloader load`, the last report, and every report."""
         def one_run():
-            evict(path) if cold else warm(path)
+            self.evict(path) if cold else self.warm(path)
             return run_json([self.wl, "load", path, "--dtype", dtype, "--io", io, "--json", "--quiet"] + list(extra))
         reports = self.sample(one_run, lambda r: r["gbps"])
         return [r["gbps"] for r in reports], reports[-1], reports
@@ -213,13 +249,14 @@ class Suite:
         a = self.a
         dd = []
         for _ in range(a.runs):
-            evict(self.st_file)
+            self.evict(self.st_file)
             t0 = time.perf_counter()
             run(["dd", f"if={self.st_file}", "of=/dev/null", "bs=16M", "iflag=direct"])
             dd.append(self.bytes / (time.perf_counter() - t0) / 1e9)
         self.add("limit", "cold read, O_DIRECT (dd iflag=direct bs=16M)", dd)
         self.dd = stat(dd)[0]
-        warm(self.st_file)
+        share = self.warm(self.st_file)
+        self.resident = []
         lim = run_json([self.limits, self.st_file, "2", str(a.runs)])
         names = {
             "reused_buffer": "page-cache read into one reused 4 MiB buffer, 1 thread",
@@ -231,7 +268,7 @@ class Suite:
         }
         for key, label in names.items():
             s = lim[key]
-            self.rows.append(("limit", label, (s["gbps"], s["min"], s["max"]), {}))
+            self.rows.append(("limit", label, (s["gbps"], s["min"], s["max"]), {"resident": f"{share:.0%}"}))
             print(f"  limit  {label:58} {s['gbps']:6.2f} GB/s ({s['min']:.2f}..{s['max']:.2f})", file=sys.stderr)
         self.pread_limit = lim["pread_page_cache"]["gbps"]
         self.fresh_limit = lim["fresh_thp"]["gbps"]
@@ -262,7 +299,7 @@ class Suite:
                          **self.rss_note(r), reason=r.get("io_mode_reason", ""))
                 self.ours[("cold", dtype, io)] = stat(g)[0]
         def zero_copy_run():
-            warm(self.st)
+            self.warm(self.st)
             return run_json([self.wl, "load", self.st, "--kw", "zero_copy=true", "--json", "--quiet"])["seconds"]
         secs = self.sample(zero_copy_run, lambda s: self.bytes / s / 1e9)
         self.add("ours", "warm f32 zero_copy=true (mapped, not read)", [self.bytes / s / 1e9 for s in secs],
@@ -276,7 +313,7 @@ class Suite:
                 self.ours[("format", label, dtype)] = stat(g)[0]
         # tp=2: both ranks at once, each reading only its slices.
         def tp_run():
-            warm(self.st)
+            self.warm(self.st)
             procs = [subprocess.Popen([self.loads, "tp", str(k), "2", self.st, "auto"], stdout=subprocess.PIPE, text=True)
                      for k in range(2)]
             outs = [json.loads(p.communicate()[0]) for p in procs]
@@ -297,7 +334,7 @@ class Suite:
         for dtype in ("f32", "bf16"):
             g, rss = [], 0
             for _ in range(self.a.runs):
-                warm(self.bin)
+                self.warm(self.bin)
                 r = run_json([sys.executable, os.path.join(ROOT, "bench", "torch_peer.py"), binfile, shapes, dtype])
                 g.append(self.bytes / r["seconds"] / 1e9)
                 rss = r["peak_rss_bytes"]
@@ -306,7 +343,7 @@ class Suite:
             self.peers[("torch", dtype)] = stat(g)[0]
             g = []
             for _ in range(self.a.runs):
-                warm(self.st)
+                self.warm(self.st)
                 r = run_json([self.loads, "naive", self.st, dtype])
                 g.append(self.bytes / r["seconds"] / 1e9)
                 rss = r["peak_rss_bytes"]
@@ -316,7 +353,7 @@ class Suite:
             g = []
             size = os.path.getsize(self.gguf)
             for _ in range(self.a.runs):
-                warm(self.gguf)
+                self.warm(self.gguf)
                 g.append(size / run_json([self.a.ggml_gguf_bin, self.gguf])["seconds"] / 1e9)
             self.add("peer", "ggml gguf_init_from_file (GGUF F32, no_alloc=false)", g)
             self.peers["ggml"] = stat(g)[0]
@@ -331,9 +368,9 @@ class Suite:
         for dtype in ("f32", "bf16"):
             g, cli, r = [], [], None
             for _ in range(self.a.runs):  # each run beside a C++ CLI load, so that both meet the same machine
-                warm(self.st)
+                self.warm(self.st)
                 cli.append(run_json([self.wl, "load", self.st, "--dtype", dtype, "--json", "--quiet"])["gbps"])
-                warm(self.st)
+                self.warm(self.st)
                 r = run_json([sys.executable, os.path.join(ROOT, "bench", "python_load_into.py"), self.st, shapes, dtype],
                              env=env)
                 g.append(self.bytes / r["seconds"] / 1e9)
@@ -359,6 +396,37 @@ class Suite:
                      [self.bytes / row["peer_seconds"] / 1e9],
                      note=f"{row['peer_bytes_read'] / 1e6:.0f} MB read per rank; RSS +{row['peer_rss_growth'] / 1e6:.0f} MB; "
                           f"ours is {row['peer_seconds'] / row['ours_seconds']:.1f}x faster")
+    def tools_group(self):
+        """diff (the checkpoint against a copy of it) and verify, beside plain warm loads of the same files."""
+        self.tools = {}
+        copy = self.st + "-copy"
+        if not os.path.exists(copy):
+            shutil.copytree(self.st, copy)
+        both = [self.st, copy]
+        size = size_of(self.st) + size_of(copy)
+        load, diff, verify = [], [], []
+        resident = {"load": [], "diff": [], "verify": []}  # each row's own warm-ups
+        for _ in range(self.a.runs):  # interleaved, so that each meets the same machine
+            for p in both:
+                resident["load"].append(self.warm(p))
+            load.append(size / sum(run_json([self.wl, "load", p, "--json", "--quiet"])["seconds"] for p in both) / 1e9)
+            for p in both:
+                resident["diff"].append(self.warm(p))
+            r = run_json([self.wl, "diff", self.st, copy, "--json", "--quiet"])
+            assert r["matches"], "a checkpoint differs from its copy"
+            diff.append(size / r["summary"]["seconds"] / 1e9)
+            resident["verify"].append(self.warm(self.st))
+            r = run_json([self.wl, "verify", self.st, "--json", "--quiet"])
+            verify.append(size_of(self.st) / r["seconds"] / 1e9)
+        self.resident = resident["load"]
+        self.add("tools", "warm f32 load of the checkpoint and of its copy (for the next rows)", load)
+        self.resident = resident["diff"]
+        self.add("tools", "diff: the checkpoint against its copy (bytes of both / time)", diff,
+                 note=f"{stat(diff)[0] / stat(load)[0]:.2f}x the loads")
+        self.resident = resident["verify"]
+        self.add("tools", "verify: NaN/Inf/zero scan of the checkpoint", verify,
+                 note=f"{stat(verify)[0] / stat(load)[0]:.2f}x the load")
+        self.tools = {"load": stat(load)[0], "diff": stat(diff)[0], "verify": stat(verify)[0]}
 
     def report(self, seconds):
         a = self.a
@@ -377,6 +445,8 @@ class Suite:
             ("Python load_into F32->BF16 >= 0.9x the C++ load (interleaved runs)",
              self.python["bf16"] / self.python[("cli", "bf16")], 0.9),
             ("Python load_into F32 >= 8x torch.load + load_state_dict", self.python["f32"] / p[("torch", "f32")], 8.0),
+            ("diff (checkpoint vs its copy) >= 0.8x a plain warm load of both", self.tools["diff"] / self.tools["load"], 0.8),
+            ("verify >= 0.8x a plain warm load of the same file", self.tools["verify"] / self.tools["load"], 0.8),
         ]
         rss_rows = [(label, extra) for g, label, _, extra in self.rows if "rss_ok" in extra]
         lines = [
@@ -394,12 +464,13 @@ class Suite:
             "GB/s are checkpoint (file) bytes per second of load time. Cold: files evicted with fsync + "
             "posix_fadvise(POSIX_FADV_DONTNEED) before each run.",
             "",
-            "| group | what | GB/s (min..max) | / O_DIRECT limit | / pread limit | notes |",
-            "| --- | --- | --- | --- | --- | --- |",
+            "| group | what | GB/s (min..max) | / O_DIRECT limit | / pread limit | resident | notes |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         for group, label, (med, lo, hi), extra in self.rows:
             lines.append(f"| {group} | {label} | {med:.2f} ({lo:.2f}..{hi:.2f}) | {med / self.dd:.2f} | "
-                         f"{med / self.pread_limit:.2f} | {extra.get('note', '')} {extra.get('reason', '')} |")
+                         f"{med / self.pread_limit:.2f} | {extra.get('resident', '')} | "
+                         f"{extra.get('note', '')} {extra.get('reason', '')} |")
         lines += ["", "Ratios against peers (same checkpoint, warm):", "",
                   "| ours | peer | ratio |", "| --- | --- | --- |"]
         pairs = [(("warm", "f32", "auto"), ("torch", "f32"), "weightloader F32 vs torch.load + load_state_dict"),
@@ -451,6 +522,8 @@ class Suite:
         if self.a.python_tp:
             print("python-tp", file=sys.stderr)
             self.python_tp_group()
+        print("tools", file=sys.stderr)
+        self.tools_group()
         self.report(time.perf_counter() - t0)
 
 
@@ -468,8 +541,14 @@ def main():
     ap.add_argument("--baseline-build", default="", help="an earlier build to measure the same loads with, for before/after")
     ap.add_argument("--generate-only", action="store_true", help="write the checkpoints and stop")
     ap.add_argument("--python-tp", action="store_true", help="also run the tensor-parallel Python group (1, 2, 4 ranks)")
-    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
-    Suite(ap.parse_args()).main()
+    ap.add_argument("--results", default="", help="where the table goes (default: bench/RESULTS.md)")
+    ap.add_argument("--quick", action="store_true", help="tiny preset, one run: checks the suite, measures nothing")
+    args = ap.parse_args()
+    if args.quick:
+        args.preset, args.runs, args.dir = "tiny", 1, args.dir + "-quick"
+    args.results = args.results or (os.path.join(args.dir, "RESULTS-quick.md") if args.quick
+                                    else os.path.join(ROOT, "bench", "RESULTS.md"))
+    Suite(args).main()
 
 
 if __name__ == "__main__":

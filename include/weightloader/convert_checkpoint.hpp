@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "weightloader/dtype.hpp"
 #include "weightloader/source.hpp"
@@ -14,6 +15,20 @@ namespace wl {
 
 enum class CheckpointFormat { Safetensors, Gguf, Llama2c, CustomBinary };
 WL_API CheckpointFormat parse_checkpoint_format(const std::string& name);  // InvalidArgument lists them
+WL_API std::string_view checkpoint_format_name(CheckpointFormat format);  // the inverse
+
+// The format an output path asks for: `.safetensors` one safetensors file, `.gguf` GGUF, `.bin`
+// llama2.c; an existing directory, a path ending in '/' or any other name a directory
+// (safetensors, or custom_binary when `to` says so), except names of checkpoint files nothing
+// here writes (.pt, .pth, .ckpt, .h5, .onnx, .npz, .msgpack, .json: InvalidArgument unless `to`
+// decides). `to` (the user's --to) must agree with the extension: InvalidArgument names both
+// otherwise. A new name that is not surely a directory (no trailing '/') may be a GGUF or
+// llama2.c file when `to` says so.
+WL_API CheckpointFormat output_format_for(const std::string& out, std::optional<CheckpointFormat> to = std::nullopt);
+
+// "5GB", "500MB", "2GiB", "1024" (bytes): decimal units as Hugging Face's parse_size_to_int
+// reads them (KB = 1000), binary ones with an i (KiB = 1024). InvalidArgument otherwise.
+WL_API uint64_t parse_byte_size(const std::string& text);
 
 // Llama hyperparameters the tensors' shapes do not tell: found in the source's metadata
 // (llama2.c header, GGUF llama.* keys, or a Hugging Face config.json), overridable here.
@@ -29,6 +44,10 @@ WL_API LlamaHeads llama_heads_from_metadata(const WeightSource& source, LlamaHea
 struct ConvertOptions {
   CheckpointFormat to = CheckpointFormat::Safetensors;
   std::optional<DType> dtype;   // safetensors: element type written (default: as stored)
+  // safetensors directory: at most this many tensor bytes per file, split as Hugging Face's
+  // save_pretrained splits (model-00001-of-0000N.safetensors + model.safetensors.index.json);
+  // 0: one model.safetensors
+  uint64_t shard_bytes = 0;
   std::string gguf_type = "f16"; // gguf: f32, f16, bf16 or q8_0 for matrices (norms stay F32;
                                  // q8_0 matrices with rows not a multiple of 32 are written F16)
   int llama2c_version = 1;      // llama2.c: 0, 1 or 2
@@ -36,11 +55,17 @@ struct ConvertOptions {
   LlamaHeads heads;             // overrides for GGUF / llama2.c
   std::string tokenizer;        // gguf: a tokenizer file (llama2.c, SentencePiece or GGUF) whose
                                 // vocabulary is written as tokenizer.ggml.*; empty: none
+  ProgressCallback progress;    // the source's stored bytes read so far, tensor by tensor; may be empty
 };
 
-// Writes `source` to `out` (a file for GGUF / llama2.c, a directory for safetensors and the
-// custom binary format). Safetensors and GGUF are streamed tensor by tensor; llama2.c and the
-// custom format hold the model once in memory. Returns the bytes of tensor data written.
+// Writes `source` to `out`: a file for GGUF, llama2.c and safetensors when `out` ends in
+// `.safetensors`; otherwise a directory (safetensors with config.json, or the custom format).
+// Files are written under a temporary name and renamed when complete; a directory is assembled
+// beside `out` and renamed into place (its files moved one by one into an existing non-empty
+// `out`). An output that is one of the source's files (same path or same inode) is refused with
+// InvalidArgument before anything is written. Safetensors and GGUF are streamed tensor by
+// tensor; llama2.c and the custom format hold the model once in memory. Returns the bytes of
+// tensor data written.
 WL_API uint64_t convert_checkpoint(const WeightSource& source, const std::string& out, const ConvertOptions& options);
 
 }  // namespace wl

@@ -1,6 +1,7 @@
 // Everything in one include.
 #pragma once
 
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/convert.hpp"
 #include "weightloader/dtype.hpp"
 #include "weightloader/error.hpp"

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "convert/output_directory.hpp"
+#include "convert/safetensors_shards.hpp"
 #include "core/file.hpp"
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/error.hpp"
@@ -28,9 +30,27 @@ Shape shape_of(const WeightSource& s, const std::string& name) {
   return t->shape;
 }
 
-std::vector<std::pair<std::string, TensorView>> load_all(const WeightSource& s, DType dtype) {
+// Reports the source's stored bytes as tensors are read (ConvertOptions::progress).
+class Tally {
+ public:
+  Tally(const WeightSource& s, const ProgressCallback& progress) : progress_(progress), total_(s.total_bytes()) {}
+  void add(const TensorInfo& t) {
+    done_ += t.nbytes;
+    if (progress_ && !progress_(done_, total_))
+      throw Error(ErrorCode::Cancelled, "conversion cancelled by the progress callback", t.file, t.name);
+  }
+
+ private:
+  const ProgressCallback& progress_;
+  uint64_t done_ = 0, total_;
+};
+
+std::vector<std::pair<std::string, TensorView>> load_all(const WeightSource& s, DType dtype, Tally& tally) {
   std::vector<std::pair<std::string, TensorView>> out;
-  for (const TensorInfo& t : s.tensors()) out.emplace_back(t.name, s.load(t, dtype));
+  for (const TensorInfo& t : s.tensors()) {
+    out.emplace_back(t.name, s.load(t, dtype));
+    tally.add(t);
+  }
   return out;
 }
 
@@ -50,6 +70,60 @@ void write_config_json(const WeightSource& s, const std::string& dir) {
   AtomicFileWriter file((fs::path(dir) / "config.json").string());
   file.write(text.data(), text.size());
   file.commit();
+}
+
+// Streams `indices` of `entries` into one safetensors file; returns the tensor bytes written.
+uint64_t write_safetensors_file(const WeightSource& s, const std::vector<SafetensorsEntry>& entries,
+                                const std::vector<size_t>& indices, const std::string& path, Tally& tally) {
+  std::vector<SafetensorsEntry> mine;
+  for (size_t i : indices) mine.push_back(entries[i]);
+  SafetensorsStreamWriter writer(path, mine, {{"format", "pt"}});
+  uint64_t written = 0;
+  for (const SafetensorsEntry& e : mine) {
+    const TensorInfo& t = s.at(e.name);
+    TensorView v = s.load(t, e.dtype);
+    writer.write_tensor(v);
+    written += v.nbytes();
+    tally.add(t);
+  }
+  writer.finish();
+  return written;
+}
+
+// One file, or a directory of shards + index (when they are more than one) + config.json.
+uint64_t write_safetensors_output(const WeightSource& s, const std::string& out, const ConvertOptions& o, Tally& tally) {
+  std::vector<SafetensorsEntry> entries;
+  std::vector<size_t> all;
+  for (const TensorInfo& t : s.tensors()) {
+    all.push_back(entries.size());
+    entries.push_back({t.name, o.dtype.value_or(t.dtype), t.shape});
+  }
+  if (out.ends_with(".safetensors") && !fs::is_directory(out)) {
+    if (o.shard_bytes)
+      throw Error(ErrorCode::InvalidArgument, "a sharded checkpoint is a directory, not one .safetensors file", out);
+    refuse_overwriting_input(s, out);
+    return write_safetensors_file(s, entries, all, out, tally);
+  }
+  ShardPlan plan = o.shard_bytes ? plan_safetensors_shards(entries, o.shard_bytes) : ShardPlan{{all}, 0};
+  if (plan.shards.empty()) plan.shards.push_back({});
+  std::vector<std::string> files{"config.json"};
+  for (size_t i = 0; i < plan.shards.size(); ++i) files.push_back(safetensors_shard_name(i, plan.shards.size()));
+  const bool indexed = plan.shards.size() > 1;
+  if (indexed) files.push_back(kSafetensorsIndexName);
+  refuse_overwriting_input(s, out, files);
+  OutputDirectory dir(out);
+  uint64_t written = 0;
+  for (size_t i = 0; i < plan.shards.size(); ++i)
+    written += write_safetensors_file(s, entries, plan.shards[i], dir.file(files[i + 1]), tally);
+  if (indexed) {
+    AtomicFileWriter index(dir.file(kSafetensorsIndexName));
+    const std::string text = safetensors_index_json(entries, plan);
+    index.write(text.data(), text.size());
+    index.commit();
+  }
+  write_config_json(s, dir.path());
+  dir.commit({kSafetensorsIndexName, "config.json"});
+  return written;
 }
 
 }  // namespace
@@ -80,25 +154,21 @@ LlamaHeads llama_heads_from_metadata(const WeightSource& s, LlamaHeads o) {
 
 uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const ConvertOptions& o) {
   uint64_t written = 0;
+  if (o.shard_bytes && o.to != CheckpointFormat::Safetensors)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("--shard-size applies to safetensors, not {}", checkpoint_format_name(o.to)), out);
+  if (o.to != CheckpointFormat::Safetensors && o.to != CheckpointFormat::CustomBinary) refuse_overwriting_input(s, out);
+  Tally tally(s, o.progress);
   switch (o.to) {
-    case CheckpointFormat::Safetensors: {
-      fs::create_directories(out);
-      std::vector<SafetensorsEntry> entries;
-      for (const TensorInfo& t : s.tensors()) entries.push_back({t.name, o.dtype.value_or(t.dtype), t.shape});
-      SafetensorsStreamWriter writer((fs::path(out) / "model.safetensors").string(), entries, {{"format", "pt"}});
-      for (const SafetensorsEntry& e : entries) {
-        TensorView v = s.load(s.at(e.name), e.dtype);
-        writer.write_tensor(v);
-        written += v.nbytes();
-      }
-      writer.finish();
-      write_config_json(s, out);
-      return written;
-    }
+    case CheckpointFormat::Safetensors:
+      return write_safetensors_output(s, out, o, tally);
     case CheckpointFormat::CustomBinary: {
-      auto tensors = load_all(s, DType::F32);
-      write_custom_binary(out, tensors);
-      write_config_json(s, out);
+      refuse_overwriting_input(s, out, {"model.bin", "meta.txt", "config.json"});
+      auto tensors = load_all(s, DType::F32, tally);
+      OutputDirectory dir(out);
+      write_custom_binary(dir.path(), tensors);
+      write_config_json(s, dir.path());
+      dir.commit({"meta.txt"});
       for (const auto& [n, v] : tensors) written += v.nbytes();
       return written;
     }
@@ -148,6 +218,7 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
         TensorView v = s.load(t, DType::F32);
         writer.write_tensor(v);
         written += v.nbytes();
+        tally.add(t);
       }
       writer.finish();
       return written;
@@ -169,7 +240,7 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
       header.seq_len = h.seq_len;
       header.shared_classifier = s.find("lm_head.weight") == nullptr;
       header.group_size = o.llama2c_group;
-      auto tensors = load_all(s, DType::F32);
+      auto tensors = load_all(s, DType::F32, tally);
       write_llama2c(out, header, tensors);
       for (const auto& [n, v] : tensors) written += v.nbytes();
       return written;

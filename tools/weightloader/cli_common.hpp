@@ -35,6 +35,12 @@ uint64_t peak_rss_bytes();
 
 std::string human_bytes(uint64_t bytes);
 
+// Thrown by a command that ran to the end but has a finding to report through its exit status
+// (diff: the checkpoints differ; verify: a file is damaged); main returns `code`, printing nothing.
+struct ExitStatus {
+  int code = 1;
+};
+
 // Subcommands; each adds itself to `app` and runs through its callback.
 void add_inspect_command(CLI::App& app);
 void add_loaders_command(CLI::App& app);
@@ -43,5 +49,7 @@ void add_synth_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_diff_command(CLI::App& app);
+void add_verify_command(CLI::App& app);
 
 }  // namespace wl::cli

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/convert_checkpoint.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/tokenizer.hpp"
@@ -8,19 +9,30 @@
 namespace wl::cli {
 
 void add_convert_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("convert", "convert a checkpoint of any readable format into safetensors, gguf, llama2c or custom_binary");
+  auto* cmd = app.add_subcommand(
+      "convert",
+      "convert a checkpoint of any readable format into safetensors, gguf, llama2c or custom_binary; the output's "
+      "extension says which (.safetensors one file, .gguf, .bin llama2.c, a directory: safetensors + config.json)");
   auto opts = std::make_shared<SourceOptions>();
   struct Args {
-    std::string out, to = "safetensors", dtype, gguf_type = "f16", tokenizer;
-    bool no_tokenizer = false;
+    std::string out, to, dtype, gguf_type = "f16", tokenizer, shard_size;
+    bool no_tokenizer = false, quiet = false;
     int version = 1;
     uint64_t group = 64, heads = 0, kv_heads = 0, seq_len = 0;
   };
   auto a = std::make_shared<Args>();
   opts->add_to(*cmd);
-  cmd->add_option("out", a->out, "output: a directory (safetensors, custom_binary) or a file (gguf, llama2c)")->required();
-  cmd->add_option("--to", a->to, "safetensors, gguf, llama2c or custom_binary")->capture_default_str();
-  cmd->add_option("--dtype", a->dtype, "safetensors: element type written (default: as stored)");
+  cmd->add_option("out", a->out,
+                  "output: NAME.safetensors, NAME.gguf, NAME.bin (llama2.c), or a directory (existing, ending in '/' or "
+                  "without extension: safetensors + config.json, or custom_binary with --to); written under a temporary "
+                  "name and renamed when complete, never over the input")
+      ->required();
+  cmd->add_option("--to", a->to, "safetensors, gguf, llama2c or custom_binary (default: from the output's extension; "
+                                 "it must agree with it)");
+  cmd->add_option("--shard-size", a->shard_size,
+                  "safetensors directory: at most this much per file (5GB, 500MB, 2GiB, bytes), split and indexed "
+                  "as Hugging Face's save_pretrained does");
+  cmd->add_option("--dtype", a->dtype, "safetensors: element type written (default: --kw dtype=, else as stored)");
   cmd->add_option("--gguf-type", a->gguf_type, "gguf: type of the matrices (f32, f16, bf16, q8_0)")->capture_default_str();
   cmd->add_option("--llama2c-version", a->version, "llama2c: 0 (original), 1 (ak42 float32) or 2 (int8 groups)")->capture_default_str();
   cmd->add_option("--group-size", a->group, "llama2c v2: values per quantisation group")->capture_default_str();
@@ -31,25 +43,30 @@ void add_convert_command(CLI::App& app) {
                   "gguf: tokenizer to embed (llama2.c tokenizer.bin, tokenizer.model or a GGUF file; default: the one "
                   "found next to the input)");
   cmd->add_flag("--no-tokenizer", a->no_tokenizer, "gguf: embed no tokenizer");
+  cmd->add_flag("-q,--quiet", a->quiet, "no progress bar");
   cmd->callback([opts, a] {
     ConvertOptions o;
-    o.to = parse_checkpoint_format(a->to);
+    o.to = output_format_for(a->out, a->to.empty() ? std::nullopt : std::optional(parse_checkpoint_format(a->to)));
+    if (!a->shard_size.empty()) o.shard_bytes = parse_byte_size(a->shard_size);
+    const LoaderChoice choice = opts->choice();
+    auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
     if (!a->dtype.empty()) {
       o.dtype = parse_dtype_alias(a->dtype);
       if (!o.dtype) throw Error(ErrorCode::InvalidArgument, fmt::format("unknown dtype '{}'", a->dtype));
+    } else {
+      o.dtype = loader->dtype();  // --kw dtype=
     }
     o.gguf_type = a->gguf_type;
     o.llama2c_version = a->version;
     o.llama2c_group = a->group;
     o.heads = {a->heads, a->kv_heads, a->seq_len};
+    o.progress = make_progress_bar(a->quiet);
     if (o.to == CheckpointFormat::Gguf && !a->no_tokenizer)
       o.tokenizer = a->tokenizer.empty() ? find_tokenizer_path(opts->path) : a->tokenizer;
-    const LoaderChoice choice = opts->choice();
-    auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
-    auto source = loader->get_weights(opts->path);
+    auto source = with_normalised_names(*loader->get_weights(opts->path), loader->options().names);
     const uint64_t bytes = convert_checkpoint(*source, a->out, o);
     fmt::print("converted {} tensors ({}) from {} to {} at {}\n", source->tensors().size(), human_bytes(bytes),
-               source->format(), a->to, a->out);
+               source->format(), checkpoint_format_name(o.to), a->out);
     if (!o.tokenizer.empty()) fmt::print("embedded the tokenizer of {}\n", o.tokenizer);
   });
 }

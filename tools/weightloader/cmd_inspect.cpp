@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "cli_common.hpp"
 
 namespace wl::cli {
@@ -10,13 +12,28 @@ void add_inspect_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "list every tensor of a checkpoint (name, dtype, shape, bytes, file); reads no tensor data");
   auto opts = std::make_shared<SourceOptions>();
   auto json = std::make_shared<bool>(false);
+  auto residency = std::make_shared<bool>(false);
   opts->add_to(*cmd);
   cmd->add_flag("--json", *json, "print JSON instead of a table");
-  cmd->callback([opts, json] {
+  cmd->add_flag("--residency", *residency,
+                "also list each file's size and how much of it is in the page cache (the test io=auto uses; "
+                "bench/run_all.py checks warm runs with it)");
+  cmd->callback([opts, json, residency] {
     const LoaderChoice choice = opts->choice();
     const std::string& loader_name = choice.name;
     auto loader = WeightLoaderRegistry::global().create(loader_name, choice.kwargs);
     auto source = loader->get_weights(opts->path);
+    nlohmann::json files = nlohmann::json::array();
+    if (*residency) {
+      std::set<std::string> names;
+      for (const TensorInfo& t : source->tensors()) names.insert(t.file);
+      for (const std::string& name : names) {
+        const auto file = source->opener()->open(name);
+        const std::optional<uint64_t> resident = file->resident_bytes();
+        files.push_back({{"name", name}, {"size", file->size()},
+                         {"resident_bytes", resident ? nlohmann::json(*resident) : nlohmann::json(nullptr)}});
+      }
+    }
     if (*json) {
       nlohmann::json j;
       j["path"] = opts->path;
@@ -24,11 +41,17 @@ void add_inspect_command(CLI::App& app) {
       j["format"] = source->format();
       j["metadata"] = source->metadata();
       j["tensors"] = nlohmann::json::array();
-      for (const TensorInfo& t : source->tensors())
-        j["tensors"].push_back({{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"bytes", t.nbytes},
-                                {"file", t.file}, {"offset", t.offset}});
+      uint64_t params = 0;
+      for (const TensorInfo& t : source->tensors()) {
+        // "bytes" is the older spelling of "nbytes", kept for scripts that read it.
+        j["tensors"].push_back({{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"nbytes", t.nbytes},
+                                {"bytes", t.nbytes}, {"file", t.file}, {"offset", t.offset}});
+        params += t.numel();
+      }
       j["total_tensors"] = source->tensors().size();
+      j["total_parameters"] = params;
       j["total_bytes"] = source->total_bytes();
+      if (*residency) j["files"] = files;
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -44,6 +67,9 @@ void add_inspect_command(CLI::App& app) {
                human_bytes(source->total_bytes()), source->total_bytes(), source->format(), loader_name);
     for (const auto& [k, v] : source->metadata())
       fmt::print("metadata {} = {}\n", k, v.find('\n') == std::string::npos ? v : fmt::format("({} bytes; --json shows it)", v.size()));
+    for (const auto& f : files)
+      fmt::print("file {}: {} bytes, {} in the page cache\n", f["name"].get<std::string>(), f["size"].get<uint64_t>(),
+                 f["resident_bytes"].is_null() ? std::string("unknown") : std::to_string(f["resident_bytes"].get<uint64_t>()));
   });
 }
 

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       "meta.txt + model.bin format "
       "into a model's parameters, through loaders chosen by name.",
       "weightloader"};
+  app.set_version_flag("--version", "weightloader " WL_VERSION, "print the version and exit");
   app.require_subcommand(1);
   wl::cli::add_inspect_command(app);
   wl::cli::add_loaders_command(app);
@@ -27,10 +28,14 @@ int main(int argc, char** argv) {
   wl::cli::add_convert_command(app);
   wl::cli::add_generate_command(app);
   wl::cli::add_tokenize_command(app);
+  wl::cli::add_diff_command(app);
+  wl::cli::add_verify_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const wl::cli::ExitStatus& e) {
+    return e.code;
   } catch (const wl::Error& e) {
     std::fprintf(stderr, "weightloader: error: %s\n", e.what());
     return 1;
