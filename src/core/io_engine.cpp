@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <latch>
 #include <mutex>
 #include <thread>
 
@@ -93,7 +94,7 @@ class Executor {
  public:
   Executor(const IoPlan& plan, const std::vector<ByteSource*>& sources, IoMode mode, const Destination& dest,
            const IoOptions& options)
-      : plan_(plan), sources_(sources), mode_(mode), dest_(dest), options_(options) {}
+      : plan_(plan), sources_(sources), mode_(mode), dest_(dest), options_(options), prefaulted_(plan.threads) {}
 
   // Runs every work item on plan.threads threads; returns the staging used at most.
   uint64_t run();
@@ -120,7 +121,7 @@ class Executor {
   const IoOptions& options_;
 
   std::atomic<size_t> next_prefault_{0}, next_{0};
-  std::atomic<unsigned> prefaulting_{0};
+  std::latch prefaulted_;  // readers wait on it (blocked, not spinning) until the prefault pass is done
   std::atomic<uint64_t> done_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> staging_peak_{0};
@@ -344,11 +345,10 @@ void Executor::run_item(size_t i, Scratch& scratch) {
 void Executor::worker() {
   Scratch scratch;
   try {
-    if (mode_ != IoMode::Direct) {
+    if (mode_ != IoMode::Direct && !plan_.prefaults.empty()) {
       for (size_t i = next_prefault_++; i < plan_.prefaults.size(); i = next_prefault_++)
         dest_.prefault(plan_.prefaults[i].begin, plan_.prefaults[i].bytes);
-      --prefaulting_;
-      while (prefaulting_.load() > 0) std::this_thread::yield();
+      prefaulted_.arrive_and_wait();
     }
     for (size_t i = next_++; i < plan_.work_items() && !stop_; i = next_++) {
       hint_ahead(i);
@@ -370,7 +370,6 @@ void Executor::worker() {
 }
 
 uint64_t Executor::run() {
-  prefaulting_ = plan_.threads;
   std::jthread prefaulter;
   if (mode_ == IoMode::Direct)  // page faults taken while the readers wait on the device
     prefaulter = std::jthread([&] {
