@@ -101,6 +101,8 @@ enum class ErrorCode {
   ConfigMissing,                 // no model configuration: no config.json, GGUF llama.* keys or llama.c header
   ConfigInvalid,                 // a configuration field is missing, malformed, or one the engine cannot run
   TokenizerNotFound,             // text in or out needs a tokenizer and none was given or found
+  RankFailed,                    // another tensor-parallel rank failed, so this one stopped
+  RanksDisagree,                 // tensor-parallel ranks see different checkpoints (files, sizes, header)
   // tokenizers
   TokenizerInvalid,              // a tokenizer file or tokenizer.ggml.* metadata breaks its format's rules
   TokenizerUnsupported,          // a tokenizer kind weightloader cannot run (tokenizer.ggml.model other than llama)
