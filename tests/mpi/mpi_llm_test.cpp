@@ -121,6 +121,17 @@ TEST(MpiStories260K, SameAsTheRanksOfOneProcessEachReadingOnlyItsSlice) {
   EXPECT_LE(double(sum), 1.05 * double(file_bytes));
 }
 
+// A program with its own MPI communicator hands it over (the LLM works on a duplicate).
+TEST(MpiStories260K, AProgramsOwnCommunicator) {
+  WL_REQUIRE_TESTDATA();
+  LLMOptions o = over_mpi(stories("stories260K.bin"), std::make_shared<MpiCommunicator>(MPI_COMM_WORLD));
+  o.tokenizer = stories("tok512.bin");
+  LLM llm(o);
+  EXPECT_EQ(llm.ranks(), size());
+  std::string want = test::read_bytes(stories("expected_greedy_t0_n200.txt"));
+  EXPECT_EQ(llm.generate(std::string(), greedy(200)).text + "\n", want);
+}
+
 TEST(MpiHfTiny, LogitsAndGreedyTokensMatchTransformers) {
   WL_REQUIRE_TESTDATA();
   LLM llm(over_mpi(tiny()));
