@@ -111,7 +111,8 @@ class WL_API LLM {
   std::vector<std::unique_ptr<LlamaEngine>> engines_;     // the ranks held here, in rank order
   uint64_t parameter_bytes_ = 0;
 
-  void open(std::unique_ptr<WeightSource>& source);
+  // The loader, the catalogue, the configuration, the held ranks' engines and the tokenizer.
+  std::unique_ptr<WeightSource> open();
   void load_held_ranks(const WeightSource& source);
   LlamaEngine& engine(unsigned rank) const;
   GenerationOutput run_rank(LlamaEngine& engine, const std::vector<int32_t>& prompt, const SamplingParams& params,

@@ -43,7 +43,7 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
   std::unique_ptr<WeightSource> source;
   Communicator* comm = options_.communicator.get();
   if (!comm) {
-    open(source);
+    source = open();
     if (!options_.defer_load) load_held_ranks(*source);
     for (const auto& e : engines_) parameter_bytes_ += e->model().total_bytes();
     return;
@@ -62,7 +62,7 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
       throw;
     }
   };
-  attempt([&] { open(source); });
+  attempt([&] { source = open(); });
   agree(*comm, "opening the checkpoint", failure, failure ? std::string() : describe_checkpoint(*source));
   if (!options_.defer_load) attempt([&] { load_held_ranks(*source); });
   agree(*comm, "loading", failure);
@@ -79,7 +79,7 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
 
 LLM::~LLM() = default;
 
-void LLM::open(std::unique_ptr<WeightSource>& source) {
+std::unique_ptr<WeightSource> LLM::open() {
   std::error_code ec;
   LoaderChoice choice{options_.weight_loader, {}};
   if (choice.name == "auto") choice = std::filesystem::exists(options_.model, ec) ? detect_loader(options_.model) : LoaderChoice{"hf", {}};
@@ -87,7 +87,7 @@ void LLM::open(std::unique_ptr<WeightSource>& source) {
   loader_name_ = choice.name;
   const WeightLoaderRegistry& registry = options_.registry ? *options_.registry : WeightLoaderRegistry::global();
   std::unique_ptr<WeightLoader> loader = registry.create(choice.name, choice.kwargs);
-  source = loader->get_weights(options_.model);
+  std::unique_ptr<WeightSource> source = loader->get_weights(options_.model);
   config_ = llama_config_from_source(*source);
   const DType dtype = loader->dtype().value_or(options_.dtype);
 
@@ -112,6 +112,7 @@ void LLM::open(std::unique_ptr<WeightSource>& source) {
   loader_ = std::move(loader);
   // Beside the weights: origin() is where the loader found them (a model id resolves to its snapshot).
   tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin(), *source->opener()) : open_tokenizer(options_.tokenizer);
+  return source;
 }
 
 void LLM::load_held_ranks(const WeightSource& source) {
