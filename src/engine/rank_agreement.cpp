@@ -45,13 +45,21 @@ void agree(Communicator& comm, const std::string& stage, const std::optional<Err
   const unsigned n = comm.size();
   std::vector<nlohmann::json> status;
   for (const std::string& s : all) status.push_back(nlohmann::json::parse(s));
-  std::string failed;
+  // Ranks that failed alike are named together: "ranks 0, 1 of 2 failed loading: ...".
+  std::vector<std::pair<std::string, std::vector<unsigned>>> causes;
   std::optional<ErrorCode> code;
   for (unsigned r = 0; r < n; ++r) {
     if (status[r]["ok"]) continue;
     if (!code) code = ErrorCode(status[r]["code"].get<int>());
-    failed += fmt::format("{}rank {} of {} failed {}: {}", failed.empty() ? "" : "; ", r, n, stage, status[r]["what"].get<std::string>());
+    const std::string what = status[r]["what"];
+    auto same = std::find_if(causes.begin(), causes.end(), [&](const auto& c) { return c.first == what; });
+    if (same == causes.end()) causes.push_back({what, {r}});
+    else same->second.push_back(r);
   }
+  std::string failed;
+  for (const auto& [what, ranks] : causes)
+    failed += fmt::format("{}{} {} of {} failed {}: {}", failed.empty() ? "" : "; ", ranks.size() == 1 ? "rank" : "ranks",
+                          fmt::join(ranks, ", "), n, stage, what);
   if (code) throw Error(*code, failed);
   for (unsigned r = 1; r < n; ++r)
     if (status[r]["checkpoint"] != status[0]["checkpoint"])

@@ -96,7 +96,10 @@ void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "generate",
       "load a Llama-family model through a loader and generate text on the CPU; prints the prompt followed by the\n"
-      "generated text, as llama2.c's run does, and the speed on stderr");
+      "generated text, as llama2.c's run does, and the speed on stderr.\n"
+      "Under mpirun (`mpirun -np N weightloader generate ...`, in builds with MPI; detected from the launcher's environment:\n"
+      "OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK) each process is one tensor-parallel rank: it reads only its\n"
+      "slice of the checkpoint, the ranks combine through MPI, and rank 0 prints the text and every rank's load report.");
   auto o = std::make_shared<Options>();
   cmd->add_option("--model", o->model, "checkpoint file or directory, or a cached Hugging Face model id")->required();
   cmd->add_option("--tokenizer", o->tokenizer,
