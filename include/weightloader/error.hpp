@@ -97,8 +97,8 @@ enum class ErrorCode {
   UnexpectedTensors,             // strict load found tensors no parameter takes
   DuplicateParameter,            // a model declares the same parameter twice
   DuplicateTarget,               // two checkpoint tensors map onto the same parameter
-  RankFailed,                    // a tensor-parallel load failed on some rank (or a rank did not answer), so on every rank
-  RanksDisagree,                 // tensor-parallel ranks opened checkpoints whose files or sizes differ
+  RankFailed,                    // a tensor-parallel rank failed (or did not answer), so every rank stopped
+  RanksDisagree,                 // tensor-parallel ranks see different checkpoints (files, sizes, header)
   // inference engine
   ConfigMissing,                 // no model configuration: no config.json, GGUF llama.* keys or llama.c header
   ConfigInvalid,                 // a configuration field is missing, malformed, or one the engine cannot run

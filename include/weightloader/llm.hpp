@@ -1,7 +1,8 @@
 // vLLM's entry point: LLM(model, weight_loader, weight_loader_kwargs) loads a Llama-family model
 // through any registered loader and generates from it on the CPU. The engine exists to make a
 // load's correctness visible (its output matches other implementations' exactly), while being
-// a real engine: KV cache, multithreaded products, tensor parallelism inside one process.
+// a real engine: KV cache, multithreaded products, tensor parallelism over threads of one process
+// or over processes (MPI), with one forward pass for both.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "weightloader/dtype.hpp"
+#include "weightloader/engine/communicator.hpp"
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/registry.hpp"
 #include "weightloader/report.hpp"
@@ -27,12 +29,20 @@ struct LLMOptions {
   DType dtype = DType::F32;             // how weights are stored: F32, BF16 or F16 (computed in F32)
   unsigned tensor_parallel_size = 1;    // ranks, each holding and reading only its slice
   std::string tokenizer;                // a tokenizer file; empty: the one found beside the model
-  unsigned threads = 0;                 // compute threads; 0 = one per core
+  unsigned threads = 0;                 // compute threads, shared by the ranks held here; 0 = one per core
   IoOptions io;                         // loading: concurrency, progress
   const WeightLoaderRegistry* registry = nullptr;  // where weight_loader is looked up; null: global()
   // Declare the ranks' parameters but read nothing: the caller fills them (rank_model, load_rank)
   // before generating. The Python module does this for loaders written in Python.
   bool defer_load = false;
+  // Where the ranks run. Null: tensor_parallel_size ranks as threads of this process. A communicator
+  // (e.g. wl::MpiCommunicator, weightloader/mpi.hpp): this process is rank communicator->rank() of
+  // communicator->size() and declares and reads only that rank's slice; tensor_parallel_size must be
+  // 1 or the communicator's size. Every rank then constructs its LLM and calls generate() with the
+  // same arguments. A rank that fails to open or load the checkpoint, or that sees a different one
+  // (RanksDisagree), makes every rank's constructor throw the same error naming it, before anything
+  // is computed.
+  std::shared_ptr<Communicator> communicator;
 };
 
 struct SamplingParams {
@@ -42,7 +52,8 @@ struct SamplingParams {
   uint64_t seed = 0;           // 0 = from the clock
   bool return_logits = false;  // keep the logits of every position
   bool stop_at_eos = true;     // stop at EOS (and, as llama2.c, at BOS)
-  // Called with each piece of text as it is produced (the prompt's pieces too), e.g. to print it.
+  // Called with each piece of text as it is produced (the prompt's pieces too), e.g. to print it;
+  // by rank 0 only (on its thread), when the ranks are spread over processes.
   std::function<void(const std::string& piece)> stream;
 };
 
@@ -72,14 +83,17 @@ class WL_API LLM {
 
   const LlamaConfig& config() const noexcept { return config_; }
   const std::string& loader_name() const noexcept { return loader_name_; }
-  // One report per tensor-parallel rank: what it loaded and the bytes it read.
+  // One report per tensor-parallel rank, in rank order: what it loaded and the bytes it read (those of
+  // ranks in other processes gathered from them: names, sizes, bytes and seconds).
   const std::vector<LoadReport>& load_reports() const noexcept { return reports_; }
-  uint64_t parameter_bytes() const;
+  uint64_t parameter_bytes() const;  // all ranks' together
   const Tokenizer* tokenizer() const noexcept { return tokenizer_.get(); }
 
-  // Tensor-parallel ranks, and rank r's parameters (as the engine names them: fused qkv_proj and
-  // gate_up_proj, each rank holding its slice).
+  // Tensor-parallel ranks (all of them, wherever they run), the ranks this process holds, and rank
+  // r's parameters (as the engine names them: fused qkv_proj and gate_up_proj, each rank holding
+  // its slice; InvalidArgument for a rank another process holds).
   unsigned ranks() const noexcept;
+  std::vector<unsigned> held_ranks() const;
   Model& rank_model(unsigned rank);
   // Loads `source` into rank r through the model's loader (its name mapping and the engine's
   // drops: rotary tables, a tied lm_head, rank > 0's row-parallel biases), which maps checkpoint
@@ -93,7 +107,16 @@ class WL_API LLM {
   std::string loader_name_;
   std::vector<LoadReport> reports_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<LlamaEngine> engine_;
+  std::vector<std::unique_ptr<Communicator>> own_group_;  // the in-process ranks' communicators
+  std::vector<std::unique_ptr<LlamaEngine>> engines_;     // the ranks held here, in rank order
+  uint64_t parameter_bytes_ = 0;
+
+  // The loader, the catalogue, the configuration, the held ranks' engines and the tokenizer.
+  std::unique_ptr<WeightSource> open();
+  void load_held_ranks(const WeightSource& source);
+  LlamaEngine& engine(unsigned rank) const;
+  GenerationOutput run_rank(LlamaEngine& engine, const std::vector<int32_t>& prompt, const SamplingParams& params,
+                            uint64_t positions, uint64_t seed);
 };
 
 }  // namespace wl

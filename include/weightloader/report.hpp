@@ -45,6 +45,7 @@ struct WL_API LoadReport {
   double gbps() const { return seconds > 0 ? double(bytes_read) / seconds / 1e9 : 0.0; }
   std::string to_string(bool verbose = false) const;  // human-readable summary
   std::string to_json() const;
+  static LoadReport from_json(const std::string& json);  // to_json()'s output back (throws InvalidArgument)
 };
 
 }  // namespace wl

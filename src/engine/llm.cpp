@@ -1,13 +1,17 @@
 #include "weightloader/llm.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <ctime>
+#include <exception>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "engine/llama_engine.hpp"
+#include "engine/rank_agreement.hpp"
 #include "engine/sampler.hpp"
 #include "weightloader/error.hpp"
 
@@ -23,9 +27,59 @@ std::string printable(std::string piece) {
   return piece;
 }
 
+bool stopped_for_another(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& error) {
+    return error.code() == ErrorCode::RankFailed;
+  } catch (...) {
+    return false;
+  }
+}
+
 }  // namespace
 
 LLM::LLM(LLMOptions options) : options_(std::move(options)) {
+  std::unique_ptr<WeightSource> source;
+  Communicator* comm = options_.communicator.get();
+  if (!comm) {
+    source = open();
+    if (!options_.defer_load) load_held_ranks(*source);
+    for (const auto& e : engines_) parameter_bytes_ += e->model().total_bytes();
+    return;
+  }
+  // Across processes every stage ends in an agreement, so that no rank throws alone (the others
+  // would wait for it in their first collective) and none computes from a model another lacks.
+  std::optional<Error> failure;
+  auto attempt = [&](auto&& step) {
+    if (failure) return;
+    try {
+      step();
+    } catch (const Error& e) {
+      failure = e;
+    } catch (const std::exception& e) {
+      comm->abort(e.what());  // not an Error the ranks can agree on: end them all
+      throw;
+    }
+  };
+  attempt([&] { source = open(); });
+  agree(*comm, "opening the checkpoint", failure, failure ? std::string() : describe_checkpoint(*source));
+  if (!options_.defer_load) attempt([&] { load_held_ranks(*source); });
+  agree(*comm, "loading", failure);
+  const uint64_t mine = engines_[0]->model().total_bytes();
+  std::vector<uint64_t> bytes(comm->size());
+  comm->all_gather(&mine, sizeof mine, bytes.data());
+  for (uint64_t b : bytes) parameter_bytes_ += b;
+  if (!reports_.empty()) {
+    std::vector<LoadReport> all;
+    for (const std::string& json : all_gather_strings(*comm, reports_[0].to_json())) all.push_back(LoadReport::from_json(json));
+    reports_ = std::move(all);
+  }
+}
+
+LLM::~LLM() = default;
+
+std::unique_ptr<WeightSource> LLM::open() {
   std::error_code ec;
   LoaderChoice choice{options_.weight_loader, {}};
   if (choice.name == "auto") choice = std::filesystem::exists(options_.model, ec) ? detect_loader(options_.model) : LoaderChoice{"hf", {}};
@@ -36,7 +90,19 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
   std::unique_ptr<WeightSource> source = loader->get_weights(options_.model);
   config_ = llama_config_from_source(*source);
   const DType dtype = loader->dtype().value_or(options_.dtype);
-  engine_ = std::make_unique<LlamaEngine>(config_, options_.tensor_parallel_size, dtype, options_.threads);
+
+  const unsigned cores = options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
+  if (Communicator* comm = options_.communicator.get()) {
+    if (options_.tensor_parallel_size != 1 && options_.tensor_parallel_size != comm->size())
+      throw Error(ErrorCode::InvalidArgument, fmt::format("tensor_parallel_size {} differs from the communicator's {} ranks",
+                                                          options_.tensor_parallel_size, comm->size()));
+    engines_.push_back(std::make_unique<LlamaEngine>(config_, *comm, dtype, cores));
+  } else {
+    const unsigned tp = options_.tensor_parallel_size;
+    partition_rank(config_, 0, tp);  // ConfigInvalid for a size the model cannot be split into
+    own_group_ = in_process_group(tp);
+    for (unsigned r = 0; r < tp; ++r) engines_.push_back(std::make_unique<LlamaEngine>(config_, *own_group_[r], dtype, std::max(1u, cores / tp)));
+  }
 
   // The engine never takes rotary tables, nor lm_head when the embeddings are tied.
   NameMapping& names = loader->options().names;
@@ -44,22 +110,31 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
   if (config_.tie_word_embeddings) names.drop(R"((.*\.)?lm_head\.weight)");
   if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
   loader_ = std::move(loader);
-  if (!options_.defer_load)
-    for (unsigned r = 0; r < engine_->ranks(); ++r) reports_.push_back(load_rank(r, *source));
-
   // Beside the weights: origin() is where the loader found them (a model id resolves to its snapshot).
   tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin(), *source->opener()) : open_tokenizer(options_.tokenizer);
+  return source;
 }
 
-LLM::~LLM() = default;
-
-unsigned LLM::ranks() const noexcept { return engine_->ranks(); }
-
-Model& LLM::rank_model(unsigned rank) {
-  if (rank >= engine_->ranks())
-    throw Error(ErrorCode::InvalidArgument, fmt::format("rank {} of {}", rank, engine_->ranks()));
-  return engine_->rank_model(rank);
+void LLM::load_held_ranks(const WeightSource& source) {
+  for (const auto& e : engines_) reports_.push_back(load_rank(e->rank(), source));
 }
+
+unsigned LLM::ranks() const noexcept { return engines_.front()->communicator().size(); }
+
+std::vector<unsigned> LLM::held_ranks() const {
+  std::vector<unsigned> out;
+  for (const auto& e : engines_) out.push_back(e->rank());
+  return out;
+}
+
+LlamaEngine& LLM::engine(unsigned rank) const {
+  for (const auto& e : engines_)
+    if (e->rank() == rank) return *e;
+  throw Error(ErrorCode::InvalidArgument, rank < ranks() ? fmt::format("rank {} of {} is held by another process", rank, ranks())
+                                                         : fmt::format("rank {} of {}", rank, ranks()));
+}
+
+Model& LLM::rank_model(unsigned rank) { return engine(rank).model(); }
 
 LoadReport LLM::load_rank(unsigned rank, const WeightSource& source, std::optional<bool> strict) {
   Model& model = rank_model(rank);
@@ -77,7 +152,7 @@ LoadReport LLM::load_rank(unsigned rank, const WeightSource& source, std::option
   }
 }
 
-uint64_t LLM::parameter_bytes() const { return engine_->parameter_bytes(); }
+uint64_t LLM::parameter_bytes() const { return parameter_bytes_; }
 
 GenerationOutput LLM::generate(const std::string& prompt, const SamplingParams& params) {
   if (!tokenizer_)
@@ -87,36 +162,72 @@ GenerationOutput LLM::generate(const std::string& prompt, const SamplingParams& 
 }
 
 GenerationOutput LLM::generate(const std::vector<int32_t>& prompt, const SamplingParams& params) {
+  // Everything a rank could refuse is checked here, alike on every rank, before any collective.
   if (prompt.empty()) throw Error(ErrorCode::InvalidArgument, "the prompt needs at least one token (BOS)");
-  GenerationOutput out;
-  out.prompt_token_ids = prompt;
+  for (int32_t token : prompt)
+    if (token < 0 || uint64_t(token) >= config_.vocab_size)
+      throw Error(ErrorCode::InvalidArgument, fmt::format("token id {} is outside the vocabulary [0, {})", token, config_.vocab_size));
   // As run.c, generation stops where the model's context ends.
   const uint64_t positions = std::min<uint64_t>(prompt.size() + params.max_tokens, config_.max_position_embeddings);
   if (prompt.size() > positions)
     throw Error(ErrorCode::InvalidArgument, fmt::format("the prompt's {} tokens exceed the model's context of {}", prompt.size(),
                                                         config_.max_position_embeddings));
-  engine_->reset(positions);
   const uint64_t seed = params.seed ? params.seed : uint64_t(std::time(nullptr));
+
+  // Each held rank runs the same loop on its own thread (the first on this one). A rank that
+  // fails aborts the group, so the others stop instead of waiting for it (across processes,
+  // MPI ends the job).
+  const size_t n = engines_.size();
+  std::vector<GenerationOutput> outs(n);
+  std::vector<std::exception_ptr> errors(n);
+  auto run = [&](size_t i) {
+    try {
+      outs[i] = run_rank(*engines_[i], prompt, params, positions, seed);
+    } catch (const std::exception& e) {
+      errors[i] = std::current_exception();
+      engines_[i]->communicator().abort(e.what());
+    }
+  };
+  std::vector<std::thread> others;
+  for (size_t i = 1; i < n; ++i) others.emplace_back(run, i);
+  run(0);
+  for (std::thread& t : others) t.join();
+  // The first rank's own error, rather than the others' "stopped because it failed".
+  std::exception_ptr first;
+  for (const std::exception_ptr& e : errors)
+    if (e && (!first || (stopped_for_another(first) && !stopped_for_another(e)))) first = e;
+  if (first) std::rethrow_exception(first);
+  return std::move(outs[0]);
+}
+
+GenerationOutput LLM::run_rank(LlamaEngine& engine, const std::vector<int32_t>& prompt, const SamplingParams& params,
+                               uint64_t positions, uint64_t seed) {
+  GenerationOutput out;
+  out.prompt_token_ids = prompt;
+  engine.reset(positions);
+  // Rank 0 samples and sends each token to the others; every rank keeps the same output.
+  const bool leader = engine.rank() == 0;
   Sampler sampler(params.temperature, params.top_p, seed);
   const int32_t bos = tokenizer_ ? tokenizer_->bos_id() : 1;
   const int32_t eos = tokenizer_ ? tokenizer_->eos_id() : 2;
   auto emit = [&](const std::string& piece) {
     out.text += piece;
-    if (params.stream && !piece.empty()) params.stream(piece);
+    if (leader && params.stream && !piece.empty()) params.stream(piece);
   };
   if (tokenizer_ && prompt[0] != bos) emit(printable(tokenizer_->decode(bos, prompt[0])));
 
   int32_t token = prompt[0];
   std::chrono::steady_clock::time_point started;
   for (uint64_t pos = 0; pos < positions && out.token_ids.size() < params.max_tokens; ++pos) {
-    const std::vector<float>& logits = engine_->forward(token, pos);
+    const std::vector<float>& logits = engine.forward(token, pos);
     if (params.return_logits) out.logits.push_back(logits);
     int32_t next;
     if (pos + 1 < prompt.size()) {
       next = prompt[pos + 1];
     } else {
       if (out.token_ids.empty()) started = std::chrono::steady_clock::now();
-      next = sampler.sample(logits);
+      next = leader ? sampler.sample(logits) : 0;
+      engine.communicator().broadcast(&next, sizeof next, 0);
       if (params.stop_at_eos && (next == eos || next == bos)) break;
       out.token_ids.push_back(next);
     }

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weightloader/error.hpp"
+
 namespace wl {
 
 namespace {
@@ -65,6 +67,37 @@ std::string LoadReport::to_json() const {
   j["io_mode_reason"] = io_mode_reason;
   j["zero_copy"] = zero_copy;
   return j.dump(2);
+}
+
+LoadReport LoadReport::from_json(const std::string& json) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(json);
+    LoadReport r;
+    r.source = j.at("source");
+    r.format = j.at("format");
+    r.loaded = j.at("loaded").get<std::vector<std::string>>();
+    for (const nlohmann::json& c : j.at("converted")) {
+      const std::optional<DType> to = parse_dtype(c.at("to").get<std::string>());
+      if (!to) throw Error(ErrorCode::InvalidArgument, fmt::format("not a load report: dtype {}", c.at("to").dump()));
+      r.converted.push_back({c.at("name"), c.at("from"), *to});
+    }
+    for (const nlohmann::json& c : j.at("reshaped")) r.reshaped.push_back({c.at("name"), c.at("from"), c.at("to")});
+    r.skipped = j.at("skipped").get<std::vector<std::string>>();
+    r.missing = j.at("missing").get<std::vector<std::string>>();
+    r.unexpected = j.at("unexpected").get<std::vector<std::string>>();
+    r.bytes_read = j.at("bytes_read");
+    r.bytes_written = j.at("bytes_written");
+    r.seconds = j.at("seconds");
+    r.concurrency = j.at("concurrency");
+    r.staging_bytes = j.at("staging_bytes");
+    r.staging_bound = j.at("staging_bound");
+    r.io_mode = j.at("io_mode");
+    r.io_mode_reason = j.at("io_mode_reason");
+    r.zero_copy = j.at("zero_copy").get<std::vector<std::string>>();
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::InvalidArgument, fmt::format("not a load report: {}", e.what()));
+  }
 }
 
 }  // namespace wl

@@ -1,10 +1,14 @@
 #include <cstdio>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "cli_common.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/llm.hpp"
+#ifdef WL_WITH_MPI
+#include "weightloader/mpi.hpp"
+#endif
 
 namespace wl::cli {
 
@@ -31,22 +35,71 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+struct Options {
+  std::string model, tokenizer, loader = "auto", prompt, prompt_ids, dtype = "f32";
+  std::vector<std::string> kw;
+  uint32_t steps = 256;
+  float temperature = 1.0f, top_p = 0.9f;
+  uint64_t seed = 0;
+  unsigned tp = 1, threads = 0;
+  bool quiet = false;
+};
+
+// Loads and generates as one rank of `options.communicator`, or as every rank when it is null.
+void generate(const Options& o, LLMOptions& options, bool speaker) {
+  options.model = o.model;
+  options.weight_loader = o.loader;
+  options.weight_loader_kwargs = parse_kw_items(o.kw);
+  const std::optional<DType> dtype = parse_dtype_alias(o.dtype);
+  if (!dtype) throw Error(ErrorCode::UnsupportedDType, fmt::format("--dtype '{}' is not a dtype", o.dtype));
+  if (!o.prompt_ids.empty() && !o.prompt.empty()) throw Error(ErrorCode::InvalidArgument, "give --prompt or --prompt-ids, not both");
+  const std::vector<int32_t> prompt_ids = o.prompt_ids.empty() ? std::vector<int32_t>{} : parse_ids(o.prompt_ids);
+  options.dtype = *dtype;
+  options.tensor_parallel_size = o.tp;
+  options.tokenizer = o.tokenizer;
+  if (o.threads) options.threads = o.threads;
+  options.io.progress = make_progress_bar(o.quiet || !speaker);
+  LLM llm(options);
+  if (!o.quiet && speaker) {
+    const LlamaConfig& c = llm.config();
+    fmt::print(stderr, "model: {} layers, hidden {}, {} heads ({} kv), vocab {}, from {} via loader '{}'; {} of weights\n",
+               c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size, c.origin, llm.loader_name(),
+               human_bytes(llm.parameter_bytes()));
+    for (size_t r = 0; r < llm.load_reports().size(); ++r)
+      fmt::print(stderr, "rank {}: read {} in {:.3f} s\n", r, human_bytes(llm.load_reports()[r].bytes_read),
+                 llm.load_reports()[r].seconds);
+  }
+  SamplingParams params;
+  params.max_tokens = o.steps;
+  params.temperature = o.temperature;
+  params.top_p = o.top_p;
+  params.seed = o.seed;
+  params.stream = [](const std::string& piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  };
+  const GenerationOutput out = prompt_ids.empty() ? llm.generate(o.prompt, params) : llm.generate(prompt_ids, params);
+  if (!speaker) return;
+  if (!llm.tokenizer()) {
+    std::vector<std::string> ids;
+    for (int32_t id : out.token_ids) ids.push_back(std::to_string(id));
+    fmt::print("{}", fmt::join(ids, " "));
+  }
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (!o.quiet) fmt::print(stderr, "achieved tok/s: {:.2f}\n", out.tokens_per_second);
+}
+
 }  // namespace
 
 void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "generate",
       "load a Llama-family model through a loader and generate text on the CPU; prints the prompt followed by the\n"
-      "generated text, as llama2.c's run does, and the speed on stderr");
-  struct Options {
-    std::string model, tokenizer, loader = "auto", prompt, prompt_ids, dtype = "f32";
-    std::vector<std::string> kw;
-    uint32_t steps = 256;
-    float temperature = 1.0f, top_p = 0.9f;
-    uint64_t seed = 0;
-    unsigned tp = 1, threads = 0;
-    bool quiet = false;
-  };
+      "generated text, as llama2.c's run does, and the speed on stderr.\n"
+      "Under mpirun (`mpirun -np N weightloader generate ...`, in builds with MPI; detected from the launcher's environment:\n"
+      "OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK) each process is one tensor-parallel rank: it reads only its\n"
+      "slice of the checkpoint, the ranks combine through MPI, and rank 0 prints the text and every rank's load report.");
   auto o = std::make_shared<Options>();
   cmd->add_option("--model", o->model, "checkpoint file or directory, or a cached Hugging Face model id")->required();
   cmd->add_option("--tokenizer", o->tokenizer,
@@ -60,56 +113,32 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("-t,--temperature", o->temperature, "sampling temperature; 0 = greedy")->capture_default_str();
   cmd->add_option("-p,--top-p", o->top_p, "nucleus sampling threshold in (0, 1); 1 = off")->capture_default_str();
   cmd->add_option("-s,--seed", o->seed, "random seed (default: the clock)");
-  cmd->add_option("--tp", o->tp, "tensor-parallel ranks (threads in this process), each loading only its slice")->capture_default_str();
+  cmd->add_option("--tp", o->tp,
+                  "tensor-parallel ranks (threads in this process), each loading only its slice; under mpirun one rank per "
+                  "process (then --tp is 1 or the number of processes)")->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "how weights are held: f32, bf16 or f16 (computed in f32)")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "compute threads (default: one per core)");
+  cmd->add_option("--threads", o->threads, "compute threads (default: one per core, shared by the ranks on this host)");
   cmd->add_flag("-q,--quiet", o->quiet, "no load summary or speed on stderr");
   cmd->callback([o] {
     LLMOptions options;
-    options.model = o->model;
-    options.weight_loader = o->loader;
-    options.weight_loader_kwargs = parse_kw_items(o->kw);
-    const std::optional<DType> dtype = parse_dtype_alias(o->dtype);
-    if (!dtype) throw Error(ErrorCode::UnsupportedDType, fmt::format("--dtype '{}' is not a dtype", o->dtype));
-    options.dtype = *dtype;
-    options.tensor_parallel_size = o->tp;
-    options.tokenizer = o->tokenizer;
-    options.threads = o->threads;
-    options.io.progress = make_progress_bar(o->quiet);
-    LLM llm(options);
-    if (!o->quiet) {
-      const LlamaConfig& c = llm.config();
-      fmt::print(stderr, "model: {} layers, hidden {}, {} heads ({} kv), vocab {}, from {} via loader '{}'; {} of weights\n",
-                 c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size, c.origin, llm.loader_name(),
-                 human_bytes(llm.parameter_bytes()));
-      for (size_t r = 0; r < llm.load_reports().size(); ++r)
-        fmt::print(stderr, "rank {}: read {} in {:.3f} s\n", r, human_bytes(llm.load_reports()[r].bytes_read),
-                   llm.load_reports()[r].seconds);
+#ifdef WL_WITH_MPI
+    std::shared_ptr<MpiCommunicator> mpi;
+    if (launched_by_mpi()) {
+      mpi = std::make_shared<MpiCommunicator>();
+      options.communicator = mpi;
+      // Processes on one host share its cores.
+      if (o->threads == 0) options.threads = std::max(1u, std::thread::hardware_concurrency() / mpi->local_size());
     }
-    SamplingParams params;
-    params.max_tokens = o->steps;
-    params.temperature = o->temperature;
-    params.top_p = o->top_p;
-    params.seed = o->seed;
-    params.stream = [](const std::string& piece) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    };
-    GenerationOutput out;
-    if (!o->prompt_ids.empty()) {
-      if (!o->prompt.empty()) throw Error(ErrorCode::InvalidArgument, "give --prompt or --prompt-ids, not both");
-      out = llm.generate(parse_ids(o->prompt_ids), params);
-    } else {
-      out = llm.generate(o->prompt, params);
+#endif
+    // Rank 0 speaks for all ranks: the text, the load reports, and the errors (which are agreed: every
+    // rank throws the same one; the others leave silently with the same status).
+    const bool speaker = !options.communicator || options.communicator->rank() == 0;
+    try {
+      generate(*o, options, speaker);
+    } catch (const Error&) {
+      if (!speaker) throw CLI::RuntimeError(1);
+      throw;
     }
-    if (!llm.tokenizer()) {
-      std::vector<std::string> ids;
-      for (int32_t id : out.token_ids) ids.push_back(std::to_string(id));
-      fmt::print("{}", fmt::join(ids, " "));
-    }
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
-    if (!o->quiet) fmt::print(stderr, "achieved tok/s: {:.2f}\n", out.tokens_per_second);
   });
 }
 
