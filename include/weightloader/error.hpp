@@ -97,6 +97,8 @@ enum class ErrorCode {
   UnexpectedTensors,             // strict load found tensors no parameter takes
   DuplicateParameter,            // a model declares the same parameter twice
   DuplicateTarget,               // two checkpoint tensors map onto the same parameter
+  NameSchemeAmbiguous,           // name_map=auto: two mappings between naming schemes explain the names equally well
+  NameSchemePartial,             // name_map=auto, strict: the best mapping leaves some of the model's names unexplained
   // inference engine
   ConfigMissing,                 // no model configuration: no config.json, GGUF llama.* keys or llama.c header
   ConfigInvalid,                 // a configuration field is missing, malformed, or one the engine cannot run

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "loaders/auto_name_map.hpp"
 #include "loaders/zero_copy.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
@@ -40,6 +41,18 @@ std::string prefix_hint(const std::vector<std::string>& unexpected, const std::v
 }  // namespace
 
 LoadPlan plan_load(Model& model, const WeightSource& source, const LoadOptions& options) {
+  if (options.auto_names) {
+    AutoNameMap automatic = auto_name_map(model, source, options);
+    LoadOptions renamed_options = options;
+    renamed_options.auto_names = false;
+    renamed_options.names = NameMapping{};
+    std::shared_ptr<const WeightSource> renamed(std::move(automatic.renamed));
+    LoadPlan plan = plan_load(model, *renamed, renamed_options);
+    plan.skipped.insert(plan.skipped.begin(), automatic.skipped.begin(), automatic.skipped.end());
+    plan.names = automatic.match;
+    plan.renamed = std::move(renamed);
+    return plan;
+  }
   LoadPlan plan;
   plan.source = source.origin();
   plan.format = source.format();
@@ -141,8 +154,9 @@ void LoadPlan::check(bool strict) const {
   throw Error(missing.empty() ? ErrorCode::UnexpectedTensors : ErrorCode::MissingParameters, msg, source);
 }
 
-LoadReport execute_load(const LoadPlan& plan, const WeightSource& source, const LoadOptions& options) {
+LoadReport execute_load(const LoadPlan& plan, const WeightSource& given, const LoadOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  const WeightSource& source = plan.renamed ? *plan.renamed : given;  // the reads refer to its tensors
   plan.check(options.strict);
   LoadReport report;
   report.source = plan.source;
@@ -153,6 +167,7 @@ LoadReport execute_load(const LoadPlan& plan, const WeightSource& source, const 
   report.skipped = plan.skipped;
   report.missing = plan.missing;
   report.unexpected = plan.unexpected;
+  report.names = plan.names;
 
   std::vector<ReadRequest> requests;
   for (const PlannedRead& read : plan.reads) {
@@ -189,6 +204,12 @@ const FormatList& WeightLoader::formats() const { return options_.formats ? *opt
 
 Model WeightLoader::mirror_model(const WeightSource& source) const {
   Model model;
+  if (options_.auto_names) {  // under the canonical (Hugging Face) names
+    const std::vector<std::optional<std::string>> names = canonical_names(source, options_.names);
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i]) model.add_parameter(*names[i], source.tensors()[i].shape, dtype_.value_or(source.tensors()[i].dtype));
+    return model;
+  }
   for (const TensorInfo& t : source.tensors()) {
     const std::optional<std::string> mapped = options_.names.map(t.name);
     if (mapped) model.add_parameter(*mapped, t.shape, dtype_.value_or(t.dtype));
