@@ -49,6 +49,10 @@ class WL_API WeightLoader {
   // A model whose parameters mirror the checkpoint's tensors (after name mapping; under Hugging
   // Face names with auto_names), each in `dtype()` if set, else in the tensor's own dtype.
   Model mirror_model(const WeightSource& source) const;
+  // The catalogue under the names a load of mirror_model() would give its tensors: with
+  // auto_names, Hugging Face names and q/k rows in its rotary layout (what convert writes and the
+  // engine reads its configuration from); otherwise the same tensors. Shares `source`'s files.
+  std::unique_ptr<WeightSource> canonical_source(const WeightSource& source) const;
 
   LoadOptions& options() noexcept { return options_; }
   const LoadOptions& options() const noexcept { return options_; }

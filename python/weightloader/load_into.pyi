@@ -16,6 +16,6 @@ class IncompatibleKeys(NamedTuple):
 
 def load_into(module: torch.nn.Module, path: Union[str, os.PathLike[str]],
               loader: Union[str, type[BaseWeightLoader], BaseWeightLoader] = "auto", strict: bool = True,
-              dtype: _DTypeLike | None = None, name_map: Mapping[str, str] | None = None,
+              dtype: _DTypeLike | None = None, name_map: Union[str, Mapping[str, str], None] = None,
               progress: _Progress = None, **kwargs: Any) -> IncompatibleKeys:
     """Fills `module` from `path` in place and returns (missing_keys, unexpected_keys)."""

@@ -34,7 +34,8 @@ class _TensorInfo(TypedDict):
 
 class LoadReport(dict[str, Any]):
     """What a load did (the C++ LoadReport as a dict: loaded, converted, missing, unexpected,
-    bytes_read, seconds, gbps, io_mode, ...), with attribute access."""
+    bytes_read, seconds, gbps, io_mode, names (name_map=auto: summary, from, to, matched, total;
+    else None), ...), with attribute access."""
 
     def __getattr__(self, name: str) -> Any: ...
 

@@ -202,6 +202,14 @@ std::shared_ptr<const Opener> WeightLoader::session_opener() const { return std:
 
 const FormatList& WeightLoader::formats() const { return options_.formats ? *options_.formats : FormatList::global(); }
 
+std::unique_ptr<WeightSource> WeightLoader::canonical_source(const WeightSource& source) const {
+  if (!options_.auto_names) return source.with_metadata(source.metadata());
+  Model model = mirror_model(source);  // untouched heap pages: shapes only
+  LoadOptions options = options_;
+  options.strict = false;
+  return auto_name_map(model, source, options).renamed;
+}
+
 Model WeightLoader::mirror_model(const WeightSource& source) const {
   Model model;
   if (options_.auto_names) {  // under the canonical (Hugging Face) names

@@ -46,7 +46,7 @@ void add_convert_command(CLI::App& app) {
       o.tokenizer = a->tokenizer.empty() ? find_tokenizer_path(opts->path) : a->tokenizer;
     const LoaderChoice choice = opts->choice();
     auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
-    auto source = loader->get_weights(opts->path);
+    auto source = loader->canonical_source(*loader->get_weights(opts->path));
     const uint64_t bytes = convert_checkpoint(*source, a->out, o);
     fmt::print("converted {} tensors ({}) from {} to {} at {}\n", source->tensors().size(), human_bytes(bytes),
                source->format(), a->to, a->out);

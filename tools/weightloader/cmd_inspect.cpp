@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.hpp"
+#include "weightloader/name_schemes.hpp"
 
 namespace wl::cli {
 
@@ -17,6 +18,9 @@ void add_inspect_command(CLI::App& app) {
     const std::string& loader_name = choice.name;
     auto loader = WeightLoaderRegistry::global().create(loader_name, choice.kwargs);
     auto source = loader->get_weights(opts->path);
+    std::vector<std::string> names;
+    for (const TensorInfo& t : source->tensors()) names.push_back(t.name);
+    const DetectedScheme scheme = detect_name_scheme(names);
     if (*json) {
       nlohmann::json j;
       j["path"] = opts->path;
@@ -27,6 +31,8 @@ void add_inspect_command(CLI::App& app) {
       for (const TensorInfo& t : source->tensors())
         j["tensors"].push_back({{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"bytes", t.nbytes},
                                 {"file", t.file}, {"offset", t.offset}});
+      j["names"] = {{"scheme", scheme.scheme}, {"prefix", scheme.prefix}, {"matched", scheme.matched},
+                    {"total", scheme.total}, {"summary", scheme.to_string()}};
       j["total_tensors"] = source->tensors().size();
       j["total_bytes"] = source->total_bytes();
       fmt::print("{}\n", j.dump(2));
@@ -42,6 +48,7 @@ void add_inspect_command(CLI::App& app) {
     }
     fmt::print("{} tensors, {} parameters, {} ({} bytes), format {}, loader {}\n", source->tensors().size(), params,
                human_bytes(source->total_bytes()), source->total_bytes(), source->format(), loader_name);
+    fmt::print("names: {}\n", scheme.to_string());
     for (const auto& [k, v] : source->metadata())
       fmt::print("metadata {} = {}\n", k, v.find('\n') == std::string::npos ? v : fmt::format("({} bytes; --json shows it)", v.size()));
   });
