@@ -84,7 +84,7 @@ def make(hf_dir, out_dir, shards, embedding_dim=1):
     for i, state in enumerate(states):
         state["rope.freqs"] = freqs.to(torch.bfloat16).clone()  # as Llama 1's files carry it
         torch.save(state, out_dir / f"consolidated.{i:02d}.pth")
-    params = {"dim": config["hidden_size"], "multiple_of": 16, "n_heads": heads, "n_layers": config["num_hidden_layers"],
+    params = {"dim": config["hidden_size"], "multiple_of": 64, "n_heads": heads, "n_layers": config["num_hidden_layers"],
               "norm_eps": config["rms_norm_eps"], "vocab_size": -1}
     if kv_heads != heads:
         params["n_kv_heads"] = kv_heads
