@@ -7,6 +7,15 @@
 
 namespace wl::cli {
 
+namespace {
+// Where a tensor's bytes are: its file, or for one assembled from pieces (Meta's shards) the first
+// piece's and how many more.
+std::string where(const TensorInfo& t) {
+  if (t.parts.empty()) return t.file;
+  return fmt::format("{} + {} more along dim {}", t.parts.front().file, t.parts.size() - 1, t.parts_dim);
+}
+}  // namespace
+
 void add_inspect_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "list every tensor of a checkpoint (name, dtype, shape, bytes, file); reads no tensor data");
   auto opts = std::make_shared<SourceOptions>();
@@ -28,9 +37,16 @@ void add_inspect_command(CLI::App& app) {
       j["format"] = source->format();
       j["metadata"] = source->metadata();
       j["tensors"] = nlohmann::json::array();
-      for (const TensorInfo& t : source->tensors())
-        j["tensors"].push_back({{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"bytes", t.nbytes},
-                                {"file", t.file}, {"offset", t.offset}});
+      for (const TensorInfo& t : source->tensors()) {
+        nlohmann::json e = {{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"bytes", t.nbytes},
+                            {"file", t.file}, {"offset", t.offset}};
+        if (!t.parts.empty()) {
+          e["parts_dim"] = t.parts_dim;
+          e["parts"] = nlohmann::json::array();
+          for (const TensorInfo& p : t.parts) e["parts"].push_back({{"file", p.file}, {"offset", p.offset}, {"shape", p.shape}});
+        }
+        j["tensors"].push_back(std::move(e));
+      }
       j["names"] = {{"scheme", scheme.scheme}, {"prefix", scheme.prefix}, {"matched", scheme.matched},
                     {"total", scheme.total}, {"summary", scheme.to_string()}};
       j["total_tensors"] = source->tensors().size();
@@ -43,7 +59,7 @@ void add_inspect_command(CLI::App& app) {
     fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", "name", width, "dtype", "shape", "bytes", "file");
     uint64_t params = 0;
     for (const TensorInfo& t : source->tensors()) {
-      fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", t.name, width, t.stored_type(), shape_to_string(t.shape), t.nbytes, t.file);
+      fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", t.name, width, t.stored_type(), shape_to_string(t.shape), t.nbytes, where(t));
       params += t.numel();
     }
     fmt::print("{} tensors, {} parameters, {} ({} bytes), format {}, loader {}\n", source->tensors().size(), params,
