@@ -12,8 +12,8 @@
 namespace wl {
 namespace {
 
-// A two-layer Llama: dim 8, 2 heads of 4, 1 kv head, FFN 6, vocab 5.
-constexpr uint64_t kDim = 8, kHeads = 2, kKvHeads = 1, kHeadDim = 4, kFf = 6, kVocab = 5, kLayers = 2;
+// A two-layer Llama: dim 16, 2 heads of 8 (a head size whose rotary permutation is not its own inverse), 1 kv head, FFN 6, vocab 5.
+constexpr uint64_t kDim = 16, kHeads = 2, kKvHeads = 1, kHeadDim = 8, kFf = 6, kVocab = 5, kLayers = 2;
 
 struct Tensor {
   std::string canonical;  // its Hugging Face name
