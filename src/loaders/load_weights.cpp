@@ -13,6 +13,7 @@
 #include "weightloader/format.hpp"
 #include "weightloader/load_plan.hpp"
 #include "weightloader/loader.hpp"
+#include "weightloader/name_schemes.hpp"
 
 namespace wl {
 
@@ -36,6 +37,23 @@ std::string prefix_hint(const std::vector<std::string>& unexpected, const std::v
     return fmt::format("; checkpoint names carry an extra prefix: pass strip_prefix={}", best(strip)->first);
   if (!add.empty()) return fmt::format("; parameter names carry a prefix the checkpoint lacks: pass add_prefix={}", best(add)->first);
   return {};
+}
+
+// When the unexpected names all follow one naming scheme and the missing ones another, says that
+// name_map=auto maps them.
+std::string scheme_hint(const std::vector<std::string>& unexpected, const std::vector<std::string>& missing) {
+  if (unexpected.empty() || missing.empty()) return {};
+  std::vector<std::string> wanted;  // a shard's entry "param (from name)" wants `name`
+  for (const std::string& m : missing) {
+    const size_t from = m.find(" (from ");
+    wanted.push_back(from == std::string::npos ? m : m.substr(from + 7, m.size() - from - 8));
+  }
+  const DetectedScheme theirs = detect_name_scheme(unexpected), ours = detect_name_scheme(wanted);
+  if (theirs.scheme.empty() || theirs.matched != theirs.total || ours.scheme.empty() ||
+      (theirs.scheme == ours.scheme && theirs.prefix == ours.prefix))
+    return {};
+  return fmt::format("; the checkpoint's names are {}, the model's {}: pass name_map=auto to map them", theirs.to_string(),
+                     ours.to_string());
 }
 
 }  // namespace
@@ -150,7 +168,10 @@ void LoadPlan::check(bool strict) const {
   if (!unexpected.empty())
     msg += fmt::format("{}{} checkpoint tensor(s) match no parameter: {}", msg.empty() ? "" : "; ", unexpected.size(),
                        fmt::join(unexpected, ", "));
-  msg += prefix_hint(unexpected, missing) + " (or load non-strict with strict=false)";
+  // A scheme that explains every unexpected name says more than a prefix that explains some.
+  std::string hint = scheme_hint(unexpected, missing);
+  if (hint.empty()) hint = prefix_hint(unexpected, missing);
+  msg += hint + " (or load non-strict with strict=false)";
   throw Error(missing.empty() ? ErrorCode::UnexpectedTensors : ErrorCode::MissingParameters, msg, source);
 }
 

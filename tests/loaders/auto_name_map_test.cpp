@@ -354,6 +354,16 @@ TEST(AutoNameMap, TheKwargTakesAutoOrExplicit) {
   EXPECT_NE(msg.find("guess"), std::string::npos);
 }
 
+TEST(AutoNameMap, WithoutItAStrictLoadSaysWhichSchemesItSaw) {
+  auto source = checkpoint("gguf", "module.");
+  Model m = model_in("torchtune");
+  const std::string msg = test::expect_error(ErrorCode::MissingParameters, [&] {
+    WeightLoaderRegistry::global().create("local")->load_weights(m, *source);
+  });
+  EXPECT_NE(msg.find("the checkpoint's names are gguf (prefix module.), the model's torchtune: pass name_map=auto"),
+            std::string::npos) << msg;
+}
+
 TEST(DetectNameScheme, RecognisesEachSchemeAndItsWrapper) {
   for (const std::string scheme : {"hf", "meta", "torchtune", "gguf"}) {
     std::vector<std::string> names;
