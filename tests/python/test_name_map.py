@@ -115,3 +115,11 @@ def test_cli_inspect_and_load_say_what_names_they_saw(meta_checkpoint):
     assert "names: meta (prefix _orig_mod.)" in out
     out = subprocess.run([cli, "load", str(path), "--name-map", "auto", "-q"], check=True, capture_output=True, text=True).stdout
     assert "names       auto (meta under _orig_mod. → hf), 21 of 21 matched" in out
+
+
+def test_detect_name_scheme_on_names_and_modules(meta_checkpoint):
+    path, original = meta_checkpoint
+    d = wl.detect_name_scheme(wl.LocalWeightLoader(file_pattern="*.pth").get_weights(str(path)))
+    assert d == {"scheme": "meta", "prefix": "_orig_mod.", "matched": 21, "total": 21, "summary": "meta (prefix _orig_mod.)"}
+    assert wl.detect_name_scheme(Named({k: v.shape for k, v in original.items()}, torch.bfloat16))["summary"] == "hf"
+    assert wl.detect_name_scheme(["blk.0.attn_q.weight", "extra"])["summary"] == "gguf, 1 of 2 names"
