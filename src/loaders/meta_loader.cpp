@@ -138,7 +138,8 @@ class MetaLoader final : public WeightLoader {
                         fmt::format("replicated tensor is {} here but {} in shard 0", shape_to_string(p->shape), shape_to_string(whole.shape)),
                         p->file, t.name);
       }
-      if (canonical->rotary) {
+      // An empty tensor has no rows to reorder (and its row count, unbounded by the file, must not size an allocation).
+      if (canonical->rotary && whole.numel() > 0) {
         try {
           whole.row_order = rotary_interleaved_to_hf_rows(whole.shape.at(0), canonical->kv ? params.n_kv_heads : params.n_heads);
         } catch (const Error& e) {
