@@ -99,6 +99,8 @@ enum class ErrorCode {
   DuplicateTarget,               // two checkpoint tensors map onto the same parameter
   RankFailed,                    // a tensor-parallel rank failed (or did not answer), so every rank stopped
   RanksDisagree,                 // tensor-parallel ranks see different checkpoints (files, sizes, header)
+  NameSchemeAmbiguous,           // name_map=auto: two mappings between naming schemes explain the names equally well
+  NameSchemePartial,             // name_map=auto, strict: the best mapping leaves some of the model's names unexplained
   // inference engine
   ConfigMissing,                 // no model configuration: no config.json, GGUF llama.* keys or llama.c header
   ConfigInvalid,                 // a configuration field is missing, malformed, or one the engine cannot run

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,9 @@ struct WL_API LoadPlan {
   std::vector<std::string> unexpected;   // no parameter takes them
   std::vector<std::string> missing;      // parameters (or shards) no tensor fills
   std::vector<std::string> shape_errors; // one line per mismatch; execute_load refuses them
+  // auto_names: what matched, and the catalogue under the model's names the reads refer to.
+  std::optional<NameMatch> names;
+  std::shared_ptr<const WeightSource> renamed;
 
   // ShapeMismatch listing shape_errors; with `strict`, MissingParameters / UnexpectedTensors
   // listing the names (with a strip_prefix / add_prefix hint when a dotted prefix explains them).

@@ -18,6 +18,11 @@ class FormatList;
 
 struct LoadOptions {
   NameMapping names;
+  // name_map=auto: recognise the checkpoint's naming scheme and the model's (Hugging Face, Meta,
+  // torchtune, GGUF, vLLM's fused parameters, under wrapper prefixes) and map one onto the other,
+  // converting q/k rows between rotary layouts. `names` still applies first and wins where it
+  // maps a tensor onto a parameter. Ambiguous or (strict) partial matches are errors.
+  bool auto_names = false;
   bool strict = true;          // missing or unexpected names are an error
   bool allow_reshape = false;  // accept a shape with the same element count
   // A parameter whose exact bytes the file holds (same dtype, raw, contiguous) gets a read-only
@@ -41,9 +46,15 @@ class WL_API WeightLoader {
   // parameter (converting to the parameter's dtype). Loaders may override; most reuse this.
   virtual LoadReport load_weights(Model& model, const WeightSource& source);
 
-  // A model whose parameters mirror the checkpoint's tensors (after name mapping), each in
-  // `dtype()` if set, else in the tensor's own dtype.
+  // A model whose parameters mirror the checkpoint's tensors (after name mapping; under Hugging
+  // Face names with auto_names), each in `dtype()` if set, else in the tensor's own dtype.
   Model mirror_model(const WeightSource& source) const;
+  // The catalogue under the names a load of mirror_model() would give its tensors: with
+  // auto_names, Hugging Face names and q/k rows in its rotary layout (what convert writes and the
+  // engine reads its configuration from); otherwise under the explicit mapping, GGUF's stored
+  // names as Hugging Face's (with_normalised_names: what convert and diff compare and write).
+  // Shares `source`'s files.
+  std::unique_ptr<WeightSource> canonical_source(const WeightSource& source) const;
 
   LoadOptions& options() noexcept { return options_; }
   const LoadOptions& options() const noexcept { return options_; }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,16 @@ struct ReshapedTensor {
   Shape to;
 };
 
+// What name_map=auto chose: the checkpoint's naming scheme and the model's, and how many of the
+// model's names (parameters, or the checkpoint tensors their shards name) it explained.
+struct WL_API NameMatch {
+  std::string from, from_prefix;  // the checkpoint's scheme ("meta") and wrapper prefix ("module.")
+  std::string to, to_prefix;      // the model's ("hf"; "vllm" when fused parameters were assembled)
+  size_t matched = 0;
+  size_t total = 0;
+  std::string to_string() const;  // "auto (meta → hf), 21 of 21 matched"
+};
+
 struct WL_API LoadReport {
   std::string source;                     // where the weights came from
   std::string format;
@@ -41,6 +52,7 @@ struct WL_API LoadReport {
   std::string io_mode;                    // "pread", "direct", "mmap" (what ran, never "auto")
   std::string io_mode_reason;             // when io=auto chose: why
   std::vector<std::string> zero_copy;     // parameters backed by the file mapping (zero_copy=true)
+  std::optional<NameMatch> names;         // name_map=auto: what it matched
 
   double gbps() const { return seconds > 0 ? double(bytes_read) / seconds / 1e9 : 0.0; }
   std::string to_string(bool verbose = false) const;  // human-readable summary

@@ -50,6 +50,13 @@ struct WL_API TensorInfo {
   // Row permutation along dim 0: logical row i is stored row row_order[i]; empty = identity.
   // Lets a reader present rows in another order (e.g. the rotary q/k layouts) without a copy.
   std::vector<uint64_t> row_order;
+  // A tensor assembled from pieces laid side by side along `parts_dim`, in order (Meta's
+  // model-parallel shards): each piece is a tensor of some file whose shape is this one's with
+  // parts_dim replaced by its own extent; `file`, `offset` and `strides` are then unused. A read
+  // writes each piece's bytes straight into its block of the destination, never concatenating.
+  // A row_order (parts_dim 0 only) must keep every row inside its piece.
+  std::vector<TensorInfo> parts;
+  size_t parts_dim = 0;
 
   uint64_t numel() const { return shape_numel(shape); }
   std::string stored_type() const;  // decoder name, or dtype name
@@ -96,6 +103,10 @@ struct ReadRequest {
   Slice slice;
   DType dst_dtype = DType::F32;
   void* dst = nullptr;   // room for the slice's elements of dst_dtype, row-major
+  // Elements between the starts of consecutive runs of the slice along its dim (one run per index
+  // of the dimensions before it) in `dst`; 0: packed, the row-major layout of the slice. Lets a
+  // piece of a tensor land in its block of a wider destination (a column block of a matrix).
+  uint64_t dst_outer_stride = 0;
 };
 
 // What a batch of reads did.

@@ -4,6 +4,7 @@
 
 #include "bind/bindings.hpp"
 #include "weightloader/error.hpp"
+#include "weightloader/name_schemes.hpp"
 #include "weightloader/registry.hpp"
 
 namespace wl::py {
@@ -126,6 +127,16 @@ void register_loaders(pyb::module_& m) {
     for (const std::vector<KwargSpec>* list : {&spec.kwargs, &WeightLoaderRegistry::common_kwargs()})
       for (const KwargSpec& k : *list) kwargs.append(pyb::make_tuple(k.name, static_cast<int>(k.type), k.help));
     return pyb::make_tuple(spec.description, kwargs);
+  });
+  m.def("detect_name_scheme", [](const std::vector<std::string>& names) {
+    const DetectedScheme d = detect_name_scheme(names);
+    pyb::dict out;
+    out["scheme"] = d.scheme;
+    out["prefix"] = d.prefix;
+    out["matched"] = d.matched;
+    out["total"] = d.total;
+    out["summary"] = d.to_string();
+    return out;
   });
   m.def("detect_loader", [](const std::string& path) {
     LoaderChoice c;

@@ -13,11 +13,11 @@ from .load_into import IncompatibleKeys, load_into  # noqa: F401
 from .safe_open import (TensorNotFoundError, UnknownFormatError, load, load_file, safe_open, save,  # noqa: F401
                         save_file)
 from .loaders import (BaseWeightLoader, CoreWeightLoader, CustomBinaryWeightLoader, GgufWeightLoader,  # noqa: F401
-                      HfWeightLoader, Llama2cWeightLoader, LoadReport, LocalWeightLoader, Weights,
-                      WeightLoaderRegistry)
+                      HfWeightLoader, Llama2cWeightLoader, LoadReport, LocalWeightLoader, MetaWeightLoader, Weights,
+                      WeightLoaderRegistry, detect_name_scheme)
 
 __all__ = ["BaseWeightLoader", "CoreWeightLoader", "CustomBinaryWeightLoader", "GgufWeightLoader", "HfWeightLoader",
-           "Llama2cWeightLoader", "LocalWeightLoader", "LoadReport", "Weights", "WeightLoaderRegistry", "load_into",
+           "Llama2cWeightLoader", "LocalWeightLoader", "MetaWeightLoader", "detect_name_scheme", "LoadReport", "Weights", "WeightLoaderRegistry", "load_into",
            "IncompatibleKeys", "Error", "FormatError", "NotFoundError", "InvalidArgumentError", "IoError",
            "CancelledError", "LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "EngineModule",
            "safe_open", "load_file", "load", "save_file", "save", "TensorNotFoundError", "UnknownFormatError"]

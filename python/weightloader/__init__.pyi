@@ -10,11 +10,12 @@ from .safe_open import (TensorNotFoundError as TensorNotFoundError, UnknownForma
 from .loaders import (BaseWeightLoader as BaseWeightLoader, CoreWeightLoader as CoreWeightLoader,
                       CustomBinaryWeightLoader as CustomBinaryWeightLoader, GgufWeightLoader as GgufWeightLoader,
                       HfWeightLoader as HfWeightLoader, Llama2cWeightLoader as Llama2cWeightLoader,
-                      LoadReport as LoadReport, LocalWeightLoader as LocalWeightLoader, Weights as Weights,
-                      WeightLoaderRegistry as WeightLoaderRegistry)
+                      LoadReport as LoadReport, LocalWeightLoader as LocalWeightLoader,
+                      MetaWeightLoader as MetaWeightLoader, Weights as Weights,
+                      WeightLoaderRegistry as WeightLoaderRegistry, detect_name_scheme as detect_name_scheme)
 
 __all__ = ["BaseWeightLoader", "CoreWeightLoader", "CustomBinaryWeightLoader", "GgufWeightLoader", "HfWeightLoader",
-           "Llama2cWeightLoader", "LocalWeightLoader", "LoadReport", "Weights", "WeightLoaderRegistry", "load_into",
+           "Llama2cWeightLoader", "LocalWeightLoader", "MetaWeightLoader", "detect_name_scheme", "LoadReport", "Weights", "WeightLoaderRegistry", "load_into",
            "IncompatibleKeys", "Error", "FormatError", "NotFoundError", "InvalidArgumentError", "IoError",
            "CancelledError", "LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "EngineModule",
            "safe_open", "load_file", "load", "save_file", "save", "TensorNotFoundError", "UnknownFormatError"]

@@ -40,7 +40,7 @@ _NOT_FOUND = {"FileNotFound", "NoMatchingFiles", "TensorNotFound", "UnknownLoade
               "GgufSplitMissing", "TokenizerNotFound", "ConfigMissing", "StateDictNotFound"}
 _INVALID = {"InvalidArgument", "UnsupportedDType", "LoaderExists", "UnknownKwarg", "InvalidKwarg", "SliceOutOfBounds",
             "ShapeMismatch", "MissingParameters", "UnexpectedTensors", "DuplicateParameter", "DuplicateTarget",
-            "TokenOutOfRange", "StateDictAmbiguous"}
+            "TokenOutOfRange", "StateDictAmbiguous", "NameSchemeAmbiguous", "NameSchemePartial"}
 
 
 # Raised by every rank of a tensor-parallel load: the cause lies on some rank, given in the message.

@@ -17,9 +17,12 @@ class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpect
 
 
 def _name_map_kwargs(name_map):
-    """{"old.": "new.", "a.b": "c.d"}: keys ending with '.' rename a prefix, others one name."""
+    """"auto": the naming schemes recognised (the name_map kwarg). {"old.": "new.", "a.b": "c.d"}:
+    keys ending with '.' rename a prefix, others one name."""
     if not name_map:
         return {}
+    if isinstance(name_map, str):
+        return {"name_map": name_map}
     renames, regex = [], []
     for old, new in name_map.items():
         if old.endswith("."):
@@ -42,7 +45,10 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     loader: a registered name, "auto" (chosen by content), a class or an instance. kwargs go to the
     loader (strip_prefix, io, concurrency, ...). dtype: the module is converted to it first (with
     Module.to), then filled; without it every tensor is converted to its parameter's dtype.
-    strict: a missing or unexpected name raises, listing them. Shapes must match.
+    strict: a missing or unexpected name raises, listing them. Shapes must match. name_map: "auto"
+    recognises the checkpoint's naming scheme and the module's (Hugging Face, Meta, torchtune, GGUF,
+    vLLM's fused qkv_proj/gate_up_proj; wrapper prefixes such as module. or _orig_mod.) and maps
+    one onto the other, q/k rows included; or a dict of renames (see _name_map_kwargs).
 
     Tensor parallelism: `module` is rank tp_rank's of tp_size (default: torch.distributed's rank
     and world size of tp_group when it is initialised, else 0 and 1), its parameters holding only

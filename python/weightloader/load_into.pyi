@@ -19,7 +19,7 @@ class IncompatibleKeys(NamedTuple):
 
 def load_into(module: torch.nn.Module, path: Union[str, os.PathLike[str]],
               loader: Union[str, type[BaseWeightLoader], BaseWeightLoader] = "auto", strict: bool = True,
-              dtype: _DTypeLike | None = None, name_map: Mapping[str, str] | None = None,
+              dtype: _DTypeLike | None = None, name_map: Union[str, Mapping[str, str], None] = None,
               progress: _Progress = None, tp_rank: int | None = None, tp_size: int | None = None,
               shard_dims: Mapping[str, int | None] | None = None, fused: Mapping[str, Sequence[str]] | None = None,
               tp_group: Any = None, **kwargs: Any) -> IncompatibleKeys:

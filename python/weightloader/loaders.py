@@ -1,5 +1,5 @@
 """vLLM's loader API over weightloader: BaseWeightLoader, the registry, and the built-in loaders
-(hf, local, custom_binary, gguf, llama2c) as Python classes that run on the C++ engine."""
+(hf, local, custom_binary, gguf, llama2c, meta) as Python classes that run on the C++ engine."""
 import json
 from collections.abc import Mapping
 
@@ -118,6 +118,15 @@ class BaseWeightLoader:
         return LoadReport(json.loads(report))
 
 
+def detect_name_scheme(names):
+    """The naming scheme that explains the most of `names` (checkpoint or state_dict keys, or a
+    Weights / module): {"scheme": "hf" | "meta" | "torchtune" | "gguf" | "", "prefix": wrapper
+    prefix such as "module.", "matched": n, "total": n, "summary": "meta (prefix _orig_mod.)"}."""
+    if isinstance(names, torch.nn.Module):
+        names = names.state_dict().keys()
+    return _core.detect_name_scheme([str(n) for n in names])
+
+
 def _kwarg_value(name, value):
     if name == "dtype" and value is not None:
         return dtypes.name_of(value)
@@ -177,8 +186,14 @@ class Llama2cWeightLoader(LocalWeightLoader):
     loader_name = "llama2c"
 
 
+class MetaWeightLoader(CoreWeightLoader):
+    """Meta's original Llama checkpoint (params.json + consolidated.NN.pth shards) as one model,
+    under Hugging Face names."""
+    loader_name = "meta"
+
+
 _BUILTIN_CLASSES = {"hf": HfWeightLoader, "local": LocalWeightLoader, "custom_binary": CustomBinaryWeightLoader,
-                    "gguf": GgufWeightLoader, "llama2c": Llama2cWeightLoader}
+                    "gguf": GgufWeightLoader, "llama2c": Llama2cWeightLoader, "meta": MetaWeightLoader}
 
 
 class WeightLoaderRegistry:

@@ -34,7 +34,8 @@ class _TensorInfo(TypedDict):
 
 class LoadReport(dict[str, Any]):
     """What a load did (the C++ LoadReport as a dict: loaded, converted, missing, unexpected,
-    bytes_read, seconds, gbps, io_mode, ...), with attribute access."""
+    bytes_read, seconds, gbps, io_mode, names (name_map=auto: summary, from, to, matched, total;
+    else None), ...), with attribute access."""
 
     def __getattr__(self, name: str) -> Any: ...
 
@@ -86,7 +87,7 @@ class CoreWeightLoader(BaseWeightLoader):
                  allow_reshape: bool = ..., strip_prefix: _Names = ..., add_prefix: str = ...,
                  rename: _Names = ..., regex_rename: _Names = ..., drop: _Names = ..., concurrency: int = ...,
                  io: _IoMode = ..., staging_bytes: int = ..., prefault: bool = ..., zero_copy: bool = ...,
-                 **kwargs: Any) -> None: ...
+                 name_map: str = ..., **kwargs: Any) -> None: ...
     def get_weights(self, model_name_or_path: _Path) -> Weights:
         """The checkpoint at `model_name_or_path`, opened (its tensors are read on demand)."""
     def mirror(self, weights: Weights) -> list[tuple[str, str, list[int]]]:
@@ -99,7 +100,7 @@ class HfWeightLoader(CoreWeightLoader):
                  allow_reshape: bool = ..., strip_prefix: _Names = ..., add_prefix: str = ...,
                  rename: _Names = ..., regex_rename: _Names = ..., drop: _Names = ..., concurrency: int = ...,
                  io: _IoMode = ..., staging_bytes: int = ..., prefault: bool = ..., zero_copy: bool = ...,
-                 **kwargs: Any) -> None: ...
+                 name_map: str = ..., **kwargs: Any) -> None: ...
 
 class LocalWeightLoader(CoreWeightLoader):
     """A checkpoint file in any format, or the files of a directory matching file_pattern."""
@@ -108,7 +109,7 @@ class LocalWeightLoader(CoreWeightLoader):
                  allow_reshape: bool = ..., strip_prefix: _Names = ..., add_prefix: str = ...,
                  rename: _Names = ..., regex_rename: _Names = ..., drop: _Names = ..., concurrency: int = ...,
                  io: _IoMode = ..., staging_bytes: int = ..., prefault: bool = ..., zero_copy: bool = ...,
-                 **kwargs: Any) -> None: ...
+                 name_map: str = ..., **kwargs: Any) -> None: ...
 
 class CustomBinaryWeightLoader(CoreWeightLoader):
     """The seed's custom binary format: a directory with meta.txt and model.bin (F32)."""
@@ -118,6 +119,21 @@ class GgufWeightLoader(LocalWeightLoader):
 
 class Llama2cWeightLoader(LocalWeightLoader):
     """A llama2.c checkpoint (v0, v1 float32, v2 int8), under Hugging Face names."""
+
+class MetaWeightLoader(CoreWeightLoader):
+    """Meta's original Llama checkpoint (params.json + consolidated.NN.pth shards) as one model,
+    under Hugging Face names."""
+
+class _NameScheme(TypedDict):
+    scheme: str
+    prefix: str
+    matched: int
+    total: int
+    summary: str
+
+def detect_name_scheme(names: Union[Iterable[str], torch.nn.Module]) -> _NameScheme:
+    """The naming scheme that explains the most of `names` (checkpoint or state_dict keys, or a
+    Weights / module): hf, meta, torchtune or gguf (empty: none), with its wrapper prefix."""
 
 class WeightLoaderRegistry:
     """Loaders by name: the C++ registry's and those registered from Python share one namespace."""

@@ -27,7 +27,7 @@ std::string_view error_code_name(ErrorCode code) {
     WL_CODE(Llama2cInvalidGroupSize) WL_CODE(Llama2cSizeMismatch) WL_CODE(UnknownLoader) WL_CODE(LoaderExists)
     WL_CODE(UnknownKwarg) WL_CODE(InvalidKwarg) WL_CODE(NoMatchingFiles) WL_CODE(TensorNotFound)
     WL_CODE(SliceOutOfBounds) WL_CODE(ShapeMismatch) WL_CODE(MissingParameters) WL_CODE(UnexpectedTensors)
-    WL_CODE(DuplicateParameter) WL_CODE(DuplicateTarget) WL_CODE(RankFailed) WL_CODE(RanksDisagree)
+    WL_CODE(DuplicateParameter) WL_CODE(DuplicateTarget) WL_CODE(RankFailed) WL_CODE(RanksDisagree) WL_CODE(NameSchemeAmbiguous) WL_CODE(NameSchemePartial)
     WL_CODE(ConfigMissing) WL_CODE(ConfigInvalid) WL_CODE(TokenizerNotFound)
     WL_CODE(TokenizerInvalid) WL_CODE(TokenizerUnsupported) WL_CODE(TokenOutOfRange)
 #undef WL_CODE

@@ -53,6 +53,8 @@ void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint
   const SliceRuns g = slice_runs(t, r.slice);
   if (g.outer * g.len * g.inner == 0) return;
   if (!t.strides.empty()) {
+    if (r.dst_outer_stride)
+      throw Error(ErrorCode::UnsupportedLayout, "a strided tensor cannot be read into a strided destination", t.file, t.name);
     if (t.decoder || !t.row_order.empty())
       throw Error(ErrorCode::InvalidArgument, "strided tensors must be raw and in stored row order", t.file, t.name);
     plan.gathers.push_back({&r, source});
@@ -68,7 +70,11 @@ void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint
                 t.file, t.name);
   const size_t out_size = dtype_size(r.dst_dtype);
   auto* dst = static_cast<std::byte*>(r.dst);
-  const uint64_t dst_bytes = g.outer * run_elems * out_size;
+  const uint64_t stride = r.dst_outer_stride ? r.dst_outer_stride : run_elems;
+  if (stride < run_elems)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("destination stride {} is shorter than the slice's runs of {} elements", stride, run_elems), t.file, t.name);
+  const uint64_t dst_bytes = ((g.outer - 1) * stride + run_elems) * out_size;  // the span, other blocks' gaps included
   if (p.prefault || p.mode == IoMode::Direct)
     for (uint64_t at = 0; at < dst_bytes; at += kPrefaultPieceBytes)
       plan.prefaults.push_back({dst + at, std::min(kPrefaultPieceBytes, dst_bytes - at)});
@@ -103,7 +109,7 @@ void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint
       e += len;
     }
   };
-  for (uint64_t o = 0; o < g.outer; ++o) emit((o * g.dim_size + g.begin) * g.inner, run_elems, dst + o * run_elems * out_size);
+  for (uint64_t o = 0; o < g.outer; ++o) emit((o * g.dim_size + g.begin) * g.inner, run_elems, dst + o * stride * out_size);
   // Permuted rows in file order: rows stored side by side then merge into one read that scatters
   // them to their places.
   if (!t.row_order.empty())

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/io_engine.hpp"
+#include "core/tensor_parts.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {
@@ -24,6 +25,7 @@ WeightSource::WeightSource(std::string format, std::string origin, std::vector<T
         (t.shape.empty() || t.row_order.size() != t.shape[0] ||
          std::any_of(t.row_order.begin(), t.row_order.end(), [&](uint64_t r) { return r >= t.shape[0]; })))
       throw Error(ErrorCode::InvalidArgument, "row order is not a permutation of the tensor's rows", t.file, t.name);
+    check_parts(t);
     auto [it, inserted] = by_name_.emplace(tensors_[i].name, i);
     if (!inserted) {
       const TensorInfo& first = tensors_[it->second];
@@ -125,7 +127,8 @@ uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst
 }
 
 ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
-  return run_reads(requests, *sources_, io);
+  std::deque<TensorInfo> pieces;  // of assembled tensors, for as long as the reads run
+  return run_reads(expand_parts(requests, pieces), *sources_, io);
 }
 
 TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dtype) const {
@@ -135,7 +138,7 @@ TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dty
 }
 
 std::optional<TensorView> WeightSource::view(const TensorInfo& tensor) const {
-  if (tensor.decoder || !tensor.strides.empty() || !tensor.row_order.empty()) return std::nullopt;
+  if (tensor.decoder || !tensor.strides.empty() || !tensor.row_order.empty() || !tensor.parts.empty()) return std::nullopt;
   std::shared_ptr<ByteSource> source = sources_->open(tensor.file);
   if (!source->mapping() && tensor.nbytes > 0) return std::nullopt;  // a remote source: read it instead
   try {

@@ -174,6 +174,34 @@ void validate(const LlamaConfig& c, const std::string& file) {
   if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) throw invalid(file, "rope_theta", "must be a positive number");
 }
 
+// Meta's params.json (dim, n_layers, n_heads, ...); the FFN width from the tensors, and the
+// vocabulary from them when params.json says -1.
+LlamaConfig from_meta_params(const WeightSource& s) {
+  const std::string file = s.origin() + "/params.json";
+  json doc = json::parse(s.metadata().at("params.json"), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) throw Error(ErrorCode::ConfigInvalid, "params.json is not a JSON object", file);
+  if (doc.contains("vocab_size") && doc["vocab_size"].is_number_integer() && doc["vocab_size"].get<int64_t>() < 0)
+    doc.erase("vocab_size");  // -1: as the tokenizer says, i.e. the embedding's rows
+  const JsonFields f(doc, file);
+  if (f.boolean("use_scaled_rope", false)) throw invalid(file, "use_scaled_rope", "rope scaling is not supported");
+  LlamaConfig c;
+  c.origin = "params.json";
+  c.hidden_size = f.uint("dim");
+  c.num_layers = f.uint("n_layers");
+  c.num_heads = f.uint("n_heads");
+  c.num_kv_heads = f.uint("n_kv_heads", c.num_heads);
+  c.head_dim = c.num_heads ? c.hidden_size / c.num_heads : 0;
+  c.vocab_size = f.uint("vocab_size", 0);
+  c.max_position_embeddings = f.uint("max_seq_len", 4096);
+  c.rms_norm_eps = f.number("norm_eps", 1e-5);
+  c.rope_theta = f.number("rope_theta", 10000.0);
+  const TensorInfo* gate = s.find("model.layers.0.mlp.gate_proj.weight");
+  if (!gate || gate->shape.size() != 2)
+    throw invalid(file, "hidden_dim", "the FFN width comes from layers.0.feed_forward.w1.weight, which is missing or not a matrix");
+  c.intermediate_size = gate->shape[0];
+  return c;
+}
+
 }  // namespace
 
 LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string& file) {
@@ -224,6 +252,8 @@ LlamaConfig llama_config_from_source(const WeightSource& s) {
   LlamaConfig c;
   if (auto it = s.metadata().find("config.json"); it != s.metadata().end()) {
     c = llama_config_from_hf_json(it->second, s.origin() + "/config.json");
+  } else if (s.metadata().count("params.json")) {
+    c = from_meta_params(s);
   } else if (s.metadata().count("general.architecture")) {
     c = from_gguf(s);
   } else if (s.format() == "llama2c") {

@@ -88,7 +88,8 @@ std::unique_ptr<WeightSource> LLM::open() {
   const WeightLoaderRegistry& registry = options_.registry ? *options_.registry : WeightLoaderRegistry::global();
   std::unique_ptr<WeightLoader> loader = registry.create(choice.name, choice.kwargs);
   std::unique_ptr<WeightSource> source = loader->get_weights(options_.model);
-  config_ = llama_config_from_source(*source);
+  // Under Hugging Face names (name_map=auto: whatever the checkpoint's scheme), as the configuration reads them.
+  config_ = llama_config_from_source(*loader->canonical_source(*source));
   const DType dtype = loader->dtype().value_or(options_.dtype);
 
   const unsigned cores = options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency());

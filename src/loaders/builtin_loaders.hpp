@@ -6,6 +6,7 @@
 namespace wl {
 
 class WeightLoaderRegistry;
+class Opener;
 
 // Registers every built-in loader (src/loaders/builtin_loaders.cpp: one line per loader).
 void register_builtin_loaders(WeightLoaderRegistry& registry);
@@ -17,6 +18,11 @@ bool is_hf_weights_file(const std::string& name);
 
 // "local": a file or a directory of files in any single-file format (src/loaders/local_loader.cpp).
 void register_local_loader(WeightLoaderRegistry& registry);
+
+// "meta": Meta's params.json + consolidated.NN.pth directory (src/loaders/meta_loader.cpp).
+void register_meta_loader(WeightLoaderRegistry& registry);
+// Whether `dir` holds params.json and consolidated.00.pth.
+bool is_meta_checkpoint(const Opener& files, const std::string& dir);
 
 // "custom_binary": the seed's meta.txt + model.bin directory (src/loaders/custom_binary_loader.cpp).
 void register_custom_binary_loader(WeightLoaderRegistry& registry);

@@ -14,6 +14,7 @@ LoaderChoice detect_loader(const std::string& path, const Opener& opener, const 
     return {"custom_binary", {}};
   if (!opener.is_directory(path)) return {"local", {}};
   if (opener.exists(opener.join(path, "meta.txt"))) return {"custom_binary", {}};
+  if (is_meta_checkpoint(opener, path)) return {"meta", {}};
 
   const std::vector<std::string> files = opener.list(path);
   for (const std::string& f : files)

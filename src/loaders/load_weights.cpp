@@ -7,11 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "loaders/auto_name_map.hpp"
 #include "loaders/zero_copy.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/load_plan.hpp"
 #include "weightloader/loader.hpp"
+#include "weightloader/name_schemes.hpp"
 
 namespace wl {
 
@@ -37,9 +40,38 @@ std::string prefix_hint(const std::vector<std::string>& unexpected, const std::v
   return {};
 }
 
+// When the unexpected names all follow one naming scheme and the missing ones another, says that
+// name_map=auto maps them.
+std::string scheme_hint(const std::vector<std::string>& unexpected, const std::vector<std::string>& missing) {
+  if (unexpected.empty() || missing.empty()) return {};
+  std::vector<std::string> wanted;  // a shard's entry "param (from name)" wants `name`
+  for (const std::string& m : missing) {
+    const size_t from = m.find(" (from ");
+    wanted.push_back(from == std::string::npos ? m : m.substr(from + 7, m.size() - from - 8));
+  }
+  const DetectedScheme theirs = detect_name_scheme(unexpected), ours = detect_name_scheme(wanted);
+  if (theirs.scheme.empty() || theirs.matched != theirs.total || ours.scheme.empty() ||
+      (theirs.scheme == ours.scheme && theirs.prefix == ours.prefix))
+    return {};
+  return fmt::format("; the checkpoint's names are {}, the model's {}: pass name_map=auto to map them", theirs.to_string(),
+                     ours.to_string());
+}
+
 }  // namespace
 
 LoadPlan plan_load(Model& model, const WeightSource& source, const LoadOptions& options) {
+  if (options.auto_names) {
+    AutoNameMap automatic = auto_name_map(model, source, options);
+    LoadOptions renamed_options = options;
+    renamed_options.auto_names = false;
+    renamed_options.names = NameMapping{};
+    std::shared_ptr<const WeightSource> renamed(std::move(automatic.renamed));
+    LoadPlan plan = plan_load(model, *renamed, renamed_options);
+    plan.skipped.insert(plan.skipped.begin(), automatic.skipped.begin(), automatic.skipped.end());
+    plan.names = automatic.match;
+    plan.renamed = std::move(renamed);
+    return plan;
+  }
   LoadPlan plan;
   plan.source = source.origin();
   plan.format = source.format();
@@ -137,12 +169,16 @@ void LoadPlan::check(bool strict) const {
   if (!unexpected.empty())
     msg += fmt::format("{}{} checkpoint tensor(s) match no parameter: {}", msg.empty() ? "" : "; ", unexpected.size(),
                        fmt::join(unexpected, ", "));
-  msg += prefix_hint(unexpected, missing) + " (or load non-strict with strict=false)";
+  // A scheme that explains every unexpected name says more than a prefix that explains some.
+  std::string hint = scheme_hint(unexpected, missing);
+  if (hint.empty()) hint = prefix_hint(unexpected, missing);
+  msg += hint + " (or load non-strict with strict=false)";
   throw Error(missing.empty() ? ErrorCode::UnexpectedTensors : ErrorCode::MissingParameters, msg, source);
 }
 
-LoadReport execute_load(const LoadPlan& plan, const WeightSource& source, const LoadOptions& options) {
+LoadReport execute_load(const LoadPlan& plan, const WeightSource& given, const LoadOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  const WeightSource& source = plan.renamed ? *plan.renamed : given;  // the reads refer to its tensors
   plan.check(options.strict);
   LoadReport report;
   report.source = plan.source;
@@ -153,6 +189,7 @@ LoadReport execute_load(const LoadPlan& plan, const WeightSource& source, const 
   report.skipped = plan.skipped;
   report.missing = plan.missing;
   report.unexpected = plan.unexpected;
+  report.names = plan.names;
 
   std::vector<ReadRequest> requests;
   for (const PlannedRead& read : plan.reads) {
@@ -187,8 +224,22 @@ std::shared_ptr<const Opener> WeightLoader::session_opener() const { return std:
 
 const FormatList& WeightLoader::formats() const { return options_.formats ? *options_.formats : FormatList::global(); }
 
+std::unique_ptr<WeightSource> WeightLoader::canonical_source(const WeightSource& source) const {
+  if (!options_.auto_names) return with_normalised_names(source, options_.names);
+  Model model = mirror_model(source);  // untouched heap pages: shapes only
+  LoadOptions options = options_;
+  options.strict = false;
+  return auto_name_map(model, source, options).renamed;
+}
+
 Model WeightLoader::mirror_model(const WeightSource& source) const {
   Model model;
+  if (options_.auto_names) {  // under the canonical (Hugging Face) names
+    const std::vector<std::optional<std::string>> names = canonical_names(source, options_.names);
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i]) model.add_parameter(*names[i], source.tensors()[i].shape, dtype_.value_or(source.tensors()[i].dtype));
+    return model;
+  }
   for (const TensorInfo& t : source.tensors()) {
     const std::optional<std::string> mapped = options_.names.map(t.name);
     if (mapped) model.add_parameter(*mapped, t.shape, dtype_.value_or(t.dtype));

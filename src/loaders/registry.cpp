@@ -100,6 +100,12 @@ void apply_common(WeightLoader& loader, const Kwargs& kw) {
     options.names.regex_rename(pattern, replacement);
   }
   for (const std::string& p : split_list(kwarg_string(kw, "drop", ""))) options.names.drop(p);
+  if (kw.count("name_map")) {
+    const std::string mode = kwarg_string(kw, "name_map", "explicit");
+    if (mode != "auto" && mode != "explicit")
+      throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'name_map': '{}' is neither auto nor explicit", mode));
+    options.auto_names = mode == "auto";
+  }
   const int64_t concurrency = kwarg_int(kw, "concurrency", 0);
   if (concurrency < 0 || concurrency > 1024)
     throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'concurrency': {} is outside [0, 1024]", concurrency));
@@ -129,6 +135,10 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
       {"rename", KwType::String, "exact renames 'old=new;old2=new2'"},
       {"regex_rename", KwType::String, "regex renames 'pattern=>replacement;...' (ECMAScript, $1 for groups)"},
       {"drop", KwType::String, "skip checkpoint names fully matching these regexes (';'-separated)"},
+      {"name_map", KwType::String,
+       "auto: recognise the checkpoint's and the model's naming schemes (hf, meta, torchtune, gguf, vLLM fused; "
+       "wrapper prefixes module./_orig_mod./model./transformer.) and map between them; explicit (default): only the "
+       "rules above"},
       {"concurrency", KwType::Int, "reader threads (0 = one per core)"},
       {"io", KwType::String, "how to read: auto (pread if mostly cached, else direct), mmap, pread, direct (O_DIRECT)"},
       {"staging_bytes", KwType::Int, "staging memory for conversion and O_DIRECT, all threads together (default 32 MiB)"},

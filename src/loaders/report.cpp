@@ -17,9 +17,17 @@ std::string list_or_count(const std::vector<std::string>& names, bool verbose) {
 }
 }  // namespace
 
+std::string NameMatch::to_string() const {
+  auto side = [](const std::string& scheme, const std::string& prefix) {
+    return prefix.empty() ? scheme : fmt::format("{} under {}", scheme, prefix);
+  };
+  return fmt::format("auto ({} → {}), {} of {} matched", side(from, from_prefix), side(to, to_prefix), matched, total);
+}
+
 std::string LoadReport::to_string(bool verbose) const {
   std::string out;
   out += fmt::format("source      {} ({})\n", source, format);
+  if (names) out += fmt::format("names       {}\n", names->to_string());
   out += fmt::format("loaded      {} tensors\n", loaded.size());
   std::map<std::string, size_t> conversions;
   for (const ConvertedTensor& c : converted) ++conversions[fmt::format("{}->{}", c.from, dtype_name(c.to))];
@@ -66,6 +74,11 @@ std::string LoadReport::to_json() const {
   j["io_mode"] = io_mode;
   j["io_mode_reason"] = io_mode_reason;
   j["zero_copy"] = zero_copy;
+  if (names)
+    j["names"] = {{"summary", names->to_string()}, {"from", names->from}, {"from_prefix", names->from_prefix},
+                  {"to", names->to}, {"to_prefix", names->to_prefix}, {"matched", names->matched}, {"total", names->total}};
+  else
+    j["names"] = nullptr;
   return j.dump(2);
 }
 

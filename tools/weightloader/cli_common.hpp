@@ -16,12 +16,16 @@ struct SourceOptions {
   std::string path;
   std::string loader = "auto";
   std::vector<std::string> kw;  // key=value
+  std::string name_map;         // --name-map: auto or explicit (the name_map kwarg)
 
   void add_to(CLI::App& app);
   // The loader to use ("auto" resolved by content) and its kwargs: --kw items, over the ones
   // detection suggests. InvalidArgument for an item without '='.
   LoaderChoice choice() const;
 };
+
+// --name-map on a command: the name_map kwarg.
+void add_name_map_option(CLI::App& app, std::string& name_map);
 
 // --kw items (key=value) as kwargs; InvalidArgument for an item without '='.
 Kwargs parse_kw_items(const std::vector<std::string>& items);

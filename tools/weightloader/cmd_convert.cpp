@@ -1,7 +1,6 @@
 #include <fmt/format.h>
 
 #include "cli_common.hpp"
-#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/convert_checkpoint.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/tokenizer.hpp"
@@ -63,7 +62,7 @@ void add_convert_command(CLI::App& app) {
     o.progress = make_progress_bar(a->quiet);
     if (o.to == CheckpointFormat::Gguf && !a->no_tokenizer)
       o.tokenizer = a->tokenizer.empty() ? find_tokenizer_path(opts->path) : a->tokenizer;
-    auto source = with_normalised_names(*loader->get_weights(opts->path), loader->options().names);
+    auto source = loader->canonical_source(*loader->get_weights(opts->path));
     const uint64_t bytes = convert_checkpoint(*source, a->out, o);
     fmt::print("converted {} tensors ({}) from {} to {} at {}\n", source->tensors().size(), human_bytes(bytes),
                source->format(), checkpoint_format_name(o.to), a->out);

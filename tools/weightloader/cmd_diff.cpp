@@ -1,7 +1,6 @@
 #include <fmt/format.h>
 
 #include "cli_common.hpp"
-#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/diff_checkpoints.hpp"
 
 namespace wl::cli {
@@ -32,7 +31,7 @@ void add_diff_command(CLI::App& app) {
       const LoaderChoice choice = side.choice();
       auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
       o.io = loader->options().io;  // --kw io=, concurrency=, ...
-      return with_normalised_names(*loader->get_weights(side.path), loader->options().names);
+      return loader->canonical_source(*loader->get_weights(side.path));
     };
     auto a = open(x->a), b = open(x->b);
     o.atol = x->atol;

@@ -36,7 +36,7 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 }
 
 struct Options {
-  std::string model, tokenizer, loader = "auto", prompt, prompt_ids, dtype = "f32";
+  std::string model, tokenizer, loader = "auto", prompt, prompt_ids, dtype = "f32", name_map;
   std::vector<std::string> kw;
   uint32_t steps = 256;
   float temperature = 1.0f, top_p = 0.9f;
@@ -50,6 +50,7 @@ void generate(const Options& o, LLMOptions& options, bool speaker) {
   options.model = o.model;
   options.weight_loader = o.loader;
   options.weight_loader_kwargs = parse_kw_items(o.kw);
+  if (!o.name_map.empty()) options.weight_loader_kwargs["name_map"] = o.name_map;
   const std::optional<DType> dtype = parse_dtype_alias(o.dtype);
   if (!dtype) throw Error(ErrorCode::UnsupportedDType, fmt::format("--dtype '{}' is not a dtype", o.dtype));
   if (!o.prompt_ids.empty() && !o.prompt.empty()) throw Error(ErrorCode::InvalidArgument, "give --prompt or --prompt-ids, not both");
@@ -107,6 +108,7 @@ void add_generate_command(CLI::App& app) {
                   "one beside the model or inside its GGUF file");
   cmd->add_option("--loader", o->loader, "loader name from `weightloader loaders` (default: auto, by content)");
   cmd->add_option("--kw", o->kw, "loader kwarg key=value (repeatable)");
+  add_name_map_option(*cmd, o->name_map);
   cmd->add_option("-i,--prompt", o->prompt, "prompt text (default: empty, generation starts from BOS)");
   cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids, instead of text");
   cmd->add_option("-n,--max-tokens", o->steps, "tokens to generate (vLLM's max_tokens; stops early at EOS)")->capture_default_str();

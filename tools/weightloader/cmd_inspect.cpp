@@ -5,8 +5,18 @@
 #include <set>
 
 #include "cli_common.hpp"
+#include "weightloader/name_schemes.hpp"
 
 namespace wl::cli {
+
+namespace {
+// Where a tensor's bytes are: its file, or for one assembled from pieces (Meta's shards) the first
+// piece's and how many more.
+std::string where(const TensorInfo& t) {
+  if (t.parts.empty()) return t.file;
+  return fmt::format("{} + {} more along dim {}", t.parts.front().file, t.parts.size() - 1, t.parts_dim);
+}
+}  // namespace
 
 void add_inspect_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "list every tensor of a checkpoint (name, dtype, shape, bytes, file); reads no tensor data");
@@ -34,6 +44,9 @@ void add_inspect_command(CLI::App& app) {
                          {"resident_bytes", resident ? nlohmann::json(*resident) : nlohmann::json(nullptr)}});
       }
     }
+    std::vector<std::string> names;
+    for (const TensorInfo& t : source->tensors()) names.push_back(t.name);
+    const DetectedScheme scheme = detect_name_scheme(names);
     if (*json) {
       nlohmann::json j;
       j["path"] = opts->path;
@@ -44,10 +57,18 @@ void add_inspect_command(CLI::App& app) {
       uint64_t params = 0;
       for (const TensorInfo& t : source->tensors()) {
         // "bytes" is the older spelling of "nbytes", kept for scripts that read it.
-        j["tensors"].push_back({{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"nbytes", t.nbytes},
-                                {"bytes", t.nbytes}, {"file", t.file}, {"offset", t.offset}});
+        nlohmann::json e = {{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"nbytes", t.nbytes},
+                            {"bytes", t.nbytes}, {"file", t.file}, {"offset", t.offset}};
+        if (!t.parts.empty()) {
+          e["parts_dim"] = t.parts_dim;
+          e["parts"] = nlohmann::json::array();
+          for (const TensorInfo& p : t.parts) e["parts"].push_back({{"file", p.file}, {"offset", p.offset}, {"shape", p.shape}});
+        }
+        j["tensors"].push_back(std::move(e));
         params += t.numel();
       }
+      j["names"] = {{"scheme", scheme.scheme}, {"prefix", scheme.prefix}, {"matched", scheme.matched},
+                    {"total", scheme.total}, {"summary", scheme.to_string()}};
       j["total_tensors"] = source->tensors().size();
       j["total_parameters"] = params;
       j["total_bytes"] = source->total_bytes();
@@ -60,11 +81,12 @@ void add_inspect_command(CLI::App& app) {
     fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", "name", width, "dtype", "shape", "bytes", "file");
     uint64_t params = 0;
     for (const TensorInfo& t : source->tensors()) {
-      fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", t.name, width, t.stored_type(), shape_to_string(t.shape), t.nbytes, t.file);
+      fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", t.name, width, t.stored_type(), shape_to_string(t.shape), t.nbytes, where(t));
       params += t.numel();
     }
     fmt::print("{} tensors, {} parameters, {} ({} bytes), format {}, loader {}\n", source->tensors().size(), params,
                human_bytes(source->total_bytes()), source->total_bytes(), source->format(), loader_name);
+    fmt::print("names: {}\n", scheme.to_string());
     for (const auto& [k, v] : source->metadata())
       fmt::print("metadata {} = {}\n", k, v.find('\n') == std::string::npos ? v : fmt::format("({} bytes; --json shows it)", v.size()));
     for (const auto& f : files)

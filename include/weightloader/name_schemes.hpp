@@ -1,0 +1,56 @@
+// Naming schemes of Llama-family checkpoints and models (Hugging Face, Meta, torchtune, GGUF,
+// vLLM's fused parameters), recognised from the names alone, and the translation between them
+// through one canonical scheme (Hugging Face's names).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weightloader/export.hpp"
+
+namespace wl {
+
+// A scheme's name: "hf", "meta", "torchtune", "gguf" ("vllm" is hf with fused parameters on the model side).
+WL_API const std::vector<std::string>& name_scheme_names();
+
+// Wrapper prefixes a checkpoint may carry around a scheme's names, in any combination:
+// DataParallel's `module.`, torch.compile's `_orig_mod.`, `model.`, `transformer.`.
+WL_API const std::vector<std::string>& wrapper_prefixes();
+
+// A name in a scheme, seen through the canonical scheme.
+struct CanonicalName {
+  std::string name;      // the Hugging Face name, e.g. model.layers.0.self_attn.q_proj.weight
+  bool rotary = false;   // a q or k projection, whose rows follow the scheme's rotary layout
+  bool kv = false;       // the k projection (heads: n_kv_heads)
+};
+
+// `name` (without its wrapper prefix) in `scheme`, as a canonical name; nullopt if the scheme has no such name.
+WL_API std::optional<CanonicalName> to_canonical(std::string_view scheme, std::string_view name);
+// The canonical `name` in `scheme`; nullopt if the scheme has no such name.
+WL_API std::optional<std::string> from_canonical(std::string_view scheme, std::string_view canonical);
+// Whether the scheme stores q/k rows in Meta's interleaved rotary layout (meta, torchtune, gguf).
+WL_API bool interleaved_rotary(std::string_view scheme);
+// Whether `name` (without its wrapper prefix) is a tensor the scheme carries that no model takes
+// (Meta's rope.freqs, Hugging Face's rotary_emb.inv_freq).
+WL_API bool scheme_drops(std::string_view scheme, std::string_view name);
+// The parts of a fused (vLLM) canonical name, in the order they are stacked along dim 0
+// (qkv_proj: q, k, v; gate_up_proj: gate, up); empty if the name is not fused.
+WL_API std::vector<std::string> fused_parts(std::string_view canonical);
+
+// The scheme and wrapper prefix that explain the most of `names`.
+struct DetectedScheme {
+  std::string scheme;   // empty: no scheme explains any name
+  std::string prefix;   // wrapper prefix, e.g. "module." or ""
+  size_t matched = 0;   // names the scheme explains
+  size_t total = 0;
+  std::string to_string() const;  // "hf", "meta (prefix _orig_mod.), 20 of 21 names", "unknown"
+};
+
+// All schemes with their best prefix and score, best first (ties keep the order of name_scheme_names()).
+WL_API std::vector<DetectedScheme> rank_name_schemes(const std::vector<std::string>& names);
+// The best of rank_name_schemes (scheme empty when none explains a name).
+WL_API DetectedScheme detect_name_scheme(const std::vector<std::string>& names);
+
+}  // namespace wl

@@ -1,0 +1,329 @@
+#include "loaders/auto_name_map.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "weightloader/error.hpp"
+#include "weightloader/formats/gguf.hpp"
+#include "weightloader/name_schemes.hpp"
+
+namespace wl {
+
+namespace {
+
+// A model name to fill: a whole parameter's name, or the checkpoint name one of its shards reads.
+struct Target {
+  std::string name;
+  std::optional<Shape> shape;  // whole parameters only
+  Parameter* fusable = nullptr;  // a whole parameter whose canonical name is fused (qkv_proj, gate_up_proj)
+};
+
+// A checkpoint tensor after options.names: its index in the catalogue and its name so far.
+struct Entry {
+  size_t index;
+  std::string name;
+};
+
+// One way to map the checkpoint's names onto the model's: each scheme with its wrapper prefix.
+struct Candidate {
+  DetectedScheme from, to;
+  size_t matched = 0;        // targets explained
+  size_t shapes = 0;         // of those, with agreeing shapes
+  bool fused = false;        // some target assembled from parts
+  // entry index → target (or part) name it takes; fused targets → their part names.
+  std::map<size_t, std::string> renames;
+  std::map<std::string, std::vector<std::string>> fusions;
+  std::map<size_t, bool> rotary;  // entries whose q/k rows change layout → whether a k projection (kv heads)
+
+  std::string label() const {
+    auto side = [](const DetectedScheme& d) { return d.prefix.empty() ? d.scheme : fmt::format("{}[{}]", d.scheme, d.prefix); };
+    return fmt::format("{} → {}", side(from), fused ? fmt::format("{} (fused)", side(to)) : side(to));
+  }
+};
+
+std::optional<std::string> canonical_in(const DetectedScheme& d, std::string_view name) {
+  if (!name.starts_with(d.prefix)) return std::nullopt;
+  auto c = to_canonical(d.scheme, name.substr(d.prefix.size()));
+  if (!c) return std::nullopt;
+  return std::move(c->name);
+}
+
+std::optional<std::string> rendered_in(const DetectedScheme& d, const std::string& canonical) {
+  auto n = from_canonical(d.scheme, canonical);
+  if (!n) return std::nullopt;
+  return d.prefix + *n;
+}
+
+void mark_rotary(Candidate& c, size_t entry, std::string_view canonical) {
+  const bool q = canonical.find(".self_attn.q_proj.") != std::string_view::npos;
+  const bool k = canonical.find(".self_attn.k_proj.") != std::string_view::npos;
+  if (q || k) c.rotary[entry] = k;
+}
+
+Candidate score(const DetectedScheme& from, const DetectedScheme& to, const std::vector<Entry>& entries,
+                const std::vector<Target>& targets, const WeightSource& source) {
+  Candidate c;
+  c.from = from;
+  c.to = to;
+  std::unordered_map<std::string, size_t> by_canonical;  // canonical name → entry
+  std::unordered_map<std::string, size_t> by_name;       // names the scheme leaves as they are → entry
+  for (const Entry& e : entries) {
+    if (auto canonical = canonical_in(from, e.name)) by_canonical.emplace(*canonical, e.index);
+    else by_name.emplace(e.name, e.index);
+  }
+  const bool reorder = interleaved_rotary(from.scheme) != interleaved_rotary(to.scheme);
+  for (const Target& t : targets) {
+    const std::optional<std::string> canonical = canonical_in(to, t.name);
+    if (canonical) {
+      if (auto it = by_canonical.find(*canonical); it != by_canonical.end()) {
+        ++c.matched;
+        const TensorInfo& info = source.tensors()[it->second];
+        if (!t.shape || *t.shape == info.shape) ++c.shapes;
+        c.renames[it->second] = t.name;
+        if (reorder) mark_rotary(c, it->second, *canonical);
+        continue;
+      }
+      const std::vector<std::string> parts = t.fusable ? fused_parts(*canonical) : std::vector<std::string>{};
+      if (!parts.empty() && std::all_of(parts.begin(), parts.end(), [&](const std::string& p) { return by_canonical.count(p); })) {
+        ++c.matched;
+        c.fused = true;
+        uint64_t rows = 0;
+        bool agree = true;
+        std::vector<std::string> names;
+        for (const std::string& p : parts) {
+          const size_t entry = by_canonical.at(p);
+          const Shape& s = source.tensors()[entry].shape;
+          agree = agree && !s.empty() && s.size() == t.shape->size() && std::equal(s.begin() + 1, s.end(), t.shape->begin() + 1);
+          rows += s.empty() ? 0 : s[0];
+          const std::string as = rendered_in(to, p).value_or(p);
+          c.renames[entry] = as;
+          if (reorder) mark_rotary(c, entry, p);
+          names.push_back(as);
+        }
+        if (agree && rows == (*t.shape)[0]) ++c.shapes;
+        c.fusions[t.name] = std::move(names);
+        continue;
+      }
+    }
+    if (auto it = by_name.find(t.name); it != by_name.end()) {  // the same name on both sides, outside any scheme
+      ++c.matched;
+      if (!t.shape || *t.shape == source.tensors()[it->second].shape) ++c.shapes;
+      c.renames[it->second] = t.name;
+    }
+  }
+  return c;
+}
+
+// Head counts for the q and k projections, from the configuration the checkpoint carries.
+std::optional<std::pair<uint64_t, uint64_t>> head_counts(const WeightSource& source) {
+  const auto& m = source.metadata();
+  auto from_json = [&](const char* file, const char* heads, const char* kv) -> std::optional<std::pair<uint64_t, uint64_t>> {
+    auto it = m.find(file);
+    if (it == m.end()) return std::nullopt;
+    const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
+    if (!j.is_object() || !j.contains(heads) || !j[heads].is_number_unsigned()) return std::nullopt;
+    const uint64_t h = j[heads].get<uint64_t>();
+    const uint64_t k = j.contains(kv) && j[kv].is_number_unsigned() ? j[kv].get<uint64_t>() : h;
+    return std::pair{h, k};
+  };
+  auto from_keys = [&](const char* heads, const char* kv) -> std::optional<std::pair<uint64_t, uint64_t>> {
+    auto it = m.find(heads);
+    if (it == m.end()) return std::nullopt;
+    try {
+      const uint64_t h = std::stoull(it->second);
+      auto k = m.find(kv);
+      return std::pair{h, k == m.end() ? h : std::stoull(k->second)};
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  };
+  if (auto h = from_json("params.json", "n_heads", "n_kv_heads")) return h;
+  if (auto h = from_json("config.json", "num_attention_heads", "num_key_value_heads")) return h;
+  if (auto h = from_keys("llama.attention.head_count", "llama.attention.head_count_kv")) return h;
+  return from_keys("n_heads", "n_kv_heads");
+}
+
+// q/k rows of `t` read in the other rotary layout: interleaved → Hugging Face's halves, or back.
+void reorder_rotary(TensorInfo& t, bool k, bool from_interleaved, const WeightSource& source) {
+  if (t.numel() == 0) return;
+  const auto heads = head_counts(source);
+  if (!heads)
+    throw Error(ErrorCode::ConfigMissing,
+                "its q/k rows must change rotary layout, which needs the number of attention heads: no params.json, "
+                "config.json or GGUF llama.attention.head_count beside the checkpoint",
+                source.origin(), t.name);
+  std::vector<uint64_t> order;
+  try {
+    order = rotary_interleaved_to_hf_rows(t.shape[0], k ? heads->second : heads->first, !from_interleaved);
+  } catch (const Error& e) {
+    throw Error(e.code(), e.message() + " (converting the rotary layout)", source.origin(), t.name);
+  }
+  std::vector<uint64_t> composed(order.size());
+  for (size_t i = 0; i < order.size(); ++i) composed[i] = t.row_order.empty() ? order[i] : t.row_order[order[i]];
+  t.row_order = std::move(composed);
+}
+
+std::string candidates_text(const std::vector<Candidate>& all, size_t total) {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < all.size() && i < 6; ++i)
+    lines.push_back(fmt::format("{} {} of {} (shapes agree: {})", all[i].label(), all[i].matched, total, all[i].shapes));
+  return fmt::format("candidates: {}", fmt::join(lines, "; "));
+}
+
+}  // namespace
+
+AutoNameMap auto_name_map(Model& model, const WeightSource& source, const LoadOptions& options) {
+  AutoNameMap out;
+  const std::vector<TensorInfo>& tensors = source.tensors();
+
+  // What the model wants, by name.
+  std::vector<Target> all_targets;
+  for (Parameter& p : model.parameters()) {
+    if (!p.shards.empty()) {
+      for (const ParameterShard& s : p.shards) all_targets.push_back({s.from, std::nullopt, nullptr});
+      continue;
+    }
+    all_targets.push_back({p.name, p.shape(), p.shape().empty() ? nullptr : &p});
+  }
+  std::unordered_set<std::string> target_names;
+  for (const Target& t : all_targets) target_names.insert(t.name);
+
+  // options.names first: a tensor it renames onto a model name is settled.
+  std::vector<Entry> entries;
+  std::map<size_t, std::string> settled;
+  std::unordered_set<std::string> settled_targets;
+  std::vector<bool> dropped(tensors.size(), false);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::optional<std::string> mapped = options.names.map(tensors[i].name);
+    if (!mapped) {
+      dropped[i] = true;
+      continue;
+    }
+    if (*mapped != tensors[i].name && target_names.count(*mapped)) {
+      settled[i] = *mapped;
+      settled_targets.insert(*mapped);
+      continue;
+    }
+    entries.push_back({i, *mapped});
+  }
+  std::vector<Target> targets;
+  for (const Target& t : all_targets)
+    if (!settled_targets.count(t.name)) targets.push_back(t);
+
+  // Every scheme the checkpoint's names fit against every scheme the model's fit.
+  std::vector<std::string> entry_names, model_names;
+  for (const Entry& e : entries) entry_names.push_back(e.name);
+  for (const Target& t : targets) model_names.push_back(t.name);
+  std::vector<Candidate> candidates;
+  for (const DetectedScheme& from : rank_name_schemes(entry_names))
+    for (const DetectedScheme& to : rank_name_schemes(model_names))
+      if (from.matched > 0 && to.matched > 0) candidates.push_back(score(from, to, entries, targets, source));
+  if (candidates.empty()) candidates.push_back(score({"", "", 0, 0}, {"", "", 0, 0}, entries, targets, source));
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return std::pair(a.matched, a.shapes) > std::pair(b.matched, b.shapes);
+  });
+  const Candidate& best = candidates.front();
+  const size_t total = all_targets.size();
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (std::pair(c.matched, c.shapes) != std::pair(best.matched, best.shapes)) break;
+    if (c.renames != best.renames || c.fusions != best.fusions || c.rotary != best.rotary)
+      throw Error(ErrorCode::NameSchemeAmbiguous,
+                  fmt::format("name_map=auto: {} and {} explain the model's names equally well; map the names "
+                              "explicitly (strip_prefix, rename, regex_rename); {}",
+                              best.label(), c.label(), candidates_text(candidates, targets.size())),
+                  source.origin());
+  }
+  if (options.strict && best.matched < targets.size()) {
+    std::unordered_set<std::string> explained;
+    for (const auto& [entry, name] : best.renames) explained.insert(name);
+    for (const auto& [name, parts] : best.fusions) explained.insert(name);
+    std::vector<std::string> left;
+    for (const Target& t : targets)
+      if (!explained.count(t.name) && left.size() < 8) left.push_back(t.name);
+    throw Error(ErrorCode::NameSchemePartial,
+                fmt::format("name_map=auto: the best mapping, {}, explains {} of the model's {} names (unexplained: "
+                            "{}{}); {} (map the rest explicitly, or load with strict=false)",
+                            best.label(), best.matched + settled_targets.size(), total, fmt::join(left, ", "),
+                            targets.size() - best.matched > left.size() ? ", ..." : "", candidates_text(candidates, targets.size())),
+                source.origin());
+  }
+
+  // The catalogue under the model's names.
+  std::vector<TensorInfo> renamed;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (dropped[i]) {
+      out.skipped.push_back(tensors[i].name);
+      continue;
+    }
+    TensorInfo t = tensors[i];
+    if (auto s = settled.find(i); s != settled.end()) {
+      t.name = s->second;
+    } else if (auto r = best.renames.find(i); r != best.renames.end()) {
+      if (auto k = best.rotary.find(i); k != best.rotary.end())
+        reorder_rotary(t, k->second, interleaved_rotary(best.from.scheme), source);
+      t.name = r->second;
+    } else {
+      std::string name = options.names.map(t.name).value_or(t.name);
+      if (!best.from.scheme.empty() && name.starts_with(best.from.prefix) &&
+          scheme_drops(best.from.scheme, std::string_view(name).substr(best.from.prefix.size()))) {
+        out.skipped.push_back(tensors[i].name);
+        continue;
+      }
+      t.name = std::move(name);
+    }
+    renamed.push_back(std::move(t));
+  }
+  // Fused parameters read their parts, stacked along dim 0.
+  std::unordered_map<std::string, const TensorInfo*> by_name;
+  for (const TensorInfo& t : renamed) by_name.emplace(t.name, &t);
+  for (const auto& [param, parts] : best.fusions) {
+    Parameter* p = model.find(param);
+    uint64_t row = 0;
+    for (const std::string& part : parts) {
+      p->shards.push_back({part, Slice{}, row});
+      row += by_name.at(part)->shape.at(0);
+    }
+  }
+  out.match = NameMatch{best.from.scheme.empty() ? "none" : best.from.scheme, best.from.prefix,
+                        best.to.scheme.empty() ? "none" : (best.fused ? "vllm" : best.to.scheme), best.to.prefix,
+                        best.matched + settled_targets.size(), total};
+  out.renamed = std::make_unique<WeightSource>(source.format(), source.origin(), std::move(renamed), source.metadata(),
+                                               source.opener());
+  return out;
+}
+
+std::vector<std::optional<std::string>> canonical_names(const WeightSource& source, const NameMapping& names) {
+  std::vector<std::string> mapped;
+  for (const TensorInfo& t : source.tensors()) mapped.push_back(names.map(t.name).value_or(t.name));
+  const DetectedScheme d = detect_name_scheme(mapped);
+  std::vector<std::optional<std::string>> out;
+  for (size_t i = 0; i < mapped.size(); ++i) {
+    const std::string& n = mapped[i];
+    if (!names.map(source.tensors()[i].name)) {
+      out.push_back(std::nullopt);
+      continue;
+    }
+    if (!d.scheme.empty() && n.starts_with(d.prefix)) {
+      const std::string_view rest = std::string_view(n).substr(d.prefix.size());
+      if (scheme_drops(d.scheme, rest)) {
+        out.push_back(std::nullopt);
+        continue;
+      }
+      if (auto c = to_canonical(d.scheme, rest)) {
+        out.push_back(std::move(c->name));
+        continue;
+      }
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace wl

@@ -1,0 +1,277 @@
+// The naming schemes as data: per scheme, its names for the canonical (Hugging Face) stems.
+#include "weightloader/name_schemes.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace wl {
+
+namespace {
+
+// A canonical stem (a name without its last component, .weight / .bias) and the scheme's.
+struct Stem {
+  std::string_view canonical;
+  std::string_view scheme;
+};
+
+struct Scheme {
+  std::string_view name;
+  std::vector<Stem> model_stems;  // whole-model tensors
+  std::string_view layer_prefix;  // then the layer number, a dot, and a layer stem
+  std::vector<Stem> layer_stems;
+  std::string_view norm_suffix;   // the last component of a norm's scale ("weight"; torchtune: "scale")
+  bool interleaved_rotary;        // q/k rows in Meta's interleaved layout, not Hugging Face's halves
+  std::vector<std::string_view> drops;  // tensors no model takes (full names, or layer stems after the number)
+};
+
+// Canonical stems of norms: their last component is the scheme's norm_suffix.
+constexpr std::array<std::string_view, 3> kNorms{"model.norm", "input_layernorm", "post_attention_layernorm"};
+
+// vLLM's fused parameters and their parts, stacked along dim 0 in this order.
+const std::map<std::string_view, std::vector<std::string_view>>& fused_stems() {
+  static const std::map<std::string_view, std::vector<std::string_view>> fused{
+      {"self_attn.qkv_proj", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
+      {"mlp.gate_up_proj", {"mlp.gate_proj", "mlp.up_proj"}},
+  };
+  return fused;
+}
+
+const std::vector<Scheme>& schemes() {
+  static const std::vector<Scheme> all{
+      {"hf",
+       {{"model.embed_tokens", "model.embed_tokens"}, {"model.norm", "model.norm"}, {"lm_head", "lm_head"}},
+       "model.layers.",
+       {{"input_layernorm", "input_layernorm"},
+        {"self_attn.q_proj", "self_attn.q_proj"},
+        {"self_attn.k_proj", "self_attn.k_proj"},
+        {"self_attn.v_proj", "self_attn.v_proj"},
+        {"self_attn.o_proj", "self_attn.o_proj"},
+        {"post_attention_layernorm", "post_attention_layernorm"},
+        {"mlp.gate_proj", "mlp.gate_proj"},
+        {"mlp.up_proj", "mlp.up_proj"},
+        {"mlp.down_proj", "mlp.down_proj"},
+        {"self_attn.qkv_proj", "self_attn.qkv_proj"},
+        {"mlp.gate_up_proj", "mlp.gate_up_proj"}},
+       "weight",
+       false,
+       {"self_attn.rotary_emb.inv_freq"}},
+      // Meta's consolidated.*.pth, and llama2.c's model.py (its train.py checkpoints, often under _orig_mod.).
+      {"meta",
+       {{"model.embed_tokens", "tok_embeddings"}, {"model.norm", "norm"}, {"lm_head", "output"}},
+       "layers.",
+       {{"input_layernorm", "attention_norm"},
+        {"self_attn.q_proj", "attention.wq"},
+        {"self_attn.k_proj", "attention.wk"},
+        {"self_attn.v_proj", "attention.wv"},
+        {"self_attn.o_proj", "attention.wo"},
+        {"post_attention_layernorm", "ffn_norm"},
+        {"mlp.gate_proj", "feed_forward.w1"},
+        {"mlp.up_proj", "feed_forward.w3"},
+        {"mlp.down_proj", "feed_forward.w2"}},
+       "weight",
+       true,
+       {"rope.freqs", "freqs_cis"}},
+      {"torchtune",
+       {{"model.embed_tokens", "tok_embeddings"}, {"model.norm", "norm"}, {"lm_head", "output"}},
+       "layers.",
+       {{"input_layernorm", "sa_norm"},
+        {"self_attn.q_proj", "attn.q_proj"},
+        {"self_attn.k_proj", "attn.k_proj"},
+        {"self_attn.v_proj", "attn.v_proj"},
+        {"self_attn.o_proj", "attn.output_proj"},
+        {"post_attention_layernorm", "mlp_norm"},
+        {"mlp.gate_proj", "mlp.w1"},
+        {"mlp.up_proj", "mlp.w3"},
+        {"mlp.down_proj", "mlp.w2"}},
+       "scale",
+       true,
+       {}},
+      // GGUF's stored names (the gguf reader presents Llama tensors under Hugging Face names already).
+      {"gguf",
+       {{"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}},
+       "blk.",
+       {{"input_layernorm", "attn_norm"},
+        {"self_attn.q_proj", "attn_q"},
+        {"self_attn.k_proj", "attn_k"},
+        {"self_attn.v_proj", "attn_v"},
+        {"self_attn.o_proj", "attn_output"},
+        {"post_attention_layernorm", "ffn_norm"},
+        {"mlp.gate_proj", "ffn_gate"},
+        {"mlp.up_proj", "ffn_up"},
+        {"mlp.down_proj", "ffn_down"}},
+       "weight",
+       true,
+       {"rope_freqs.weight"}},
+  };
+  return all;
+}
+
+const Scheme* find_scheme(std::string_view name) {
+  for (const Scheme& s : schemes())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+bool is_norm(std::string_view canonical_stem) {
+  return std::find(kNorms.begin(), kNorms.end(), canonical_stem) != kNorms.end();
+}
+
+// "<prefix><N>.<rest>" → (N, rest) when N is a decimal layer number.
+std::optional<std::pair<std::string_view, std::string_view>> split_layer(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix)) return std::nullopt;
+  name.remove_prefix(prefix.size());
+  const size_t dot = name.find('.');
+  if (dot == 0 || dot == std::string_view::npos) return std::nullopt;
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + dot, n);
+  if (ec != std::errc() || end != name.data() + dot) return std::nullopt;
+  return std::pair{name.substr(0, dot), name.substr(dot + 1)};
+}
+
+// Translates "stem.suffix" through `stems` (from → to), the norm suffix changing with it.
+std::optional<std::string> translate(std::string_view leaf, const std::vector<Stem>& stems, bool to_canonical,
+                                     std::string_view norm_suffix) {
+  const size_t dot = leaf.rfind('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  const std::string_view stem = leaf.substr(0, dot), suffix = leaf.substr(dot + 1);
+  for (const Stem& s : stems) {
+    if (stem != (to_canonical ? s.scheme : s.canonical)) continue;
+    std::string_view out_suffix = suffix;
+    if (is_norm(s.canonical)) {
+      if (suffix != (to_canonical ? norm_suffix : std::string_view("weight"))) return std::nullopt;
+      out_suffix = to_canonical ? "weight" : norm_suffix;
+    }
+    return fmt::format("{}.{}", to_canonical ? s.canonical : s.scheme, out_suffix);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> convert(const Scheme& s, std::string_view name, bool to_canonical) {
+  if (auto whole = translate(name, s.model_stems, to_canonical, s.norm_suffix)) return whole;
+  const std::string_view from_prefix = to_canonical ? s.layer_prefix : "model.layers.";
+  const std::string_view to_prefix = to_canonical ? "model.layers." : s.layer_prefix;
+  const auto layer = split_layer(name, from_prefix);
+  if (!layer) return std::nullopt;
+  const auto leaf = translate(layer->second, s.layer_stems, to_canonical, s.norm_suffix);
+  if (!leaf) return std::nullopt;
+  return fmt::format("{}{}.{}", to_prefix, layer->first, *leaf);
+}
+
+// The wrapper prefixes that `name` starts with: "", then one more wrapper at a time.
+std::vector<std::string> prefixes_of(std::string_view name) {
+  std::vector<std::string> out{""};
+  for (bool peeled = true; peeled;) {
+    peeled = false;
+    for (const std::string& w : wrapper_prefixes())
+      if (name.substr(out.back().size()).starts_with(w)) {
+        out.push_back(out.back() + w);
+        peeled = true;
+        break;
+      }
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& name_scheme_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Scheme& s : schemes()) out.emplace_back(s.name);
+    return out;
+  }();
+  return names;
+}
+
+const std::vector<std::string>& wrapper_prefixes() {
+  static const std::vector<std::string> prefixes{"module.", "_orig_mod.", "model.", "transformer."};
+  return prefixes;
+}
+
+std::optional<CanonicalName> to_canonical(std::string_view scheme, std::string_view name) {
+  const Scheme* s = find_scheme(scheme);
+  if (!s) return std::nullopt;
+  auto canonical = convert(*s, name, true);
+  if (!canonical) return std::nullopt;
+  const bool q = canonical->find(".self_attn.q_proj.") != std::string::npos;
+  const bool k = canonical->find(".self_attn.k_proj.") != std::string::npos;
+  return CanonicalName{std::move(*canonical), q || k, k};
+}
+
+std::optional<std::string> from_canonical(std::string_view scheme, std::string_view canonical) {
+  const Scheme* s = find_scheme(scheme);
+  return s ? convert(*s, canonical, false) : std::nullopt;
+}
+
+bool interleaved_rotary(std::string_view scheme) {
+  const Scheme* s = find_scheme(scheme);
+  return s && s->interleaved_rotary;
+}
+
+bool scheme_drops(std::string_view scheme, std::string_view name) {
+  const Scheme* s = find_scheme(scheme);
+  if (!s) return false;
+  const auto layer = split_layer(name, s->layer_prefix);
+  for (std::string_view d : s->drops)
+    if (name == d || (layer && layer->second == d)) return true;
+  return false;
+}
+
+std::vector<std::string> fused_parts(std::string_view canonical) {
+  const auto layer = split_layer(canonical, "model.layers.");
+  if (!layer) return {};
+  const size_t dot = layer->second.rfind('.');
+  if (dot == std::string_view::npos) return {};
+  const auto it = fused_stems().find(layer->second.substr(0, dot));
+  if (it == fused_stems().end()) return {};
+  std::vector<std::string> out;
+  for (std::string_view part : it->second)
+    out.push_back(fmt::format("model.layers.{}.{}{}", layer->first, part, layer->second.substr(dot)));
+  return out;
+}
+
+std::string DetectedScheme::to_string() const {
+  if (scheme.empty()) return fmt::format("unknown (none of {} matches any of {} names)", fmt::join(name_scheme_names(), ", "), total);
+  std::string out = scheme;
+  if (!prefix.empty()) out += fmt::format(" (prefix {})", prefix);
+  if (matched < total) out += fmt::format(", {} of {} names", matched, total);
+  return out;
+}
+
+std::vector<DetectedScheme> rank_name_schemes(const std::vector<std::string>& names) {
+  std::set<std::string> prefixes;
+  for (const std::string& n : names)
+    for (std::string& p : prefixes_of(n)) prefixes.insert(std::move(p));
+  std::vector<DetectedScheme> out;
+  for (const Scheme& s : schemes()) {
+    DetectedScheme best{std::string(s.name), "", 0, names.size()};
+    for (const std::string& p : prefixes) {  // sorted: a shorter prefix before its extensions wins ties
+      size_t matched = 0;
+      for (const std::string& n : names) {
+        if (!n.starts_with(p)) continue;
+        const std::string_view rest = std::string_view(n).substr(p.size());
+        if (convert(s, rest, true) || scheme_drops(s.name, rest)) ++matched;
+      }
+      if (matched > best.matched) {
+        best.prefix = p;
+        best.matched = matched;
+      }
+    }
+    out.push_back(std::move(best));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.matched > b.matched; });
+  return out;
+}
+
+DetectedScheme detect_name_scheme(const std::vector<std::string>& names) {
+  DetectedScheme best = rank_name_schemes(names).front();
+  if (best.matched == 0) return DetectedScheme{"", "", 0, names.size()};
+  return best;
+}
+
+}  // namespace wl
