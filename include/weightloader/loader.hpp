@@ -51,9 +51,7 @@ class WL_API WeightLoader {
   Model mirror_model(const WeightSource& source) const;
   // The catalogue under the names a load of mirror_model() would give its tensors: with
   // auto_names, Hugging Face names and q/k rows in its rotary layout (what convert writes and the
-  // engine reads its configuration from); otherwise under the explicit mapping, GGUF's stored
-  // names as Hugging Face's (with_normalised_names: what convert and diff compare and write).
-  // Shares `source`'s files.
+  // engine reads its configuration from); otherwise the same tensors. Shares `source`'s files.
   std::unique_ptr<WeightSource> canonical_source(const WeightSource& source) const;
 
   LoadOptions& options() noexcept { return options_; }

@@ -9,7 +9,6 @@
 
 #include "loaders/auto_name_map.hpp"
 #include "loaders/zero_copy.hpp"
-#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/load_plan.hpp"
@@ -225,7 +224,7 @@ std::shared_ptr<const Opener> WeightLoader::session_opener() const { return std:
 const FormatList& WeightLoader::formats() const { return options_.formats ? *options_.formats : FormatList::global(); }
 
 std::unique_ptr<WeightSource> WeightLoader::canonical_source(const WeightSource& source) const {
-  if (!options_.auto_names) return with_normalised_names(source, options_.names);
+  if (!options_.auto_names) return source.with_metadata(source.metadata());
   Model model = mirror_model(source);  // untouched heap pages: shapes only
   LoadOptions options = options_;
   options.strict = false;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::cli {
@@ -84,6 +85,12 @@ ProgressCallback make_progress_bar(bool quiet) {
     if (finished) std::fprintf(stderr, "\n");
     return true;
   };
+}
+
+std::unique_ptr<WeightSource> normalised_weights(WeightLoader& loader, const std::string& path) {
+  const auto source = loader.get_weights(path);
+  if (loader.options().auto_names) return loader.canonical_source(*source);
+  return with_normalised_names(*source, loader.options().names);
 }
 
 }  // namespace wl::cli

@@ -27,6 +27,11 @@ struct SourceOptions {
 // --name-map on a command: the name_map kwarg.
 void add_name_map_option(CLI::App& app, std::string& name_map);
 
+// The checkpoint at `path` under the names a comparison or a conversion should see: with
+// name_map=auto the loader's canonical (Hugging Face) names and rotary rows; otherwise its explicit
+// mapping over GGUF's stored names read as Hugging Face's (with_normalised_names).
+std::unique_ptr<WeightSource> normalised_weights(WeightLoader& loader, const std::string& path);
+
 // --kw items (key=value) as kwargs; InvalidArgument for an item without '='.
 Kwargs parse_kw_items(const std::vector<std::string>& items);
 

@@ -62,7 +62,7 @@ void add_convert_command(CLI::App& app) {
     o.progress = make_progress_bar(a->quiet);
     if (o.to == CheckpointFormat::Gguf && !a->no_tokenizer)
       o.tokenizer = a->tokenizer.empty() ? find_tokenizer_path(opts->path) : a->tokenizer;
-    auto source = loader->canonical_source(*loader->get_weights(opts->path));
+    auto source = normalised_weights(*loader, opts->path);
     const uint64_t bytes = convert_checkpoint(*source, a->out, o);
     fmt::print("converted {} tensors ({}) from {} to {} at {}\n", source->tensors().size(), human_bytes(bytes),
                source->format(), checkpoint_format_name(o.to), a->out);

@@ -31,7 +31,7 @@ void add_diff_command(CLI::App& app) {
       const LoaderChoice choice = side.choice();
       auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
       o.io = loader->options().io;  // --kw io=, concurrency=, ...
-      return loader->canonical_source(*loader->get_weights(side.path));
+      return normalised_weights(*loader, side.path);
     };
     auto a = open(x->a), b = open(x->b);
     o.atol = x->atol;
