@@ -19,7 +19,9 @@ namespace wl {
 
 // Adds the http, https and s3 openers to `opener`.
 WL_API void add_remote_openers(SchemeOpener& opener);
-// add_remote_openers(*SchemeOpener::global()), once per process (later calls do nothing).
+// add_remote_openers(*SchemeOpener::global()) and the hub downloader (set_hf_downloader in
+// weightloader/hf_cache.hpp: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE), once per process (later calls
+// do nothing).
 WL_API void install_remote_openers();
 
 }  // namespace wl

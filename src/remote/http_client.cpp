@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 
@@ -31,6 +32,15 @@ CURL* thread_handle() {
   thread_local Handle handle;
   curl_easy_reset(handle.curl);
   return handle.curl;
+}
+
+const std::string& ca_bundle() {
+  static const std::string path = [] {
+    for (const char* name : {"WL_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"})
+      if (const char* v = std::getenv(name); v && *v) return std::string(v);
+    return std::string();
+  }();
+  return path;
 }
 
 struct Transfer {
@@ -83,7 +93,8 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
   HttpResponse response;
   Transfer transfer{curl, request.range.has_value(), &sink, &response};
   curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, request.follow_redirects ? 1L : 0L);
+  if (const std::string& ca = ca_bundle(); !ca.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca.c_str());
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
@@ -102,6 +113,7 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
   }
   curl_slist* headers = nullptr;
   if (!request.if_match.empty()) headers = curl_slist_append(headers, ("If-Match: " + request.if_match).c_str());
+  for (const std::string& h : request.headers) headers = curl_slist_append(headers, h.c_str());
   std::string sigv4, userpwd;
   if (request.aws) {
     sigv4 = "aws:amz:" + request.aws->region + ":s3";

@@ -382,6 +382,7 @@ class Request:
     range: str | None        # the Range header as sent
     if_range: str | None
     if_match: str | None
+    authorization: str | None = None  # the Authorization header, when one was sent
     status: int = 0
     start: int | None = None  # the byte range served (inclusive end), for a 200 or 206 with a body
     end: int | None = None
@@ -626,7 +627,8 @@ class FaultServer:
 
     def _serve(self, h, method):
         path = _norm(urllib.parse.unquote(urllib.parse.urlsplit(h.path).path))
-        rec = Request(method, path, h.headers.get("Range"), h.headers.get("If-Range"), h.headers.get("If-Match"))
+        rec = Request(method, path, h.headers.get("Range"), h.headers.get("If-Range"), h.headers.get("If-Match"),
+                      h.headers.get("Authorization"))
         with self._lock:
             self._log.append(rec)
             if method == "GET":

@@ -26,8 +26,8 @@ struct SourceOptions {
 // --kw items (key=value) as kwargs; InvalidArgument for an item without '='.
 Kwargs parse_kw_items(const std::vector<std::string>& items);
 
-// A progress bar on stderr (bytes, GB/s, ETA) when stderr is a terminal and the work takes more
-// than about a second; silent otherwise.
+// A progress bar on stderr (bytes, bytes/s, ETA) when stderr is a terminal and the work takes more
+// than about a second; silent otherwise. A new total starts a fresh bar (a download, then the load).
 ProgressCallback make_progress_bar(bool quiet);
 
 // Peak resident set size of this process so far, in bytes.
@@ -43,5 +43,6 @@ void add_synth_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_download_command(CLI::App& app);
 
 }  // namespace wl::cli
