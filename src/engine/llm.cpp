@@ -33,6 +33,8 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
   loader_name_ = choice.name;
   const WeightLoaderRegistry& registry = options_.registry ? *options_.registry : WeightLoaderRegistry::global();
   std::unique_ptr<WeightLoader> loader = registry.create(choice.name, choice.kwargs);
+  // Before get_weights: a model id missing from the cache downloads there, with this progress.
+  if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
   std::unique_ptr<WeightSource> source = loader->get_weights(options_.model);
   config_ = llama_config_from_source(*source);
   const DType dtype = loader->dtype().value_or(options_.dtype);
@@ -42,7 +44,6 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
   NameMapping& names = loader->options().names;
   names.drop(R"(.*rotary_emb\.inv_freq)");
   if (config_.tie_word_embeddings) names.drop(R"((.*\.)?lm_head\.weight)");
-  if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
   loader_ = std::move(loader);
   if (!options_.defer_load)
     for (unsigned r = 0; r < engine_->ranks(); ++r) reports_.push_back(load_rank(r, *source));

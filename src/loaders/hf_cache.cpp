@@ -106,15 +106,16 @@ std::string offline_snapshot(const HfDownload& request) {
   }
 }
 
+HfDownloader installed_downloader() {
+  std::lock_guard lock(slot().mutex);
+  return slot().downloader;
+}
+
 }  // namespace
 
 std::string download_hf_snapshot(const HfDownload& request) {
   if (hf_hub_offline()) return offline_snapshot(request);
-  HfDownloader downloader;
-  {
-    std::lock_guard lock(slot().mutex);
-    downloader = slot().downloader;
-  }
+  const HfDownloader downloader = installed_downloader();
   if (!downloader)
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("cannot download '{}': this build has no hub downloader (it needs libcurl)", request.model_id));
@@ -126,6 +127,7 @@ std::string find_or_download_hf_snapshot(const HfDownload& request) {
     return resolve_hf_snapshot(request.model_id, request.revision, request.cache_dir);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::FileNotFound) throw;
+    if (!installed_downloader()) throw;  // nothing to download with: where it looked is the answer
   }
   return download_hf_snapshot(request);
 }
