@@ -246,3 +246,33 @@ def test_unknown_model_or_revision_is_a_clear_error(hub, env):
     assert r.returncode != 0 and "[FileNotFound]" in r.stderr and "org/nothing" in r.stderr
     r = cli(env, "download", "org/tiny", "--revision", "v9", check=False)
     assert r.returncode != 0 and "revision 'v9'" in r.stderr
+
+
+def test_a_progress_callback_that_returns_false_cancels_the_download(hub, env, monkeypatch, tiny):
+    wl = pytest.importorskip("weightloader")
+    for k in ("HF_ENDPOINT", "HF_TOKEN", "HF_HUB_CACHE", "WL_HTTP_BACKOFF_MS"):
+        monkeypatch.setenv(k, env[k])
+    calls = []
+
+    def stop(done, total):
+        calls.append((done, total))
+        return False
+    with pytest.raises(wl.CancelledError):
+        wl.HfWeightLoader().get_weights("org/tiny", progress=stop)
+    assert calls and calls[0][1] == sum(len(d) for d in (tiny["config.json"], tiny["model.safetensors"], TOKENIZER_CONFIG))
+    blobs = repo_dir(env, "org/tiny") / "blobs"
+    assert not (blobs / hub.etag("org/tiny", "model.safetensors")).exists()
+    assert not (repo_dir(env, "org/tiny") / "snapshots").exists()
+    seen = []
+    source = wl.HfWeightLoader().get_weights("org/tiny", progress=lambda d, t: seen.append((d, t)) or True)
+    assert len(source) > 0 and seen[-1][0] == seen[-1][1]
+
+
+def test_llm_and_inspect_take_a_model_id(hub, env, monkeypatch):
+    r = cli(env, "inspect", "org/tiny", "--json")
+    assert json.loads(r.stdout)["loader"] == "hf"
+    wl = pytest.importorskip("weightloader")
+    for k in ("HF_ENDPOINT", "HF_TOKEN", "HF_HUB_CACHE", "WL_HTTP_BACKOFF_MS"):
+        monkeypatch.setenv(k, env[k])
+    llm = wl.LLM(model="org/tiny")
+    assert llm is not None

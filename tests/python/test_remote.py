@@ -833,3 +833,19 @@ def test_remote_calls_release_the_gil(tmp_path, ckpt):
     r = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("done") and "error:" not in r.stdout, r.stdout
+
+
+def test_https_streams_with_the_ca_bundle_from_the_environment(nginx_tls, testdata, tmp_path):
+    """HTTPS against nginx with a self-signed certificate: trusted through WL_CA_BUNDLE, refused
+    (naming the URL) with the system's bundle."""
+    url = nginx_tls.put("tls/model.safetensors", testdata / "hf-tiny-random-llama-2" / "model.safetensors")
+    env = dict(os.environ, WL_CA_BUNDLE=str(nginx_tls.tls[0]), **QUICK_RETRIES)
+    env.pop("https_proxy", None), env.pop("HTTPS_PROXY", None)
+    r = subprocess.run([str(CLI), "load", url, "--json", "-q"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    local = subprocess.run([str(CLI), "load", str(testdata / "hf-tiny-random-llama-2" / "model.safetensors"), "--json", "-q"],
+                           capture_output=True, text=True, timeout=60)
+    assert json.loads(r.stdout)["loaded"] == json.loads(local.stdout)["loaded"]
+    env["WL_CA_BUNDLE"] = "/etc/ssl/certs/ca-certificates.crt"
+    r = subprocess.run([str(CLI), "inspect", url], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and url in r.stderr and "SSL" in r.stderr.upper()
