@@ -129,19 +129,19 @@ void BlobDownload::fetch(size_t i, TransferProgress& progress, const RetryPolicy
       if (progress.stopped()) throw cancelled(url);
       throw;  // a dropped connection is retryable: the next attempt resumes from piece.got
     }
-    if (progress.stopped() && write_errno == 0) throw cancelled(url);
-    if (response.status == 200) {
-      changed_ = true;
-      throw Error(ErrorCode::Io,
-                  "the file changed on the server during the download (If-Range answered HTTP 200 with the whole "
-                  "file instead of the range); run again to start over",
-                  url);
-    }
-    check_status(response, url);
     if (write_errno != 0) {
       errno = write_errno;
       throw errno_error("cannot write the download", partial_path_);
     }
+    if (progress.stopped()) throw cancelled(url);
+    if (response.status == 200) {
+      changed_ = true;
+      throw Error(ErrorCode::Io,
+                  "HTTP 200 with the whole file instead of the range asked for: the file changed on the server during "
+                  "the download (If-Range) or the server ignores ranges; run again to start over",
+                  url);
+    }
+    check_status(response, url);
     if (piece.begin + piece.got < piece.end) {
       throw Error(ErrorCode::Io,
                   fmt::format("the answer for bytes [{}, {}) ended after {} bytes", from, piece.end,
