@@ -12,10 +12,15 @@
 // WL_HTTP_BACKOFF_MS (default 200, doubling) tune the retries.
 #pragma once
 
+#include <cstdint>
+
 #include "weightloader/byte_source.hpp"
 #include "weightloader/export.hpp"
 
 namespace wl {
+
+// Body bytes this process has received over HTTP(S) and S3 so far (reads, listings, downloads).
+WL_API uint64_t remote_bytes_received();
 
 // Adds the http, https and s3 openers to `opener`.
 WL_API void add_remote_openers(SchemeOpener& opener);

@@ -1,11 +1,14 @@
 #include <mutex>
 
+#include "remote/http_client.hpp"
 #include "remote/hub_download.hpp"
 #include "remote/openers.hpp"
 #include "weightloader/hf_cache.hpp"
 #include "weightloader/remote.hpp"
 
 namespace wl {
+
+uint64_t remote_bytes_received() { return remote::bytes_received(); }
 
 void add_remote_openers(SchemeOpener& opener) {
   const auto http = remote::http_opener();

@@ -9,6 +9,9 @@
 #include <fmt/format.h>
 
 #include "weightloader/error.hpp"
+#ifdef WL_WITH_REMOTE
+#include "weightloader/remote.hpp"
+#endif
 
 namespace wl::cli {
 
@@ -40,6 +43,14 @@ std::string human_bytes(uint64_t bytes) {
   if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", bytes / double(1ull << 20));
   if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", bytes / double(1ull << 10));
   return fmt::format("{} B", bytes);
+}
+
+uint64_t network_bytes() {
+#ifdef WL_WITH_REMOTE
+  return remote_bytes_received();
+#else
+  return 0;
+#endif
 }
 
 uint64_t peak_rss_bytes() {

@@ -35,6 +35,9 @@ uint64_t peak_rss_bytes();
 
 std::string human_bytes(uint64_t bytes);
 
+// Body bytes received over the network so far (0 in a build without remote sources).
+uint64_t network_bytes();
+
 // Subcommands; each adds itself to `app` and runs through its callback.
 void add_inspect_command(CLI::App& app);
 void add_loaders_command(CLI::App& app);

@@ -29,6 +29,7 @@ void add_inspect_command(CLI::App& app) {
                                 {"file", t.file}, {"offset", t.offset}});
       j["total_tensors"] = source->tensors().size();
       j["total_bytes"] = source->total_bytes();
+      j["bytes_fetched"] = network_bytes();
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -44,6 +45,8 @@ void add_inspect_command(CLI::App& app) {
                human_bytes(source->total_bytes()), source->total_bytes(), source->format(), loader_name);
     for (const auto& [k, v] : source->metadata())
       fmt::print("metadata {} = {}\n", k, v.find('\n') == std::string::npos ? v : fmt::format("({} bytes; --json shows it)", v.size()));
+    if (const uint64_t fetched = network_bytes())
+      fmt::print("fetched {} ({} bytes) over the network\n", human_bytes(fetched), fetched);
   });
 }
 
