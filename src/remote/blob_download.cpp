@@ -60,13 +60,11 @@ BlobDownload::BlobDownload(HubFile file, const HubEndpoint& hub, std::string blo
     resumed_ = 0;
   }
   const uint64_t missing = file_.size - resumed_;
-  const size_t count = missing == 0 ? 0 : static_cast<size_t>((missing + piece_bytes - 1) / piece_bytes);
-  pieces_storage_ = std::make_unique<Piece[]>(count);
-  for (size_t i = 0; i < count; ++i) {
-    Piece& p = pieces_storage_[i];
-    p.begin = resumed_ + i * piece_bytes;
-    p.end = std::min(file_.size, p.begin + piece_bytes);
-    pieces_.push_back(&p);
+  piece_count_ = missing == 0 ? 0 : static_cast<size_t>((missing + piece_bytes - 1) / piece_bytes);
+  pieces_ = std::make_unique<Piece[]>(piece_count_);
+  for (size_t i = 0; i < piece_count_; ++i) {
+    pieces_[i].begin = resumed_ + i * piece_bytes;
+    pieces_[i].end = std::min(file_.size, pieces_[i].begin + piece_bytes);
   }
 }
 
@@ -93,7 +91,8 @@ std::string BlobDownload::if_range(const RetryPolicy& policy) {
 }
 
 void BlobDownload::fetch(size_t i, TransferProgress& progress, const RetryPolicy& policy) {
-  Piece& piece = *pieces_.at(i);
+  if (i >= piece_count_) throw Error(ErrorCode::InvalidArgument, fmt::format("no piece {}", i), partial_path_);
+  Piece& piece = pieces_[i];
   const std::string& url = file_.download_url;
   with_retries(policy, [&] {
     if (progress.stopped()) throw cancelled(url);
@@ -180,9 +179,10 @@ void BlobDownload::keep_for_resume() noexcept {
     return;
   }
   uint64_t prefix = resumed_;
-  for (const Piece* p : pieces_) {
-    prefix += p->got;
-    if (p->begin + p->got < p->end) break;  // a gap follows: later bytes are not kept
+  for (size_t i = 0; i < piece_count_; ++i) {
+    const Piece& p = pieces_[i];
+    prefix += p.got;
+    if (p.begin + p.got < p.end) break;  // a gap follows: later bytes are not kept
   }
   if (::ftruncate(fd_, static_cast<off_t>(prefix)) != 0) ::unlink(partial_path_.c_str());
 }

@@ -47,7 +47,7 @@ class BlobDownload {
   BlobDownload& operator=(const BlobDownload&) = delete;
 
   const HubFile& file() const noexcept { return file_; }
-  size_t piece_count() const noexcept { return pieces_.size(); }
+  size_t piece_count() const noexcept { return piece_count_; }
   uint64_t resumed_bytes() const noexcept { return resumed_; }
   uint64_t missing_bytes() const noexcept { return file_.size - resumed_; }
 
@@ -73,8 +73,8 @@ class BlobDownload {
   std::string blob_path_, partial_path_;
   int fd_ = -1;
   uint64_t resumed_ = 0;
-  std::unique_ptr<Piece[]> pieces_storage_;
-  std::vector<Piece*> pieces_;
+  std::unique_ptr<Piece[]> pieces_;  // an array: atomics do not move
+  size_t piece_count_ = 0;
   bool same_host_;  // the bytes come from the hub itself, whose ETag If-Range can name
   std::once_flag host_etag_once_;
   std::string host_etag_;  // the download host's own ETag, as it sends it

@@ -131,7 +131,7 @@ std::vector<std::string> matching(const std::vector<std::string>& files, const s
 
 class SnapshotDownload {
  public:
-  SnapshotDownload(const HfDownload& request)
+  explicit SnapshotDownload(const HfDownload& request)
       : request_(request), hub_(HubEndpoint::from_environment()),
         cache_(request.cache_dir.empty() ? hf_hub_cache_dir() : request.cache_dir),
         folder_(hf_repo_folder(request.model_id)), repo_(cache_ / folder_) {
@@ -187,7 +187,14 @@ class SnapshotDownload {
         throw Error(ErrorCode::InvalidArgument, fmt::format("the hub lists file \"{}\", which would lie outside the snapshot", p),
                     request_.model_id);
     std::vector<HubFile> files;
-    for (const std::string& p : paths) files.push_back(hub_file(hub_, request_.model_id, commit_, p));
+    for (const std::string& p : paths) {
+      files.push_back(hub_file(hub_, request_.model_id, commit_, p));
+      if (!files.back().commit.empty() && files.back().commit != commit_)
+        throw Error(ErrorCode::Io,
+                    fmt::format("the hub answers '{}' from commit {}, not from {} that its API named", p,
+                                files.back().commit, commit_),
+                    hub_resolve_url(hub_, request_.model_id, commit_, p));
+    }
     std::vector<std::unique_ptr<FileLock>> locks;
     std::vector<std::unique_ptr<BlobDownload>> blobs;
     std::set<std::string> taken;  // two paths with the same content are one blob

@@ -46,8 +46,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class FakeHub:
-    def __init__(self, cdn_root):
-        self.cdn = FaultServer(cdn_root)
+    """cdn: any server with start/stop/put/url (nginx for the benchmark); default a FaultServer at cdn_root."""
+
+    def __init__(self, cdn_root, cdn=None):
+        self.cdn = cdn or FaultServer(cdn_root)
         self.repos = {}  # repo id -> (commit, {path: bytes}, {branch})
         self.log = []
         self.fail_next = []  # statuses the next hub requests answer
