@@ -58,7 +58,8 @@ WL_API void set_hf_downloader(HfDownloader downloader);
 WL_API std::string download_hf_snapshot(const HfDownload& request);
 
 // The cached snapshot of request.model_id at request.revision, else (when not offline) a download
-// of what a load needs; `include` is ignored for a snapshot already in the cache.
+// of what a load needs: also when the cached snapshot holds no weights (another tool fetched only
+// config.json). `include` is ignored for a snapshot already in the cache.
 WL_API std::string find_or_download_hf_snapshot(const HfDownload& request);
 
 // The files of a repository (its file list, as the hub API gives it) that a load needs:

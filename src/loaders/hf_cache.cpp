@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "loaders/builtin_loaders.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {
@@ -122,14 +123,28 @@ std::string download_hf_snapshot(const HfDownload& request) {
   return downloader(request);
 }
 
+namespace {
+
+// A snapshot another tool left with only some files (config.json alone, after reading a config):
+// no weights to load yet.
+bool holds_weights(const std::string& snapshot) {
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(snapshot, ec))
+    if (is_hf_weights_file(entry.path().filename().string())) return true;
+  return false;
+}
+
+}  // namespace
+
 std::string find_or_download_hf_snapshot(const HfDownload& request) {
   try {
-    return resolve_hf_snapshot(request.model_id, request.revision, request.cache_dir);
+    const std::string snapshot = resolve_hf_snapshot(request.model_id, request.revision, request.cache_dir);
+    if (holds_weights(snapshot) || hf_hub_offline() || !installed_downloader()) return snapshot;
   } catch (const Error& e) {
     if (e.code() != ErrorCode::FileNotFound) throw;
     if (!installed_downloader()) throw;  // nothing to download with: where it looked is the answer
   }
-  return download_hf_snapshot(request);
+  return download_hf_snapshot(request);  // what is in the cache already is not fetched again
 }
 
 }  // namespace wl

@@ -278,3 +278,14 @@ def test_llm_and_inspect_take_a_model_id(hub, env, monkeypatch):
         monkeypatch.setenv(k, env[k])
     llm = wl.LLM(model="org/tiny")
     assert llm is not None
+
+
+def test_a_cached_snapshot_without_weights_gets_them_when_loaded(hub, env):
+    snapshot = pathlib.Path(cli(env, "download", "org/tiny", "--include", "config.json").stdout.strip())
+    assert {p.name for p in snapshot.iterdir()} == {"config.json"}
+    heads = len(hub.requests("HEAD"))
+    report = json.loads(cli(env, "load", "org/tiny", "--json", "-q").stdout)
+    assert report["loader"] == "hf" and (snapshot / "model.safetensors").is_symlink()
+    assert len(hub.requests("HEAD")) > heads
+    assert len(hub.cdn.gets(hub.etag("org/tiny", "config.json"))) == 0  # config.json came from the hub, once
+    assert len([r for r in hub.requests("GET") if r.path.endswith("/config.json")]) == 1
