@@ -217,7 +217,7 @@ def test_only_the_shards_an_index_lists_are_fetched(hub, env, tiny):
 
 
 def test_include_patterns_choose_the_files(hub, env):
-    snapshot = pathlib.Path(cli(env, "download", "org/tiny", "--include", "*.json", "--include", "README.md").stdout.strip())
+    snapshot = pathlib.Path(cli(env, "download", "--include", "*.json", "--include", "README.md", "org/tiny").stdout.strip())
     assert {p.name for p in snapshot.iterdir()} == {"config.json", "tokenizer_config.json", "README.md"}
     r = cli(env, "download", "org/tiny", "--include", "*.gguf", check=False)
     assert r.returncode != 0 and "[NoMatchingFiles]" in r.stderr
@@ -289,3 +289,11 @@ def test_a_cached_snapshot_without_weights_gets_them_when_loaded(hub, env):
     assert len(hub.requests("HEAD")) > heads
     assert len(hub.cdn.gets(hub.etag("org/tiny", "config.json"))) == 0  # config.json came from the hub, once
     assert len([r for r in hub.requests("GET") if r.path.endswith("/config.json")]) == 1
+
+
+def test_empty_files_and_files_in_folders_link_from_their_depth(hub, env):
+    hub.add_repo("org/nested", {"config.json": b"{}", "tokenizer.json": b"", "onnx/sub/model.onnx": b"onnx bytes"})
+    snapshot = pathlib.Path(cli(env, "download", "org/nested", "--include", "*").stdout.strip())
+    assert (snapshot / "tokenizer.json").read_bytes() == b""
+    nested = snapshot / "onnx" / "sub" / "model.onnx"
+    assert os.readlink(nested) == f"../../../../blobs/{git_blob_sha1(b'onnx bytes')}" and nested.read_bytes() == b"onnx bytes"

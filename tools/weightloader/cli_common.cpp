@@ -16,7 +16,11 @@
 namespace wl::cli {
 
 void SourceOptions::add_to(CLI::App& app) {
-  app.add_option("path", path, "checkpoint file or directory")->required();
+  app.add_option(
+         "path", path,
+         "checkpoint file or directory, an http(s):// or s3:// URL, or a Hugging Face model id org/name (from the hub "
+         "cache, downloaded into it when missing: see `weightloader download --help`)")
+      ->required();
   app.add_option("--loader", loader, "loader name from `weightloader loaders` (default: auto, by content)");
   app.add_option("--kw", kw, "loader kwarg key=value (repeatable), e.g. --kw dtype=bf16 --kw strip_prefix=model.");
 }
