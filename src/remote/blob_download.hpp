@@ -57,6 +57,7 @@ class BlobDownload {
   // Every piece fetched: checks size and digest and renames the partial file to the blob.
   // ChecksumMismatch (and the partial file removed) when the bytes are not the ones the ETag names.
   void finish();
+  bool finished() const noexcept { return finished_; }
   // After a failure: keeps the bytes received without a gap for the next run (or removes the
   // partial file when the server's file changed).
   void keep_for_resume() noexcept;

@@ -78,11 +78,16 @@ void link_into_snapshot(const fs::path& snapshot, const std::string& path, const
   fs::rename(tmp, link);
 }
 
-// Several files and pieces of files at once; the first failure stops every transfer.
+// Several files and pieces of files at once; the first failure stops every transfer. The worker
+// that fetches a file's last piece checks and renames it (BlobDownload::finish) while the others
+// go on downloading.
 void fetch_all(std::vector<std::unique_ptr<BlobDownload>>& blobs, TransferProgress& progress, unsigned concurrency) {
-  std::vector<std::pair<BlobDownload*, size_t>> work;
-  for (auto& blob : blobs)
-    for (size_t i = 0; i < blob->piece_count(); ++i) work.emplace_back(blob.get(), i);
+  std::vector<std::pair<size_t, size_t>> work;  // (blob, piece)
+  const auto pieces_left = std::make_unique<std::atomic<size_t>[]>(blobs.size());
+  for (size_t b = 0; b < blobs.size(); ++b) {
+    pieces_left[b] = blobs[b]->piece_count();
+    for (size_t i = 0; i < blobs[b]->piece_count(); ++i) work.emplace_back(b, i);
+  }
   const RetryPolicy policy = RetryPolicy::from_environment();
   std::atomic<size_t> next{0};
   std::mutex mutex;
@@ -91,7 +96,9 @@ void fetch_all(std::vector<std::unique_ptr<BlobDownload>>& blobs, TransferProgre
   auto worker = [&] {
     for (size_t i = next++; i < work.size(); i = next++) {
       try {
-        work[i].first->fetch(work[i].second, progress, policy);
+        const auto [b, piece] = work[i];
+        blobs[b]->fetch(piece, progress, policy);
+        if (--pieces_left[b] == 0) blobs[b]->finish();
       } catch (...) {
         bool cancel = false;
         try {
@@ -213,7 +220,8 @@ class SnapshotDownload {
     TransferProgress progress(missing, request_.progress);
     try {
       fetch_all(blobs, progress, request_.concurrency);
-      for (auto& b : blobs) b->finish();
+      for (auto& b : blobs)
+        if (!b->finished()) b->finish();  // nothing was missing: resumed whole, or empty
     } catch (...) {
       for (auto& b : blobs) b->keep_for_resume();
       throw;
