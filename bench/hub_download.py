@@ -3,7 +3,8 @@ safetensors file of --mib MiB, random bytes, plus config.json) from the tests' f
 (tests/python/hub_server.py; the LFS file is served by nginx, or with --python-cdn by the tests'
 Python server), for each --concurrency, into a fresh cache each time. Prints one line per run.
 
-  /usr/bin/python3 bench/hub_download.py --mib 512 --concurrency 1 4 8"""
+  /usr/bin/python3 bench/hub_download.py --mib 512 --concurrency 1 4 8
+  /usr/bin/python3 bench/hub_download.py --mib 256 --piece-mib 16 --rate-mib 32 --concurrency 1 4 8"""
 import argparse
 import os
 import pathlib
@@ -25,9 +26,11 @@ def main():
     ap.add_argument("--piece-mib", type=int, default=64)
     ap.add_argument("--cli", default=str(ROOT / "build" / "weightloader"))
     ap.add_argument("--python-cdn", action="store_true", help="serve the LFS file with Python's http.server, not nginx")
+    ap.add_argument("--rate-mib", type=float, default=0,
+                    help="nginx limit_rate per connection in MiB/s (a CDN's per-connection throughput); 0: none")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        cdn = None if args.python_cdn else Nginx(pathlib.Path(tmp) / "nginx")
+        cdn = None if args.python_cdn else Nginx(pathlib.Path(tmp) / "nginx", limit_rate=args.rate_mib * (1 << 20))
         hub = FakeHub(pathlib.Path(tmp) / "cdn", cdn=cdn).start()
         try:
             hub.add_repo("bench/model", {"config.json": b"{}", "model.safetensors": os.urandom(args.mib << 20)})
@@ -39,8 +42,9 @@ def main():
                 subprocess.run([args.cli, "download", "bench/model", "-q", "--concurrency", str(c)], env=env, check=True,
                                stdout=subprocess.DEVNULL)
                 s = time.monotonic() - t0
-                print(f"concurrency {c}: {args.mib} MiB in {s:.2f} s = {args.mib / 1024 / s:.2f} GiB/s "
-                      f"(pieces of {args.piece_mib} MiB, sha256 checked)")
+                print(f"concurrency {c}: {args.mib} MiB in {s:.2f} s = {args.mib / s:.0f} MiB/s "
+                      f"(pieces of {args.piece_mib} MiB, sha256 checked"
+                      f"{f', {args.rate_mib:g} MiB/s per connection' if args.rate_mib else ''})")
         finally:
             hub.stop()
 

@@ -153,9 +153,10 @@ class Nginx:
     """nginx as a subprocess (daemon off, one worker) in its own process group, all of its files
     (configuration, pid, logs, temp paths, document root) under `prefix`."""
 
-    def __init__(self, prefix, tls=None):
+    def __init__(self, prefix, tls=None, limit_rate=None):
         self.prefix = pathlib.Path(prefix)
         self.tls = tls  # (certificate, key) paths: HTTPS
+        self.limit_rate = limit_rate  # bytes/s per connection (nginx limit_rate), as a CDN may allow
         self.root = self.prefix / "html"
         self.port = None
         self.proc = None
@@ -174,6 +175,8 @@ class Nginx:
             user = "user root;\n" if os.geteuid() == 0 else ""
             tls = (f"\n        ssl_certificate {self.tls[0]};\n        ssl_certificate_key {self.tls[1]};"
                    if self.tls else "")
+            if self.limit_rate:
+                tls += f"\n        limit_rate {int(self.limit_rate)};"
             conf.write_text(NGINX_CONF.format(user=user, prefix=self.prefix, host=HOST, port=self.port,
                                               root=self.root, ssl=" ssl" if self.tls else "", tls=tls))
             out = open(self.prefix / "logs" / "stdout.log", "ab")
