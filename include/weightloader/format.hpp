@@ -70,5 +70,8 @@ WL_API Catalogue read_sharded_catalogue(const Opener& opener, const std::string&
                                         const std::string& confine_to = {});
 // The same through default_opener().
 WL_API Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format);
+// The files an index's weight_map lists (relative to its directory, sorted, each once), under the
+// same checks; `index_name` names the index in errors.
+WL_API std::vector<std::string> sharded_index_files(const std::string& index_text, const std::string& index_name);
 
 }  // namespace wl

@@ -76,7 +76,8 @@ WL_API bool kwarg_bool(const Kwargs& kwargs, const std::string& name, bool fallb
 // a file → "local"; a meta.txt + model.bin directory → "custom_binary"; a Hugging Face style
 // directory (safetensors, an index, pytorch_model*.bin) → "hf"; another directory → "local" with
 // file_pattern selecting the first file whose content a format recognises (e.g. "*.gguf").
-// FileNotFound if the path does not exist.
+// A name that does not exist but looks like a model id (org/name) → "hf". FileNotFound if the
+// path does not exist otherwise.
 struct LoaderChoice {
   std::string name;
   Kwargs kwargs;

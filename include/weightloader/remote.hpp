@@ -12,14 +12,21 @@
 // WL_HTTP_BACKOFF_MS (default 200, doubling) tune the retries.
 #pragma once
 
+#include <cstdint>
+
 #include "weightloader/byte_source.hpp"
 #include "weightloader/export.hpp"
 
 namespace wl {
 
+// Body bytes this process has received over HTTP(S) and S3 so far (reads, listings, downloads).
+WL_API uint64_t remote_bytes_received();
+
 // Adds the http, https and s3 openers to `opener`.
 WL_API void add_remote_openers(SchemeOpener& opener);
-// add_remote_openers(*SchemeOpener::global()), once per process (later calls do nothing).
+// add_remote_openers(*SchemeOpener::global()) and the hub downloader (set_hf_downloader in
+// weightloader/hf_cache.hpp: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE), once per process (later calls
+// do nothing).
 WL_API void install_remote_openers();
 
 }  // namespace wl

@@ -58,7 +58,4 @@ struct WL_API VerifyReport {
 // files still throw.
 WL_API VerifyReport verify_checkpoint(const WeightSource& source, const VerifyOptions& options = {});
 
-// The sha256 of a whole byte source, as 64 lowercase hex digits (OpenSSL's EVP interface).
-WL_API std::string sha256_hex(const ByteSource& source);
-
 }  // namespace wl

@@ -33,9 +33,21 @@ struct Loader {
   std::unique_ptr<WeightLoader> loader;
 };
 
-std::shared_ptr<WeightSource> get_weights(Loader& l, const std::string& path) {
-  pyb::gil_scoped_release nogil;
-  return std::shared_ptr<WeightSource>(l.loader->get_weights(path));
+// progress: called as a model id is downloaded (the hf loader); False from it cancels.
+std::shared_ptr<WeightSource> get_weights(Loader& l, const std::string& path, pyb::object progress) {
+  ProgressBridge bridge(progress);
+  const ProgressCallback saved = l.loader->options().io.progress;
+  l.loader->options().io.progress = bridge.callback();
+  try {
+    pyb::gil_scoped_release nogil;
+    std::shared_ptr<WeightSource> source(l.loader->get_weights(path));
+    l.loader->options().io.progress = saved;
+    return source;
+  } catch (const Error& e) {
+    l.loader->options().io.progress = saved;
+    if (e.code() == ErrorCode::Cancelled) bridge.rethrow_interrupt();
+    throw;
+  }
 }
 
 pyb::list mirror(const Loader& l, const WeightSource& source) {
@@ -112,7 +124,7 @@ void register_loaders(pyb::module_& m) {
         if (!l.loader->dtype()) return std::nullopt;
         return std::string(dtype_name(*l.loader->dtype()));
       })
-      .def("get_weights", &get_weights)
+      .def("get_weights", &get_weights, pyb::arg("path"), pyb::arg("progress") = pyb::none())
       .def("mirror", &mirror)
       .def("mapped_tensors", &mapped_tensors)
       .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = pyb::none(),

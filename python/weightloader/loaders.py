@@ -147,8 +147,13 @@ class CoreWeightLoader(BaseWeightLoader):
         self._core = _core.create_loader(self.loader_name, self.kwargs)
         self.dtype = kwargs.get("dtype")
 
-    def get_weights(self, model_name_or_path):
-        return Weights(self._core.get_weights(str(model_name_or_path)), self._core.dtype)
+    def get_weights(self, model_name_or_path, progress=None):
+        """The checkpoint at a path or URL, or a model id (org/name) from the Hugging Face cache,
+        downloaded from HF_ENDPOINT into it when missing (the hf loader). progress: a callable
+        (done, total) -> bool for the download (False cancels), False for none; by default a bar
+        when stderr is a terminal."""
+        return Weights(self._core.get_weights(str(model_name_or_path), progress_for(progress, "downloading")),
+                       self._core.dtype)
 
     def mirror(self, weights):
         """(name, dtype, shape) of the parameters a model mirroring the checkpoint would have."""
@@ -156,11 +161,14 @@ class CoreWeightLoader(BaseWeightLoader):
 
 
 class HfWeightLoader(CoreWeightLoader):
-    """A Hugging Face directory or a cached model id; safetensors preferred, index files honoured."""
+    """A Hugging Face directory or a model id (org/name) from the Hugging Face cache, downloaded from
+    the hub when missing (revision, cache_dir, download=False to only read the cache); safetensors
+    preferred, index files honoured."""
     loader_name = "hf"
 
-    def __init__(self, revision=None, **kwargs):
-        super().__init__(revision=revision, **kwargs)
+    def __init__(self, revision=None, cache_dir=None, download=None, **kwargs):
+        super().__init__(revision=revision, cache_dir=None if cache_dir is None else str(cache_dir), download=download,
+                         **kwargs)
 
 
 class LocalWeightLoader(CoreWeightLoader):

@@ -88,15 +88,21 @@ class CoreWeightLoader(BaseWeightLoader):
                  rename: _Names = ..., regex_rename: _Names = ..., drop: _Names = ..., concurrency: int = ...,
                  io: _IoMode = ..., staging_bytes: int = ..., prefault: bool = ..., zero_copy: bool = ...,
                  name_map: str = ..., **kwargs: Any) -> None: ...
-    def get_weights(self, model_name_or_path: _Path) -> Weights:
-        """The checkpoint at `model_name_or_path`, opened (its tensors are read on demand)."""
+    def get_weights(self, model_name_or_path: _Path,
+                    progress: _Progress = None) -> Weights:
+        """The checkpoint at `model_name_or_path`, opened (its tensors are read on demand); a model id
+        (org/name) missing from the Hugging Face cache is downloaded first (the hf loader), reporting
+        to `progress` (False from it cancels)."""
     def mirror(self, weights: Weights) -> list[tuple[str, str, list[int]]]:
         """(name, dtype, shape) of the parameters a model mirroring the checkpoint would have."""
 
 class HfWeightLoader(CoreWeightLoader):
-    """A Hugging Face directory or a cached model id; safetensors preferred, index files honoured."""
+    """A Hugging Face directory or a model id (org/name) from the Hugging Face cache, downloaded from
+    the hub when missing (revision, cache_dir, download=False to only read the cache); safetensors
+    preferred, index files honoured."""
 
-    def __init__(self, revision: str | None = None, *, dtype: _DTypeLike | None = ..., strict: bool = ...,
+    def __init__(self, revision: str | None = None, cache_dir: _Path | None = None, download: bool | None = None, *,
+                 dtype: _DTypeLike | None = ..., strict: bool = ...,
                  allow_reshape: bool = ..., strip_prefix: _Names = ..., add_prefix: str = ...,
                  rename: _Names = ..., regex_rename: _Names = ..., drop: _Names = ..., concurrency: int = ...,
                  io: _IoMode = ..., staging_bytes: int = ..., prefault: bool = ..., zero_copy: bool = ...,

@@ -87,6 +87,8 @@ std::unique_ptr<WeightSource> LLM::open() {
   loader_name_ = choice.name;
   const WeightLoaderRegistry& registry = options_.registry ? *options_.registry : WeightLoaderRegistry::global();
   std::unique_ptr<WeightLoader> loader = registry.create(choice.name, choice.kwargs);
+  // Before get_weights: a model id missing from the cache downloads there, with this progress.
+  if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
   std::unique_ptr<WeightSource> source = loader->get_weights(options_.model);
   // Under Hugging Face names (name_map=auto: whatever the checkpoint's scheme), as the configuration reads them.
   config_ = llama_config_from_source(*loader->canonical_source(*source));
@@ -109,7 +111,6 @@ std::unique_ptr<WeightSource> LLM::open() {
   NameMapping& names = loader->options().names;
   names.drop(R"(.*rotary_emb\.inv_freq)");
   if (config_.tie_word_embeddings) names.drop(R"((.*\.)?lm_head\.weight)");
-  if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
   loader_ = std::move(loader);
   // Beside the weights: origin() is where the loader found them (a model id resolves to its snapshot).
   tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin(), *source->opener()) : open_tokenizer(options_.tokenizer);

@@ -37,13 +37,17 @@ std::string scalar_text(const nlohmann::json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
-}  // namespace
+// The index's JSON, checked: what each tensor's listed file is, and the tensors listed per file
+// (files in name order).
+struct WeightMap {
+  safetensors::JsonDocument doc;
+  std::unordered_map<std::string, std::string> listed;
+  std::map<std::string, std::vector<std::string>> files;
+};
 
-Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_json_path, const FileFormat& format,
-                                 const std::string& confine_to) {
-  const std::shared_ptr<ByteSource> index_file = opener.open(index_json_path);
-  const safetensors::JsonDocument doc =
-      safetensors::parse_json_document(index_file->read_string(0, index_file->size()));
+WeightMap parse_weight_map(const std::string& text, const std::string& index_json_path) {
+  WeightMap map{safetensors::parse_json_document(text), {}, {}};
+  const safetensors::JsonDocument& doc = map.doc;
   if (!doc.error.empty()) throw Error(ErrorCode::IndexInvalid, "not JSON: " + doc.error, index_json_path);
   if (!doc.value.is_object())
     throw Error(ErrorCode::IndexInvalid, fmt::format("the index is JSON {}, not an object", doc.value.type_name()),
@@ -55,18 +59,32 @@ Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_
   const auto map_it = doc.value.find("weight_map");
   if (map_it == doc.value.end() || !map_it->is_object())
     throw Error(ErrorCode::IndexInvalid, "no \"weight_map\" object mapping tensor names to files", index_json_path);
-
-  // Which file each tensor is listed in, and the tensors listed per file (files in name order).
-  std::unordered_map<std::string, std::string> listed;
-  std::map<std::string, std::vector<std::string>> files;
   for (const auto& [tensor, value] : map_it->items()) {
     if (!value.is_string())
       throw Error(ErrorCode::IndexInvalid, fmt::format("weight_map value is {}, not a file name", value.dump()),
                   index_json_path, tensor);
     const std::string file = shard_path(value.get<std::string>(), tensor, index_json_path).string();
-    listed.emplace(tensor, file);
-    files[file].push_back(tensor);
+    map.listed.emplace(tensor, file);
+    map.files[file].push_back(tensor);
   }
+  return map;
+}
+
+}  // namespace
+
+std::vector<std::string> sharded_index_files(const std::string& index_text, const std::string& index_name) {
+  std::vector<std::string> names;
+  for (const auto& [file, tensors] : parse_weight_map(index_text, index_name).files) names.push_back(file);
+  return names;
+}
+
+Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_json_path, const FileFormat& format,
+                                 const std::string& confine_to) {
+  const std::shared_ptr<ByteSource> index_file = opener.open(index_json_path);
+  WeightMap map = parse_weight_map(index_file->read_string(0, index_file->size()), index_json_path);
+  const safetensors::JsonDocument& doc = map.doc;
+  const auto& listed = map.listed;
+  const auto& files = map.files;
 
   Catalogue merged;
   if (const auto meta = doc.value.find("metadata"); meta != doc.value.end() && meta->is_object())

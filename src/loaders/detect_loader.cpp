@@ -3,12 +3,16 @@
 #include "loaders/builtin_loaders.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
+#include "weightloader/hf_cache.hpp"
 #include "weightloader/registry.hpp"
 
 namespace wl {
 
 LoaderChoice detect_loader(const std::string& path, const Opener& opener, const FormatList& formats) {
-  if (!opener.exists(path)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
+  if (!opener.exists(path)) {
+    if (looks_like_hf_model_id(path)) return {"hf", {}};  // org/name: from the hub cache, or the hub
+    throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
+  }
   const std::string name = base_name(path);
   if ((name == "meta.txt" || name == "model.bin") && opener.exists(opener.join(opener.parent(path), "meta.txt")))
     return {"custom_binary", {}};

@@ -1,12 +1,16 @@
+// Reading the Hugging Face cache's layout (the remote component writes it: src/remote/hub_download.cpp).
+// It is a local directory of symlinks, read with std::filesystem like the writer writes it.
 #include "weightloader/hf_cache.hpp"
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <regex>
 
 #include <fmt/format.h>
 
+#include "loaders/builtin_loaders.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {
@@ -26,15 +30,30 @@ bool looks_like_hf_model_id(const std::string& s) {
   return !fs::exists(s, ec) && std::regex_match(s, id) && s.find("..") == std::string::npos;
 }
 
-std::string resolve_hf_snapshot(const std::string& model_id, const std::string& revision) {
+std::string hf_repo_folder(const std::string& model_id) {
   if (!looks_like_hf_model_id(model_id))
     throw Error(ErrorCode::InvalidArgument, fmt::format("'{}' is neither an existing path nor a model id like org/name", model_id));
+  std::string folder = "models--" + model_id;
+  for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/', at)) folder.replace(at, 1, "--");
+  return folder;
+}
+
+void check_hf_revision(const std::string& revision) {
   static const std::regex safe_revision(R"(^[A-Za-z0-9][A-Za-z0-9._/-]*$)");
   if (!std::regex_match(revision, safe_revision) || revision.find("..") != std::string::npos)
     throw Error(ErrorCode::InvalidArgument, fmt::format("invalid revision '{}'", revision));
-  std::string folder = "models--" + model_id;
-  for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/', at)) folder.replace(at, 1, "--");
-  const fs::path repo = fs::path(hf_hub_cache_dir()) / folder;
+}
+
+bool hf_hub_offline() {
+  const char* v = std::getenv("HF_HUB_OFFLINE");
+  if (!v) return false;
+  const std::string s = v;
+  return s == "1" || s == "true" || s == "TRUE" || s == "True" || s == "yes" || s == "on" || s == "ON";
+}
+
+std::string resolve_hf_snapshot(const std::string& model_id, const std::string& revision, const std::string& cache_dir) {
+  const fs::path repo = fs::path(cache_dir.empty() ? hf_hub_cache_dir() : cache_dir) / hf_repo_folder(model_id);
+  check_hf_revision(revision);
   std::string commit = revision;
   static const std::regex full_hash(R"(^[0-9a-f]{40}$)");
   std::vector<std::string> looked;
@@ -53,8 +72,79 @@ std::string resolve_hf_snapshot(const std::string& model_id, const std::string& 
   }
   throw Error(ErrorCode::FileNotFound,
               fmt::format("model '{}' at revision '{}' is not in the local Hugging Face cache; looked in {} (cache from "
-                          "HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub); downloading is not supported yet",
+                          "HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)",
                           model_id, revision, fmt::join(looked, " and ")));
+}
+
+namespace {
+
+struct DownloaderSlot {
+  std::mutex mutex;
+  HfDownloader downloader;
+};
+
+DownloaderSlot& slot() {
+  static DownloaderSlot s;
+  return s;
+}
+
+}  // namespace
+
+void set_hf_downloader(HfDownloader downloader) {
+  std::lock_guard lock(slot().mutex);
+  slot().downloader = std::move(downloader);
+}
+
+namespace {
+
+// The cached snapshot, or FileNotFound naming what is missing and that HF_HUB_OFFLINE kept it so.
+std::string offline_snapshot(const HfDownload& request) {
+  try {
+    return resolve_hf_snapshot(request.model_id, request.revision, request.cache_dir);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::FileNotFound) throw;
+    throw Error(ErrorCode::FileNotFound, e.message() + "; HF_HUB_OFFLINE is set, so nothing was downloaded");
+  }
+}
+
+HfDownloader installed_downloader() {
+  std::lock_guard lock(slot().mutex);
+  return slot().downloader;
+}
+
+}  // namespace
+
+std::string download_hf_snapshot(const HfDownload& request) {
+  if (hf_hub_offline()) return offline_snapshot(request);
+  const HfDownloader downloader = installed_downloader();
+  if (!downloader)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("cannot download '{}': this build has no hub downloader (it needs libcurl)", request.model_id));
+  return downloader(request);
+}
+
+namespace {
+
+// A snapshot another tool left with only some files (config.json alone, after reading a config):
+// no weights to load yet.
+bool holds_weights(const std::string& snapshot) {
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(snapshot, ec))
+    if (is_hf_weights_file(entry.path().filename().string())) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string find_or_download_hf_snapshot(const HfDownload& request) {
+  try {
+    const std::string snapshot = resolve_hf_snapshot(request.model_id, request.revision, request.cache_dir);
+    if (holds_weights(snapshot) || hf_hub_offline() || !installed_downloader()) return snapshot;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::FileNotFound) throw;
+    if (!installed_downloader()) throw;  // nothing to download with: where it looked is the answer
+  }
+  return download_hf_snapshot(request);  // what is in the cache already is not fetched again
 }
 
 }  // namespace wl

@@ -1,4 +1,5 @@
-// "hf": a Hugging Face model directory, or a model id resolved through the local cache.
+// "hf": a Hugging Face model directory, or a model id resolved through the cache (and downloaded
+// into it when missing, by the downloader the remote component installs).
 // Weights: safetensors first (index, else every *.safetensors), then PyTorch .bin (index, else
 // pytorch_model*.bin / model*.bin); training leftovers are never read.
 #include <algorithm>
@@ -34,6 +35,35 @@ bool is_hf_weights_file(const std::string& name) {
          name == "pytorch_model.bin.index.json";
 }
 
+HfFileChoice choose_hf_files(const std::vector<std::string>& repo_files) {
+  static const char* beside[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer.model",
+                                 "tokenizer_config.json"};
+  HfFileChoice choice;
+  std::vector<std::string> top;  // the loader reads the model directory itself, not its subfolders
+  for (const std::string& f : repo_files)
+    if (f.find('/') == std::string::npos) top.push_back(f);
+  std::sort(top.begin(), top.end());
+  const auto has = [&](const std::string& name) { return std::binary_search(top.begin(), top.end(), name); };
+  for (const char* name : beside)
+    if (has(name)) choice.files.push_back(name);
+  const auto take = [&](bool (*wanted)(const std::string&)) {
+    const size_t before = choice.files.size();
+    for (const std::string& f : top)
+      if (wanted(f)) choice.files.push_back(f);
+    return choice.files.size() > before;
+  };
+  const auto take_index = [&](const char* index) {
+    if (!has(index)) return false;
+    choice.index = index;
+    choice.files.push_back(index);
+    return true;
+  };
+  // The same order of preference as open_weights below.
+  if (!take_index("model.safetensors.index.json") && !take(is_safetensors) && !take_index("pytorch_model.bin.index.json"))
+    take(is_pytorch_weights);
+  return choice;
+}
+
 namespace {
 
 std::vector<std::string> files_matching(const Opener& opener, const std::string& dir, bool (*wanted)(const std::string&)) {
@@ -45,7 +75,8 @@ std::vector<std::string> files_matching(const Opener& opener, const std::string&
 
 class HfLoader final : public WeightLoader {
  public:
-  explicit HfLoader(std::string revision) : revision_(std::move(revision)) {}
+  HfLoader(std::string revision, std::string cache_dir, bool download)
+      : revision_(std::move(revision)), cache_dir_(std::move(cache_dir)), download_(download) {}
 
   std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path) override {
     const std::shared_ptr<const Opener> session = session_opener();
@@ -53,7 +84,7 @@ class HfLoader final : public WeightLoader {
     std::string dir = model_name_or_path;
     std::string root = dir;  // everything read must stay inside this folder
     if (!files.exists(dir)) {
-      dir = resolve_hf_snapshot(model_name_or_path, revision_);
+      dir = snapshot_of(model_name_or_path);
       root = files.parent(files.parent(dir));  // models--org--name
     }
     if (!files.is_directory(dir)) {
@@ -98,7 +129,22 @@ class HfLoader final : public WeightLoader {
                 dir);
   }
 
+  // The model id's snapshot in the cache, downloaded (with the load's progress callback and
+  // concurrency) when it is missing, downloading is on and HF_HUB_OFFLINE is not set.
+  std::string snapshot_of(const std::string& model_id) const {
+    if (!download_) return resolve_hf_snapshot(model_id, revision_, cache_dir_);
+    HfDownload request;
+    request.model_id = model_id;
+    request.revision = revision_;
+    request.cache_dir = cache_dir_;
+    if (options_.io.concurrency) request.concurrency = options_.io.concurrency;
+    request.progress = options_.io.progress;
+    return find_or_download_hf_snapshot(request);
+  }
+
   std::string revision_;
+  std::string cache_dir_;
+  bool download_;
 };
 
 }  // namespace
@@ -107,11 +153,16 @@ void register_hf_loader(WeightLoaderRegistry& registry) {
   registry.register_loader(
       "hf",
       LoaderSpec{
-          .description = "a Hugging Face model directory or a model id (org/name) from the local Hugging Face cache; "
+          .description = "a Hugging Face model directory or a model id (org/name) from the Hugging Face cache, downloaded "
+                         "from the hub when missing; "
                          "safetensors preferred, PyTorch .bin otherwise; index files honoured",
-          .kwargs = {{"revision", KwType::String, "branch, tag or full commit hash of a cached model id (default main)"}},
+          .kwargs = {{"revision", KwType::String, "branch, tag or full commit hash of a model id (default main)"},
+                     {"cache_dir", KwType::String, "the hub cache (default HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)"},
+                     {"download", KwType::Bool, "download a model id missing from the cache from HF_ENDPOINT (default true; "
+                                                "HF_HUB_OFFLINE=1 forbids it)"}},
           .make = [](const Kwargs& kw) -> std::unique_ptr<WeightLoader> {
-            return std::make_unique<HfLoader>(kwarg_string(kw, "revision", "main"));
+            return std::make_unique<HfLoader>(kwarg_string(kw, "revision", "main"), kwarg_string(kw, "cache_dir", ""),
+                                              kwarg_bool(kw, "download", true));
           },
       });
 }

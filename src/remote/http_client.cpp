@@ -3,7 +3,9 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 
@@ -33,6 +35,17 @@ CURL* thread_handle() {
   return handle.curl;
 }
 
+std::atomic<uint64_t> received_total{0};  // remote_bytes_received()
+
+const std::string& ca_bundle() {
+  static const std::string path = [] {
+    for (const char* name : {"WL_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"})
+      if (const char* v = std::getenv(name); v && *v) return std::string(v);
+    return std::string();
+  }();
+  return path;
+}
+
 struct Transfer {
   CURL* curl;
   bool ranged;  // a ranged request: only a 206's body is data
@@ -44,6 +57,7 @@ struct Transfer {
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t bytes = size * n;
+  received_total += bytes;
   curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->response->status);
   if (t->response->status >= 300 || (t->ranged && t->response->status != 206)) {
     // An error page, or a whole object sent for a range: kept (briefly) for the message, never data.
@@ -83,7 +97,8 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
   HttpResponse response;
   Transfer transfer{curl, request.range.has_value(), &sink, &response};
   curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, request.follow_redirects ? 1L : 0L);
+  if (const std::string& ca = ca_bundle(); !ca.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca.c_str());
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
@@ -102,6 +117,7 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
   }
   curl_slist* headers = nullptr;
   if (!request.if_match.empty()) headers = curl_slist_append(headers, ("If-Match: " + request.if_match).c_str());
+  for (const std::string& h : request.headers) headers = curl_slist_append(headers, h.c_str());
   std::string sigv4, userpwd;
   if (request.aws) {
     sigv4 = "aws:amz:" + request.aws->region + ":s3";
@@ -124,6 +140,8 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
   }
   return response;
 }
+
+uint64_t bytes_received() { return received_total; }
 
 void check_status(const HttpResponse& r, const std::string& name) {
   if (r.status >= 200 && r.status < 300) return;

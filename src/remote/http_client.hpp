@@ -22,6 +22,10 @@ struct HttpRequest {
   std::optional<std::pair<uint64_t, uint64_t>> range;  // bytes [first, last], inclusive
   std::string if_match;                                 // an ETag the object must still have
   std::optional<AwsSigning> aws;
+  std::vector<std::string> headers;  // more request headers, "Name: value"
+  // Off: a 3xx is returned as it is (its Location and headers), for a caller that decides itself
+  // where to go next and what to send there.
+  bool follow_redirects = true;
 };
 
 struct HttpResponse {
@@ -34,7 +38,9 @@ struct HttpResponse {
 // Receives body bytes; returns false to stop the transfer (the request then fails).
 using BodySink = std::function<bool(const char* data, size_t n)>;
 
-// Performs the request on this thread's connection (kept alive between requests). Transport
+// Performs the request on this thread's connection (kept alive between requests). HTTPS peers are
+// checked against the CA bundle in WL_CA_BUNDLE, else CURL_CA_BUNDLE, else SSL_CERT_FILE, else
+// the system's. Transport
 // failures throw a retryable wl::Error (Io) naming `name` (the URL as the user wrote it), after
 // `sink` may have received part of the body (HttpResponse::received is then lost: the caller
 // counts what its sink took). HTTP statuses are returned, not thrown.
@@ -44,6 +50,8 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
 // 401/403 access denied (final), 429 and 5xx (retryable), anything else outside 2xx (final).
 void check_status(const HttpResponse& response, const std::string& name);
 
-std::string url_escape_path(const std::string& path);  // each segment percent-encoded, '/' kept
+std::string url_escape_path(const std::string& path);
+
+uint64_t bytes_received();  // body bytes every perform() of this process received  // each segment percent-encoded, '/' kept
 
 }  // namespace wl::remote

@@ -1,9 +1,14 @@
 #include <mutex>
 
+#include "remote/http_client.hpp"
+#include "remote/hub_download.hpp"
 #include "remote/openers.hpp"
+#include "weightloader/hf_cache.hpp"
 #include "weightloader/remote.hpp"
 
 namespace wl {
+
+uint64_t remote_bytes_received() { return remote::bytes_received(); }
 
 void add_remote_openers(SchemeOpener& opener) {
   const auto http = remote::http_opener();
@@ -14,7 +19,10 @@ void add_remote_openers(SchemeOpener& opener) {
 
 void install_remote_openers() {
   static std::once_flag once;
-  std::call_once(once, [] { add_remote_openers(*SchemeOpener::global()); });
+  std::call_once(once, [] {
+    add_remote_openers(*SchemeOpener::global());
+    set_hf_downloader(remote::download_from_hub);  // model ids missing from the cache come from the hub
+  });
 }
 
 }  // namespace wl

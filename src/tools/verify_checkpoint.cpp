@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/tensor_stream.hpp"
+#include "weightloader/content_digest.hpp"
 
 namespace wl {
 
@@ -47,10 +48,6 @@ Counts count_piece(const StreamPiece& piece) {
   return piece.dtype == DType::F64 ? count<uint64_t>(piece.data[0], piece.count) : count<uint32_t>(piece.data[0], piece.count);
 }
 
-bool is_sha256_name(const std::string& name) {
-  return name.size() == 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
 void check_files(const WeightSource& s, VerifyReport& r) {
   std::map<std::string, uint64_t> ends;
   for (const TensorInfo& t : s.tensors()) {
@@ -69,9 +66,9 @@ void check_files(const WeightSource& s, VerifyReport& r) {
     f.tensor_end = end;
     if (f.size < end)
       r.findings.push_back(fmt::format("{}: {} bytes, but its header places tensor bytes up to {}", name, f.size, end));
-    if (const std::string blob = base_name(f.resolved); is_sha256_name(blob)) {
+    if (const std::string blob = base_name(f.resolved); digest_named_by(blob) == DigestKind::Sha256) {
       f.expected_sha256 = blob;
-      f.sha256 = sha256_hex(*source);
+      f.sha256 = content_digest(*source, DigestKind::Sha256);
       if (*f.sha256 != blob)
         r.findings.push_back(fmt::format("{}: sha256 {} but the cache blob {} is named for {}", name, *f.sha256,
                                          f.resolved, blob));

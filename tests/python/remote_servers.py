@@ -3,6 +3,7 @@ started by the fixtures and always stopped:
 
 - `nginx` (session): Debian's nginx serving a temporary document root (static files: Range, ETag,
   If-Range and If-Match as nginx does them). `.root`, `.url(rel)`, `.put(rel, data)`, `.log()`.
+  `nginx_tls` (session): the same over HTTPS, with a self-signed certificate (`.tls[0]`).
 - `moto` (session) and `s3` (per test): moto_server as an S3 endpoint with one bucket; `s3` also sets
   AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION for the test.
   `.put(key, data)`, `.url(key)` ("s3://bucket/key").
@@ -128,8 +129,8 @@ http {{
     scgi_temp_path {prefix}/tmp/scgi;
     keepalive_timeout 30s;
     server {{
-        listen {host}:{port};
-        server_name localhost;
+        listen {host}:{port}{ssl};
+        server_name localhost;{tls}
         root {root};
         autoindex off;
     }}
@@ -152,8 +153,10 @@ class Nginx:
     """nginx as a subprocess (daemon off, one worker) in its own process group, all of its files
     (configuration, pid, logs, temp paths, document root) under `prefix`."""
 
-    def __init__(self, prefix):
+    def __init__(self, prefix, tls=None, limit_rate=None):
         self.prefix = pathlib.Path(prefix)
+        self.tls = tls  # (certificate, key) paths: HTTPS
+        self.limit_rate = limit_rate  # bytes/s per connection (nginx limit_rate), as a CDN may allow
         self.root = self.prefix / "html"
         self.port = None
         self.proc = None
@@ -170,8 +173,12 @@ class Nginx:
             conf = self.prefix / "nginx.conf"
             # As root, the worker would run as `nobody`, who cannot read a 0700 temp dir.
             user = "user root;\n" if os.geteuid() == 0 else ""
+            tls = (f"\n        ssl_certificate {self.tls[0]};\n        ssl_certificate_key {self.tls[1]};"
+                   if self.tls else "")
+            if self.limit_rate:
+                tls += f"\n        limit_rate {int(self.limit_rate)};"
             conf.write_text(NGINX_CONF.format(user=user, prefix=self.prefix, host=HOST, port=self.port,
-                                              root=self.root))
+                                              root=self.root, ssl=" ssl" if self.tls else "", tls=tls))
             out = open(self.prefix / "logs" / "stdout.log", "ab")
             self.proc = subprocess.Popen([self.exe, "-p", str(self.prefix), "-c", str(conf),
                                           "-e", str(self.prefix / "logs" / "error.log")],
@@ -191,7 +198,8 @@ class Nginx:
             self.proc = None
 
     def url(self, rel=""):
-        return f"http://{HOST}:{self.port}/{urllib.parse.quote(str(rel).lstrip('/'))}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://{HOST}:{self.port}/{urllib.parse.quote(str(rel).lstrip('/'))}"
 
     def put(self, rel, data):
         """Writes `data` (bytes, or a path to link or copy) at root/rel, atomically; returns its URL."""
@@ -225,6 +233,28 @@ def _wait_listening(port, proc, timeout):
 @pytest.fixture(scope="session")
 def nginx(tmp_path_factory):
     server = Nginx(tmp_path_factory.mktemp("nginx"))
+    if server.exe is None:
+        pytest.skip("nginx is not installed (Debian: apt-get install nginx; looked for nginx on PATH and /usr/sbin/nginx)")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def nginx_tls(tmp_path_factory):
+    """nginx over HTTPS with a self-signed certificate for 127.0.0.1 (made by `openssl req`);
+    `.tls[0]` is the certificate, the CA bundle a client must be given."""
+    prefix = tmp_path_factory.mktemp("nginx-tls")
+    cert, key = prefix / "cert.pem", prefix / "key.pem"
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed (Debian: apt-get install openssl)")
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={HOST}",
+                    "-addext", f"subjectAltName=IP:{HOST}", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    server = Nginx(prefix, tls=(cert, key))
     if server.exe is None:
         pytest.skip("nginx is not installed (Debian: apt-get install nginx; looked for nginx on PATH and /usr/sbin/nginx)")
     server.start()
@@ -382,6 +412,7 @@ class Request:
     range: str | None        # the Range header as sent
     if_range: str | None
     if_match: str | None
+    authorization: str | None = None  # the Authorization header, when one was sent
     status: int = 0
     start: int | None = None  # the byte range served (inclusive end), for a 200 or 206 with a body
     end: int | None = None
@@ -626,7 +657,8 @@ class FaultServer:
 
     def _serve(self, h, method):
         path = _norm(urllib.parse.unquote(urllib.parse.urlsplit(h.path).path))
-        rec = Request(method, path, h.headers.get("Range"), h.headers.get("If-Range"), h.headers.get("If-Match"))
+        rec = Request(method, path, h.headers.get("Range"), h.headers.get("If-Range"), h.headers.get("If-Match"),
+                      h.headers.get("Authorization"))
         with self._lock:
             self._log.append(rec)
             if method == "GET":

@@ -833,3 +833,36 @@ def test_remote_calls_release_the_gil(tmp_path, ckpt):
     r = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("done") and "error:" not in r.stdout, r.stdout
+
+
+def test_https_streams_with_the_ca_bundle_from_the_environment(nginx_tls, testdata, tmp_path):
+    """HTTPS against nginx with a self-signed certificate: trusted through WL_CA_BUNDLE, refused
+    (naming the URL) with the system's bundle."""
+    url = nginx_tls.put("tls/model.safetensors", testdata / "hf-tiny-random-llama-2" / "model.safetensors")
+    env = dict(os.environ, WL_CA_BUNDLE=str(nginx_tls.tls[0]), **QUICK_RETRIES)
+    env.pop("https_proxy", None), env.pop("HTTPS_PROXY", None)
+    r = subprocess.run([str(CLI), "load", url, "--json", "-q"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    local = subprocess.run([str(CLI), "load", str(testdata / "hf-tiny-random-llama-2" / "model.safetensors"), "--json", "-q"],
+                           capture_output=True, text=True, timeout=60)
+    assert json.loads(r.stdout)["loaded"] == json.loads(local.stdout)["loaded"]
+    env["WL_CA_BUNDLE"] = "/etc/ssl/certs/ca-certificates.crt"
+    r = subprocess.run([str(CLI), "inspect", url], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and url in r.stderr and "SSL" in r.stderr.upper()
+
+
+def test_inspect_and_load_say_how_many_bytes_they_fetched(nginx):
+    """inspect of a URL fetches the header, not the tensor data; load reports what the load fetched."""
+    data = torch.zeros(4 * MiB, dtype=torch.float32)  # 16 MiB of tensor data
+    head = json.dumps({"w": {"dtype": "F32", "shape": [4 * MiB], "data_offsets": [0, 16 * MiB]}}).encode()
+    url = nginx.put("fetched/model.safetensors", len(head).to_bytes(8, "little") + head + data.numpy().tobytes())
+    env = dict(os.environ, **QUICK_RETRIES)
+    r = subprocess.run([str(CLI), "inspect", url, "--json"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    inspected = json.loads(r.stdout)
+    assert inspected["total_bytes"] == 16 * MiB and 0 < inspected["bytes_fetched"] <= SLACK
+    r = subprocess.run([str(CLI), "load", url, "--json", "-q"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    loaded = json.loads(r.stdout)
+    assert 16 * MiB <= loaded["bytes_fetched_by_load"] <= 16 * MiB + SLACK
+    assert loaded["bytes_fetched"] >= loaded["bytes_fetched_by_load"]

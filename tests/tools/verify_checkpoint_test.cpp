@@ -1,5 +1,6 @@
 // verify_checkpoint on clean and damaged checkpoints: NaN, Inf, a zeroed tensor, a cache blob
 // whose content is not its name, an index whose total_size is wrong.
+#include "weightloader/content_digest.hpp"
 #include "weightloader/verify_checkpoint.hpp"
 
 #include <gtest/gtest.h>
@@ -42,7 +43,7 @@ VerifyReport verify(const std::string& path) {
 }
 
 TEST(Sha256, KnownVector) {
-  EXPECT_EQ(sha256_hex(*memory_source("abc", MemoryRegion::of_string("abc"))), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(content_digest(*memory_source("abc", MemoryRegion::of_string("abc")), DigestKind::Sha256), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(Verify, CleanCheckpointHasNoFindings) {
@@ -83,7 +84,7 @@ TEST(Verify, CacheBlobIsCheckedAgainstItsName) {
   fs::create_directories(dir.file("blobs"));
   fs::create_directories(dir.file("snapshots/rev"));
   write_safetensors(dir.file("blobs/tmp"), clean());
-  const std::string sha = sha256_hex(File(dir.file("blobs/tmp")));
+  const std::string sha = content_digest(File(dir.file("blobs/tmp")), DigestKind::Sha256);
   fs::rename(dir.file("blobs/tmp"), dir.file("blobs/" + sha));
   fs::create_symlink("../../blobs/" + sha, dir.file("snapshots/rev/model.safetensors"));
   VerifyReport r = verify(dir.file("snapshots/rev/model.safetensors"));

@@ -10,11 +10,18 @@
 
 #include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
+#ifdef WL_WITH_REMOTE
+#include "weightloader/remote.hpp"
+#endif
 
 namespace wl::cli {
 
 void SourceOptions::add_to(CLI::App& app) {
-  app.add_option("path", path, "checkpoint file or directory")->required();
+  app.add_option(
+         "path", path,
+         "checkpoint file or directory, an http(s):// or s3:// URL, or a Hugging Face model id org/name (from the hub "
+         "cache, downloaded into it when missing: see `weightloader download --help`)")
+      ->required();
   app.add_option("--loader", loader, "loader name from `weightloader loaders` (default: auto, by content)");
   app.add_option("--kw", kw, "loader kwarg key=value (repeatable), e.g. --kw dtype=bf16 --kw strip_prefix=model.");
   add_name_map_option(app, name_map);
@@ -53,6 +60,14 @@ std::string human_bytes(uint64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
+uint64_t network_bytes() {
+#ifdef WL_WITH_REMOTE
+  return remote_bytes_received();
+#else
+  return 0;
+#endif
+}
+
 uint64_t peak_rss_bytes() {
   struct rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
@@ -66,10 +81,15 @@ ProgressCallback make_progress_bar(bool quiet) {
     clock::time_point start = clock::now();
     clock::time_point last{};
     bool shown = false;
+    uint64_t total = 0;
   };
   auto state = std::make_shared<State>();
   return [state](uint64_t done, uint64_t total) {
     const auto now = clock::now();
+    if (total != state->total) {  // the next job (a download, then the load): a fresh bar
+      *state = State{};
+      state->total = total;
+    }
     const double elapsed = std::chrono::duration<double>(now - state->start).count();
     const bool finished = done >= total;
     if ((elapsed < 1.0 && !state->shown) || (!finished && now - state->last < std::chrono::milliseconds(100))) return true;
@@ -79,9 +99,9 @@ ProgressCallback make_progress_bar(bool quiet) {
     const double rate = elapsed > 0 ? done / elapsed : 0;
     const double eta = rate > 0 ? (total - done) / rate : 0;
     const int width = 30, filled = static_cast<int>(frac * width);
-    std::fprintf(stderr, "\r[%s%s] %5.1f%% %s / %s  %.2f GB/s  ETA %.0fs ", std::string(filled, '#').c_str(),
+    std::fprintf(stderr, "\r[%s%s] %5.1f%% %s / %s  %s/s  ETA %.0fs ", std::string(filled, '#').c_str(),
                  std::string(width - filled, '.').c_str(), frac * 100, human_bytes(done).c_str(),
-                 human_bytes(total).c_str(), rate / 1e9, eta);
+                 human_bytes(total).c_str(), human_bytes(static_cast<uint64_t>(rate)).c_str(), eta);
     if (finished) std::fprintf(stderr, "\n");
     return true;
   };

@@ -35,8 +35,8 @@ std::unique_ptr<WeightSource> normalised_weights(WeightLoader& loader, const std
 // --kw items (key=value) as kwargs; InvalidArgument for an item without '='.
 Kwargs parse_kw_items(const std::vector<std::string>& items);
 
-// A progress bar on stderr (bytes, GB/s, ETA) when stderr is a terminal and the work takes more
-// than about a second; silent otherwise.
+// A progress bar on stderr (bytes, bytes/s, ETA) when stderr is a terminal and the work takes more
+// than about a second; silent otherwise. A new total starts a fresh bar (a download, then the load).
 ProgressCallback make_progress_bar(bool quiet);
 
 // Peak resident set size of this process so far, in bytes.
@@ -49,6 +49,8 @@ std::string human_bytes(uint64_t bytes);
 struct ExitStatus {
   int code = 1;
 };
+// Body bytes received over the network so far (0 in a build without remote sources).
+uint64_t network_bytes();
 
 // Subcommands; each adds itself to `app` and runs through its callback.
 void add_inspect_command(CLI::App& app);
@@ -60,5 +62,6 @@ void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_diff_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
+void add_download_command(CLI::App& app);
 
 }  // namespace wl::cli

@@ -73,6 +73,7 @@ void add_inspect_command(CLI::App& app) {
       j["total_parameters"] = params;
       j["total_bytes"] = source->total_bytes();
       if (*residency) j["files"] = files;
+      j["bytes_fetched"] = network_bytes();
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -92,6 +93,8 @@ void add_inspect_command(CLI::App& app) {
     for (const auto& f : files)
       fmt::print("file {}: {} bytes, {} in the page cache\n", f["name"].get<std::string>(), f["size"].get<uint64_t>(),
                  f["resident_bytes"].is_null() ? std::string("unknown") : std::to_string(f["resident_bytes"].get<uint64_t>()));
+    if (const uint64_t fetched = network_bytes())
+      fmt::print("fetched {} ({} bytes) over the network\n", human_bytes(fetched), fetched);
   });
 }
 

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   wl::cli::add_tokenize_command(app);
   wl::cli::add_diff_command(app);
   wl::cli::add_verify_command(app);
+  wl::cli::add_download_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,16 @@
+// Hub downloads into the standard cache layout (weightloader/hf_cache.hpp): the downloader that
+// install_remote_openers() installs with set_hf_downloader.
+#pragma once
+
+#include <string>
+
+#include "weightloader/hf_cache.hpp"
+
+namespace wl::remote {
+
+// Fetches what `request` selects at its revision from HF_ENDPOINT (with HF_TOKEN) into the cache
+// and returns the snapshot directory. Files already in the cache are not fetched again; several
+// files, and ranges of a large one (WL_HUB_PIECE_BYTES, default 64 MiB), download at once.
+std::string download_from_hub(const HfDownload& request);
+
+}  // namespace wl::remote

@@ -1,0 +1,81 @@
+// Which files of a hub repository a load needs (choose_hf_files), the model id → cache folder
+// rule, and the seam that routes downloads to an installed downloader.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "test_util.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/format.hpp"
+#include "weightloader/hf_cache.hpp"
+
+namespace wl {
+namespace {
+
+using Files = std::vector<std::string>;
+
+TEST(HfFileChoice, SafetensorsWinOverPytorchAndLeftoversAndSubfoldersAreSkipped) {
+  const HfFileChoice c = choose_hf_files({"README.md", "config.json", "model.safetensors", "pytorch_model.bin",
+                                          "optimizer.pt", "tokenizer.json", "tokenizer_config.json", "onnx/model.safetensors",
+                                          "generation_config.json", "special.txt"});
+  EXPECT_EQ(c.files, (Files{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                            "model.safetensors"}));
+  EXPECT_EQ(c.index, "");
+}
+
+TEST(HfFileChoice, AnIndexIsChosenAloneSoThatOnlyItsShardsFollow) {
+  const HfFileChoice c = choose_hf_files({"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                                          "model-00002-of-00002.safetensors", "consolidated.safetensors"});
+  EXPECT_EQ(c.files, (Files{"config.json", "model.safetensors.index.json"}));
+  EXPECT_EQ(c.index, "model.safetensors.index.json");
+}
+
+TEST(HfFileChoice, PytorchWeightsWhenThereAreNoSafetensors) {
+  EXPECT_EQ(choose_hf_files({"pytorch_model.bin", "training_args.bin", "tokenizer.model"}).files,
+            (Files{"tokenizer.model", "pytorch_model.bin"}));
+  const HfFileChoice c = choose_hf_files({"pytorch_model.bin.index.json", "pytorch_model-00001-of-00002.bin"});
+  EXPECT_EQ(c.index, "pytorch_model.bin.index.json");
+  EXPECT_EQ(c.files, (Files{"pytorch_model.bin.index.json"}));
+}
+
+TEST(HfFileChoice, AnIndexListsEachShardOnceAndRefusesPathsOutsideTheSnapshot) {
+  EXPECT_EQ(sharded_index_files(R"({"weight_map": {"a": "s2.safetensors", "b": "s1.safetensors", "c": "s2.safetensors"}})",
+                                "model.safetensors.index.json"),
+            (Files{"s1.safetensors", "s2.safetensors"}));
+  test::expect_error(ErrorCode::IndexInvalid,
+                     [] { sharded_index_files(R"({"weight_map": {"a": "../../x"}})", "model.safetensors.index.json"); });
+}
+
+TEST(HfCacheLayout, ModelIdsNameTheirCacheFolder) {
+  EXPECT_EQ(hf_repo_folder("org/name"), "models--org--name");
+  EXPECT_EQ(hf_repo_folder("gpt2"), "models--gpt2");
+  test::expect_error(ErrorCode::InvalidArgument, [] { hf_repo_folder("org/../x"); });
+  test::expect_error(ErrorCode::InvalidArgument, [] { check_hf_revision("../main"); });
+}
+
+TEST(HfCacheLayout, AMissingModelGoesToTheInstalledDownloaderUnlessOffline) {
+  test::TempDir cache;
+  HfDownload request;
+  request.model_id = "org/missing";
+  request.cache_dir = cache.path().string();
+  std::string asked;
+  set_hf_downloader([&](const HfDownload& r) {
+    asked = r.model_id + "@" + r.revision;
+    return std::string("/snapshot");
+  });
+  ::unsetenv("HF_HUB_OFFLINE");
+  EXPECT_EQ(find_or_download_hf_snapshot(request), "/snapshot");
+  EXPECT_EQ(asked, "org/missing@main");
+  ::setenv("HF_HUB_OFFLINE", "1", 1);
+  asked.clear();
+  const std::string message = test::expect_error(ErrorCode::FileNotFound, [&] { find_or_download_hf_snapshot(request); });
+  ::unsetenv("HF_HUB_OFFLINE");
+  EXPECT_EQ(asked, "");
+  EXPECT_NE(message.find("HF_HUB_OFFLINE"), std::string::npos) << message;
+  EXPECT_NE(message.find("models--org--missing/refs/main"), std::string::npos) << message;
+  set_hf_downloader(nullptr);
+  test::expect_error(ErrorCode::InvalidArgument, [&] { download_hf_snapshot(request); });
+}
+
+}  // namespace
+}  // namespace wl
