@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -60,7 +61,18 @@ void generate(const Options& o, LLMOptions& options, bool speaker) {
   options.tokenizer = o.tokenizer;
   if (o.threads) options.threads = o.threads;
   options.io.progress = make_progress_bar(o.quiet || !speaker);
-  LLM llm(options);
+  std::optional<LLM> llm_holder;
+  try {
+    llm_holder.emplace(options);
+  } catch (const Error& e) {
+    if (!options.communicator) throw;
+    // Every rank throws the same agreed error here. Rank 0 says it, and no rank exits before it
+    // has: mpirun ends the job at the first non-zero exit, which could cut rank 0 off mid-message.
+    if (speaker) std::fprintf(stderr, "weightloader: error: %s\n", e.what());
+    options.communicator->barrier();
+    throw ExitStatus{1};
+  }
+  LLM& llm = *llm_holder;
   if (!o.quiet && speaker) {
     const LlamaConfig& c = llm.config();
     fmt::print(stderr, "model: {} layers, hidden {}, {} heads ({} kv), vocab {}, from {} via loader '{}'; {} of weights\n",
