@@ -18,6 +18,10 @@ shards), PyTorch .bin (Debian's torch) and GGUF (F32, and Q8_0 for dequantisatio
               bench/python_tp_ranks.py
   tools       weightloader diff (the checkpoint against a copy of it) and verify, as ratios to a
               plain warm load of the same files
+  remote      bench/remote_stream.py: `weightloader load URL` at concurrency 1, 4, 16 against curl
+              (one whole-object curl; 4 and 16 ranged curls at once) on loopback nginx and moto S3,
+              the synthetic `small` preset's safetensors file; skipped, saying why, without nginx
+              or moto_server (or with --no-remote)
   peers       torch.load + load_state_dict into an nn.Module (+ .to(torch.bfloat16)), a naive
               dict-then-copy loader (the seed's style), ggml's own GGUF reader (--ggml-gguf-bin)
 Cold means the checkpoint's files were evicted from the page cache first: fsync, then
@@ -31,7 +35,7 @@ ours / peer) and writes bench/RESULTS.md.
 Usage: /usr/bin/python3 bench/run_all.py [--preset 2gb] [--layers N] [--runs 3] [--dir /tmp/wl-bench]
                                          [--build build] [--ggml-gguf-bin PATH] [--results FILE]
                                          [--baseline-build DIR] [--generate-only] [--python-tp]
-                                         [--quick]
+                                         [--quick] [--no-remote]
 --quick: the tiny preset, one run, written to DIR/RESULTS-quick.md: checks that the suite works
 (its figures measure process start-up, not loading).
 --ggml-gguf-bin: a program that takes a .gguf path, loads every tensor with ggml's
@@ -50,6 +54,8 @@ import sys
 import time
 
 import numpy as np
+
+import remote_stream
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRESET_GB = {"tiny": 0.001, "small": 0.23, "1gb": 1.1, "2gb": 2.5}
@@ -428,6 +434,17 @@ class Suite:
                  note=f"{stat(verify)[0] / stat(load)[0]:.2f}x the load")
         self.tools = {"load": stat(load)[0], "diff": stat(diff)[0], "verify": stat(verify)[0]}
 
+    def remote_group(self):
+        why = "--no-remote" if self.a.no_remote else remote_stream.missing_servers()
+        if why:
+            print(f"remote: skipped ({why})", file=sys.stderr)
+            return
+        # moto answers each ranged GET at a fraction of nginx's speed: a small object keeps it short.
+        small = remote_stream.synth(self.wl, self.a.dir, "small")
+        for target, label, values, note in remote_stream.measure(small, self.a.build, self.a.runs,
+                                                                 self.a.baseline_build, self.a.dir):
+            self.add("remote", f"{target}, {os.path.getsize(small) / 1e9:.2f} GB: {label}", values, note=note)
+
     def report(self, seconds):
         a = self.a
         o, p = self.ours, self.peers
@@ -524,6 +541,8 @@ class Suite:
             self.python_tp_group()
         print("tools", file=sys.stderr)
         self.tools_group()
+        print("remote", file=sys.stderr)
+        self.remote_group()
         self.report(time.perf_counter() - t0)
 
 
@@ -542,6 +561,7 @@ def main():
     ap.add_argument("--generate-only", action="store_true", help="write the checkpoints and stop")
     ap.add_argument("--python-tp", action="store_true", help="also run the tensor-parallel Python group (1, 2, 4 ranks)")
     ap.add_argument("--results", default="", help="where the table goes (default: bench/RESULTS.md)")
+    ap.add_argument("--no-remote", action="store_true", help="skip the remote group (nginx, moto)")
     ap.add_argument("--quick", action="store_true", help="tiny preset, one run: checks the suite, measures nothing")
     args = ap.parse_args()
     if args.quick:

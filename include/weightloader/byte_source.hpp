@@ -68,6 +68,9 @@ class WL_API ByteSource {
   // engine's own choice, one reader per core).
   virtual uint64_t preferred_request_bytes() const { return 8ull << 20; }
   virtual unsigned preferred_concurrency() const { return 0; }
+  // Bytes received over a network since the source was opened (response bodies: header reads
+  // included); 0 for sources that are not remote.
+  virtual uint64_t bytes_fetched() const { return 0; }
 };
 
 // Finds byte sources by name, and names relative to other names. Thread-safe.
@@ -138,6 +141,8 @@ class WL_API CachingOpener final : public Opener {
   }
   std::string parent(const std::string& name) const override { return inner_->parent(name); }
   std::string resolved(const std::string& name) const override { return inner_->resolved(name); }
+  // What every source opened through this opener has fetched over a network so far.
+  uint64_t bytes_fetched() const;
 
  private:
   std::shared_ptr<const Opener> inner_;

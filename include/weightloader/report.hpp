@@ -45,6 +45,8 @@ struct WL_API LoadReport {
   std::vector<std::string> unexpected;    // checkpoint tensors no parameter takes (non-strict)
   uint64_t bytes_read = 0;                // bytes read from files
   uint64_t bytes_written = 0;             // bytes written into parameters
+  uint64_t bytes_fetched = 0;             // bytes received over a network (remote checkpoints: the
+                                          // headers and the reads), 0 for local files
   double seconds = 0;
   unsigned concurrency = 0;               // reader threads
   uint64_t staging_bytes = 0;             // staging memory used for conversion, at most

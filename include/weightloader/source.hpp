@@ -155,6 +155,8 @@ class WL_API WeightSource {
   const TensorInfo* find(std::string_view name) const;
   const TensorInfo& at(std::string_view name) const;  // throws TensorNotFound
   uint64_t total_bytes() const;                        // bytes stored for all tensors
+  // Bytes received over a network for this catalogue so far (headers, then reads); 0 when local.
+  uint64_t bytes_fetched() const;
 
   // Reads (a slice of) a tensor into `dst`, converting to `dst_dtype`. Returns bytes read from disk.
   uint64_t read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice = {}) const;

@@ -12,6 +12,13 @@ std::shared_ptr<ByteSource> CachingOpener::open(const std::string& name) const {
   return opened_.emplace(name, std::move(source)).first->second;  // the first one opened wins
 }
 
+uint64_t CachingOpener::bytes_fetched() const {
+  std::lock_guard lock(mutex_);
+  uint64_t total = 0;
+  for (const auto& [name, source] : opened_) total += source->bytes_fetched();
+  return total;
+}
+
 bool CachingOpener::exists(const std::string& name) const {
   {
     std::lock_guard lock(mutex_);

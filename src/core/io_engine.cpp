@@ -94,7 +94,9 @@ class Executor {
  public:
   Executor(const IoPlan& plan, const std::vector<ByteSource*>& sources, IoMode mode, const Destination& dest,
            const IoOptions& options)
-      : plan_(plan), sources_(sources), mode_(mode), dest_(dest), options_(options), prefaulted_(plan.threads) {}
+      : plan_(plan), sources_(sources), mode_(mode), dest_(dest), options_(options),
+        background_prefault_(mode == IoMode::Direct || std::all_of(sources.begin(), sources.end(), waits_on_network)),
+        prefaulted_(plan.threads) {}
 
   // Runs every work item on plan.threads threads; returns the staging used at most.
   uint64_t run();
@@ -113,12 +115,17 @@ class Executor {
   void finish(const Chunk& c, const std::byte* src, Scratch& scratch) const;
   void hint_ahead(size_t i) const;
   const ByteSource& source(const Chunk& c) const { return *sources_[c.source]; }
+  // Neither a descriptor nor memory: each read is a request to a server (an HTTP or S3 object).
+  static bool waits_on_network(const ByteSource* s) { return s->fd() < 0 && s->mapping() == nullptr; }
 
   const IoPlan& plan_;
   const std::vector<ByteSource*>& sources_;
   const IoMode mode_;
   const Destination& dest_;
   const IoOptions& options_;
+  // Reads that wait on a device or a network: page faults are taken meanwhile, on a thread of their
+  // own, rather than before the first read.
+  const bool background_prefault_;
 
   std::atomic<size_t> next_prefault_{0}, next_{0};
   std::latch prefaulted_;  // readers wait on it (blocked, not spinning) until the prefault pass is done
@@ -340,12 +347,12 @@ void Executor::run_item(size_t i, Scratch& scratch) {
   }
 }
 
-// Background prefaulting (direct mode) is left to its own thread; otherwise every reader takes a
+// Background prefaulting (direct mode, network sources) is left to its own thread; otherwise every reader takes a
 // share of the prefault pass and all wait for it, so that no copy takes a page fault.
 void Executor::worker() {
   Scratch scratch;
   try {
-    if (mode_ != IoMode::Direct && !plan_.prefaults.empty()) {
+    if (!background_prefault_ && !plan_.prefaults.empty()) {
       for (size_t i = next_prefault_++; i < plan_.prefaults.size(); i = next_prefault_++)
         dest_.prefault(plan_.prefaults[i].begin, plan_.prefaults[i].bytes);
       prefaulted_.arrive_and_wait();
@@ -371,7 +378,7 @@ void Executor::worker() {
 
 uint64_t Executor::run() {
   std::jthread prefaulter;
-  if (mode_ == IoMode::Direct)  // page faults taken while the readers wait on the device
+  if (background_prefault_)  // page faults taken while the readers wait on the device or the network
     prefaulter = std::jthread([&] {
       for (size_t i = 0; i < plan_.prefaults.size() && !stop_; ++i)
         dest_.prefault(plan_.prefaults[i].begin, plan_.prefaults[i].bytes);

@@ -93,6 +93,8 @@ const TensorInfo& WeightSource::at(std::string_view name) const {
               origin_, std::string(name));
 }
 
+uint64_t WeightSource::bytes_fetched() const { return sources_->bytes_fetched(); }
+
 uint64_t WeightSource::total_bytes() const {
   uint64_t sum = 0;
   for (const TensorInfo& t : tensors_) sum += t.nbytes;

@@ -201,6 +201,7 @@ LoadReport execute_load(const LoadPlan& plan, const WeightSource& given, const L
   }
   const ReadStats stats = source.read_all(requests, options.io);
   report.bytes_read = stats.bytes_read;
+  report.bytes_fetched = source.bytes_fetched();
   report.concurrency = stats.threads;
   report.staging_bytes = stats.staging_bytes;
   report.staging_bound = options.io.staging_bytes;

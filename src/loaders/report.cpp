@@ -43,6 +43,7 @@ std::string LoadReport::to_string(bool verbose) const {
   out += fmt::format("unexpected  {}\n", list_or_count(unexpected, verbose));
   out += fmt::format("bytes read  {} ({:.3f} GB), written {} ({:.3f} GB)\n", bytes_read, bytes_read / 1e9, bytes_written,
                      bytes_written / 1e9);
+  if (bytes_fetched) out += fmt::format("fetched     {} ({:.3f} GB) over the network\n", bytes_fetched, bytes_fetched / 1e9);
   out += fmt::format("time        {:.3f} s, {:.2f} GB/s read, {} threads, {:.1f} MiB staging (bound {:.1f} MiB)\n",
                      seconds, gbps(), concurrency, staging_bytes / 1048576.0, staging_bound / 1048576.0);
   out += fmt::format("io          {}{}\n", io_mode.empty() ? "none" : io_mode,
@@ -66,6 +67,7 @@ std::string LoadReport::to_json() const {
   j["unexpected"] = unexpected;
   j["bytes_read"] = bytes_read;
   j["bytes_written"] = bytes_written;
+  j["bytes_fetched"] = bytes_fetched;
   j["seconds"] = seconds;
   j["gbps"] = gbps();
   j["concurrency"] = concurrency;
@@ -100,6 +102,7 @@ LoadReport LoadReport::from_json(const std::string& json) {
     r.unexpected = j.at("unexpected").get<std::vector<std::string>>();
     r.bytes_read = j.at("bytes_read");
     r.bytes_written = j.at("bytes_written");
+    r.bytes_fetched = j.value("bytes_fetched", uint64_t{0});  // absent from reports of older versions
     r.seconds = j.at("seconds");
     r.concurrency = j.at("concurrency");
     r.staging_bytes = j.at("staging_bytes");

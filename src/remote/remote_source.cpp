@@ -73,6 +73,7 @@ uint64_t RemoteSource::read_some(uint64_t offset, void* dst, uint64_t length) co
     const uint64_t take = std::min<uint64_t>(n, length - got);
     std::memcpy(out + got, data, take);
     got += take;
+    fetched_ += take;
     return take == n;  // more than the range holds: stop, the server is not answering what was asked
   };
   HttpResponse response;

@@ -3,6 +3,7 @@
 // the caller's buffer.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,11 +36,13 @@ class RemoteSource final : public ByteSource {
   // Network round trips are slow and parallel ones cheap: big requests, many in flight.
   uint64_t preferred_request_bytes() const override { return 8ull << 20; }
   unsigned preferred_concurrency() const override { return 8; }
+  uint64_t bytes_fetched() const override { return fetched_; }
 
  private:
   RemoteTarget target_;
   uint64_t size_ = 0;
   std::string etag_;
+  mutable std::atomic<uint64_t> fetched_{0};
 };
 
 }  // namespace wl::remote

@@ -51,6 +51,7 @@ class RetryingSource final : public ByteSource {
   }
   uint64_t preferred_request_bytes() const override { return inner_->preferred_request_bytes(); }
   unsigned preferred_concurrency() const override { return inner_->preferred_concurrency(); }
+  uint64_t bytes_fetched() const override { return inner_->bytes_fetched(); }
 
  private:
   std::shared_ptr<ByteSource> inner_;

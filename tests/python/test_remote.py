@@ -576,6 +576,66 @@ def test_inspect_reads_only_the_header(fault_http, ckpt):
 
 
 # ==================================================================================================
+# Bytes fetched, as the reports state them
+
+# What opening a checkpoint may fetch beyond its header: the format sniff (4 KiB), a zip's tail
+# search (64 KiB + 22 bytes) and the per-entry local headers read on the way.
+HEADER_BOUND = 128 << 10
+
+
+@pytest.fixture(scope="session")
+def llama_formats(tmp_path_factory):
+    """A synthetic Llama checkpoint of 147 tensors (3 MiB) as safetensors, GGUF and PyTorch zip."""
+    if not CLI.is_file():
+        pytest.skip(f"no CLI at {CLI} (set WL_CLI) to write the checkpoints")
+    d = tmp_path_factory.mktemp("remote-llama-formats")
+    run = functools.partial(subprocess.run, check=True, capture_output=True, timeout=120)
+    run([str(CLI), "synth", str(d / "st"), "--preset", "tiny", "--layers", "16"])
+    run([str(CLI), "convert", str(d / "st" / "model.safetensors"), str(d / "llama.gguf"), "--to", "gguf", "--no-tokenizer"])
+    torch.save(wl.load_file(d / "st" / "model.safetensors"), d / "llama.pt")
+    return {"safetensors": d / "st" / "model.safetensors", "gguf": d / "llama.gguf", "pytorch": d / "llama.pt"}
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "gguf", "pytorch"])
+def test_inspect_states_the_bytes_it_fetched_only_headers(http_remote, llama_formats, fmt):
+    src = llama_formats[fmt]
+    got = cli_json("inspect", http_remote.publish(src), "--json")
+    header = src.stat().st_size - got["total_bytes"]  # every byte that is not tensor data
+    if fmt == "safetensors":
+        assert header == 8 + int.from_bytes(src.read_bytes()[:8], "little")
+    assert header <= got["bytes_fetched"] <= header + HEADER_BOUND, (got["bytes_fetched"], header)
+    assert cli_json("inspect", src, "--json")["bytes_fetched"] == 0  # a local file: nothing over the network
+
+
+def test_a_load_states_the_bytes_it_fetched(remote, ckpt):
+    src = ckpt["big"]
+    size = src.stat().st_size
+    got = cli_json("load", remote.publish(src), "--json", "-q")
+    assert got["bytes_read"] <= got["bytes_fetched"] <= size + HEADER_BOUND, got
+    assert cli_json("load", src, "--json", "-q")["bytes_fetched"] == 0
+
+
+def test_a_tensor_parallel_load_fetches_its_slice_not_the_file(http_remote, ckpt):
+    src = ckpt["big"]
+    url = http_remote.publish(src)
+
+    class Half(torch.nn.Module):  # rank 0 of 2: the first half of each 1-D tensor (dim 0)
+        def __init__(self):
+            super().__init__()
+            for i in range(8):
+                self.register_parameter(f"t{i}", torch.nn.Parameter(torch.empty(MiB // 2), requires_grad=False))
+
+    module = Half()
+    report = wl.load_into(module, url, tp_rank=0, tp_size=2).report
+    want = wl.load_file(src)
+    assert all(torch.equal(getattr(module, f"t{i}"), want[f"t{i}"][:MiB // 2]) for i in range(8))
+    slice_bytes = 8 * (MiB // 2) * 4
+    assert report.bytes_read == slice_bytes
+    assert slice_bytes <= report.bytes_fetched <= slice_bytes + HEADER_BOUND, report.bytes_fetched
+    assert report.bytes_fetched < src.stat().st_size * 0.6  # the slice, not the file
+
+
+# ==================================================================================================
 # Faults
 
 @functools.lru_cache(maxsize=None)

@@ -72,6 +72,7 @@ void add_inspect_command(CLI::App& app) {
       j["total_tensors"] = source->tensors().size();
       j["total_parameters"] = params;
       j["total_bytes"] = source->total_bytes();
+      j["bytes_fetched"] = source->bytes_fetched();  // over the network: the headers only
       if (*residency) j["files"] = files;
       j["bytes_fetched"] = network_bytes();
       fmt::print("{}\n", j.dump(2));
@@ -90,6 +91,8 @@ void add_inspect_command(CLI::App& app) {
     fmt::print("names: {}\n", scheme.to_string());
     for (const auto& [k, v] : source->metadata())
       fmt::print("metadata {} = {}\n", k, v.find('\n') == std::string::npos ? v : fmt::format("({} bytes; --json shows it)", v.size()));
+    if (const uint64_t fetched = source->bytes_fetched())
+      fmt::print("fetched {} ({} bytes) over the network\n", human_bytes(fetched), fetched);
     for (const auto& f : files)
       fmt::print("file {}: {} bytes, {} in the page cache\n", f["name"].get<std::string>(), f["size"].get<uint64_t>(),
                  f["resident_bytes"].is_null() ? std::string("unknown") : std::to_string(f["resident_bytes"].get<uint64_t>()));

@@ -63,13 +63,17 @@ class Cursor {
   }
 
  private:
+  // Reads grow from 64 KiB to 1 MiB: a small header costs one small read (over a network, bytes
+  // past the header are fetched for nothing), a big one (a tokenizer's vocabulary) few round trips.
   void refill() {
-    buf_.resize(std::min<uint64_t>(kBufferBytes, remaining()));
+    buf_.resize(std::min<uint64_t>(next_bytes_, remaining()));
     file_.read_exact(pos_, buf_.data(), buf_.size());
     buf_start_ = pos_;
+    next_bytes_ = std::min<uint64_t>(next_bytes_ * 2, kBufferBytes);
   }
 
   static constexpr uint64_t kBufferBytes = 1 << 20;
+  uint64_t next_bytes_ = 64 << 10;
   const ByteSource& file_;
   uint64_t pos_ = 0;
   std::vector<std::byte> buf_;
