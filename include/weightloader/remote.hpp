@@ -19,9 +19,6 @@
 
 namespace wl {
 
-// Body bytes this process has received over HTTP(S) and S3 so far (reads, listings, downloads).
-WL_API uint64_t remote_bytes_received();
-
 // Adds the http, https and s3 openers to `opener`.
 WL_API void add_remote_openers(SchemeOpener& opener);
 // add_remote_openers(*SchemeOpener::global()) and the hub downloader (set_hf_downloader in

@@ -35,8 +35,6 @@ CURL* thread_handle() {
   return handle.curl;
 }
 
-std::atomic<uint64_t> received_total{0};  // remote_bytes_received()
-
 const std::string& ca_bundle() {
   static const std::string path = [] {
     for (const char* name : {"WL_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"})
@@ -57,7 +55,6 @@ struct Transfer {
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t bytes = size * n;
-  received_total += bytes;
   curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->response->status);
   if (t->response->status >= 300 || (t->ranged && t->response->status != 206)) {
     // An error page, or a whole object sent for a range: kept (briefly) for the message, never data.
@@ -144,7 +141,6 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
   return response;
 }
 
-uint64_t bytes_received() { return received_total; }
 
 void check_status(const HttpResponse& r, const std::string& name) {
   if (r.status >= 200 && r.status < 300) return;

@@ -50,8 +50,6 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
 // 401/403 access denied (final), 429 and 5xx (retryable), anything else outside 2xx (final).
 void check_status(const HttpResponse& response, const std::string& name);
 
-std::string url_escape_path(const std::string& path);
-
-uint64_t bytes_received();  // body bytes every perform() of this process received  // each segment percent-encoded, '/' kept
+std::string url_escape_path(const std::string& path);  // each segment percent-encoded, '/' kept
 
 }  // namespace wl::remote

@@ -8,8 +8,6 @@
 
 namespace wl {
 
-uint64_t remote_bytes_received() { return remote::bytes_received(); }
-
 void add_remote_openers(SchemeOpener& opener) {
   const auto http = remote::http_opener();
   opener.add("http", http);

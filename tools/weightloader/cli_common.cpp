@@ -10,9 +10,6 @@
 
 #include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
-#ifdef WL_WITH_REMOTE
-#include "weightloader/remote.hpp"
-#endif
 
 namespace wl::cli {
 
@@ -60,13 +57,6 @@ std::string human_bytes(uint64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-uint64_t network_bytes() {
-#ifdef WL_WITH_REMOTE
-  return remote_bytes_received();
-#else
-  return 0;
-#endif
-}
 
 uint64_t peak_rss_bytes() {
   struct rusage usage{};

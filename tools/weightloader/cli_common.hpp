@@ -49,8 +49,6 @@ std::string human_bytes(uint64_t bytes);
 struct ExitStatus {
   int code = 1;
 };
-// Body bytes received over the network so far (0 in a build without remote sources).
-uint64_t network_bytes();
 
 // Subcommands; each adds itself to `app` and runs through its callback.
 void add_inspect_command(CLI::App& app);

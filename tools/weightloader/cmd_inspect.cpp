@@ -74,7 +74,6 @@ void add_inspect_command(CLI::App& app) {
       j["total_bytes"] = source->total_bytes();
       j["bytes_fetched"] = source->bytes_fetched();  // over the network: the headers only
       if (*residency) j["files"] = files;
-      j["bytes_fetched"] = network_bytes();
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -96,8 +95,6 @@ void add_inspect_command(CLI::App& app) {
     for (const auto& f : files)
       fmt::print("file {}: {} bytes, {} in the page cache\n", f["name"].get<std::string>(), f["size"].get<uint64_t>(),
                  f["resident_bytes"].is_null() ? std::string("unknown") : std::to_string(f["resident_bytes"].get<uint64_t>()));
-    if (const uint64_t fetched = network_bytes())
-      fmt::print("fetched {} ({} bytes) over the network\n", human_bytes(fetched), fetched);
   });
 }
 

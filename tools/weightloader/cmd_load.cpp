@@ -35,27 +35,20 @@ void add_load_command(CLI::App& app) {
     auto source = loader->get_weights(opts->path);
     Model model = loader->mirror_model(*source);
     const uint64_t rss_before = peak_rss_bytes();
-    const uint64_t fetched_before = network_bytes();  // a model id's download and the headers came before
     LoadReport report = loader->load_weights(model, *source);
     const uint64_t rss = peak_rss_bytes();
-    const uint64_t fetched = network_bytes();
     if (*json) {
       nlohmann::json j = nlohmann::json::parse(report.to_json());
       j["loader"] = loader_name;
       j["parameter_bytes"] = model.total_bytes();
       j["peak_rss_bytes"] = rss;
       j["rss_before_load_bytes"] = rss_before;
-      j["bytes_fetched"] = fetched;
-      j["bytes_fetched_by_load"] = fetched - fetched_before;
       fmt::print("{}\n", j.dump(2));
       return;
     }
     fmt::print("loader      {}\n{}", loader_name, report.to_string(*verbose));
     fmt::print("memory      parameters {}, peak RSS {} (before the load {})\n", human_bytes(model.total_bytes()),
                human_bytes(rss), human_bytes(rss_before));
-    if (fetched)
-      fmt::print("network     fetched {} in all, {} by the load (the rest: headers, indexes, downloads)\n",
-                 human_bytes(fetched), human_bytes(fetched - fetched_before));
   });
 }
 
