@@ -88,6 +88,9 @@ struct IoOptions {
   // benchmark machine: bench/RESULTS.md).
   bool prefault = true;
   ProgressCallback progress;                // may be empty
+  // Where the requests' dst addresses are. On a CUDA device, values are staged and converted on
+  // the host and copied through a ring of pinned buffers of staging_bytes in all.
+  Device device;
 };
 
 // One read: a slice of a tensor converted into a caller's contiguous buffer.

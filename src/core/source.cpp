@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/device_destination.hpp"
+#include "core/device_registry.hpp"
 #include "core/io_engine.hpp"
 #include "weightloader/error.hpp"
 
@@ -125,7 +127,10 @@ uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst
 }
 
 ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
-  return run_reads(requests, *sources_, io);
+  if (io.device.is_cpu()) return run_reads(requests, *sources_, io);
+  const std::shared_ptr<CopyEngine> engine = copy_engine(io.device);
+  const DeviceDestination ring(*engine, io.staging_bytes);
+  return run_reads(requests, *sources_, io, ring);
 }
 
 TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dtype) const {
