@@ -1,6 +1,7 @@
 // Loads into CUDA device memory against the machine's limits, for scripts/gpu-check.sh:
 //   wl_bench_cuda DIR [--synth PRESET] [--reps N]
-// --synth writes a synthetic F32 Llama checkpoint of PRESET ("2gb": 2.4 GB) into DIR first. Prints
+// --synth writes a synthetic F32 Llama checkpoint of PRESET ("2gb": 2.4 GB) into DIR first (and
+// --reps 0 stops there: no GPU needed). Prints
 // one tab-separated line per measurement: name, GB/s (file bytes per second; the H2D limit counts
 // bytes copied), best seconds of N runs, and notes. The checkpoint should be in the page cache
 // (the script reads it once before).
@@ -116,6 +117,7 @@ int main(int argc, char** argv) try {
       reps = std::stoi(argv[i + 1]);
     }
   }
+  if (reps == 0) return 0;  // --synth only
   wl::install_cuda_devices();
   const wl::LoaderChoice choice = wl::detect_loader(dir);
   auto probe = wl::WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
