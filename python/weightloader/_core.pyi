@@ -34,7 +34,8 @@ class Loader:
     def load(self, source: Source,
              params: Sequence[Union[tuple[str, str, list[int], int, int],
                                     tuple[str, str, list[int], int, int, Sequence[tuple[str, int, int, int, int]] | None]]],
-             strict: bool | None = None, progress: Callable[[int, int], Any] | None = None) -> str: ...
+             strict: bool | None = None, progress: Callable[[int, int], Any] | None = None,
+             device: str | None = None) -> str: ...
 
 def error_code_names() -> list[str]: ...
 def from_memory(label: str, entries: Sequence[tuple[str, str, list[int], list[int] | None, int, object]],
