@@ -149,7 +149,8 @@ class WL_API WeightSource {
   uint64_t total_bytes() const;                        // bytes stored for all tensors
 
   // Reads (a slice of) a tensor into `dst`, converting to `dst_dtype`. Returns bytes read from disk.
-  uint64_t read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice = {}) const;
+  // `dst` is on `device` (host memory by default).
+  uint64_t read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice = {}, Device device = {}) const;
   // Many reads at once, run in parallel by the I/O engine.
   ReadStats read_all(const std::vector<ReadRequest>& requests, const IoOptions& io = {}) const;
   // Reads a whole tensor into a fresh heap tensor.

@@ -118,8 +118,9 @@ Shape WeightSource::slice_shape(const TensorInfo& tensor, const Slice& slice) {
   return shape;
 }
 
-uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice) const {
+uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice, Device device) const {
   IoOptions io;
+  io.device = device;
   io.concurrency = 1;
   io.mode = IoMode::Pread;
   io.prefault = false;  // one small read: not worth a second pass

@@ -66,3 +66,14 @@ def test_cuda_tensors_are_filled_in_place_as_cpu_ones(checkpoint):
     bf16 = Pair(device="cuda").to(torch.bfloat16)
     wl.load_into(bf16, directory)
     assert torch.equal(bf16.a.weight.cpu(), reference.a.weight.to(torch.bfloat16))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_safe_open_reads_straight_into_cuda_tensors(checkpoint, tmp_path):
+    reference, directory = checkpoint
+    from safetensors.torch import save_file
+    save_file(reference.state_dict(), tmp_path / "m.safetensors")
+    with wl.safe_open(tmp_path / "m.safetensors", framework="pt", device="cuda") as f:
+        t = f.get_tensor("a.weight")
+        assert t.device.type == "cuda" and torch.equal(t.cpu(), reference.a.weight)
+        assert torch.equal(f.get_slice("a.weight")[2:5].cpu(), reference.a.weight[2:5])
