@@ -130,7 +130,10 @@ uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst
 ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
   if (io.device.is_cpu()) return run_reads(requests, *sources_, io);
   const std::shared_ptr<CopyEngine> engine = copy_engine(io.device);
-  const DeviceDestination ring(*engine, io.staging_bytes);
+  // Pinned memory is slow to allocate: no more than the values need (one small tensor: one small buffer).
+  uint64_t bytes = 0;
+  for (const ReadRequest& r : requests) bytes += shape_numel(slice_shape(*r.tensor, r.slice)) * dtype_size(r.dst_dtype);
+  const DeviceDestination ring(*engine, std::clamp<uint64_t>(bytes, 1, std::max<uint64_t>(io.staging_bytes, 1)));
   return run_reads(requests, *sources_, io, ring);
 }
 
