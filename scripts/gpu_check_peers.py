@@ -59,7 +59,7 @@ def main():
 
             config = transformers.AutoConfig.from_pretrained(ckpt)
             with torch.device(device):
-                model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)
+                model = transformers.AutoModelForCausalLM.from_config(config)  # F32, as the checkpoint
 
             def torch_load():
                 model.load_state_dict(torch.load(pt, map_location=device, weights_only=True), strict=False)
