@@ -42,7 +42,9 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     loader: a registered name, "auto" (chosen by content), a class or an instance. kwargs go to the
     loader (strip_prefix, io, concurrency, ...). dtype: the module is converted to it first (with
     Module.to), then filled; without it every tensor is converted to its parameter's dtype.
-    strict: a missing or unexpected name raises, listing them. Shapes must match.
+    strict: a missing or unexpected name raises, listing them. Shapes must match. A module on a
+    CUDA device is filled where it is: read and converted on the host, copied through pinned
+    buffers (the staging_bytes kwarg bounds them); its tensors must all be on one device.
 
     Tensor parallelism: `module` is rank tp_rank's of tp_size (default: torch.distributed's rank
     and world size of tp_group when it is initialised, else 0 and 1), its parameters holding only
