@@ -95,6 +95,9 @@ struct IoOptions {
   // benchmark machine: bench/RESULTS.md).
   bool prefault = true;
   ProgressCallback progress;                // may be empty
+  // Where the requests' dst addresses are. On a CUDA device, values are staged and converted on
+  // the host and copied through a ring of pinned buffers of staging_bytes in all.
+  Device device;
 };
 
 // One read: a slice of a tensor converted into a caller's contiguous buffer.
@@ -159,7 +162,8 @@ class WL_API WeightSource {
   uint64_t bytes_fetched() const;
 
   // Reads (a slice of) a tensor into `dst`, converting to `dst_dtype`. Returns bytes read from disk.
-  uint64_t read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice = {}) const;
+  // `dst` is on `device` (host memory by default).
+  uint64_t read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice = {}, Device device = {}) const;
   // Many reads at once, run in parallel by the I/O engine.
   ReadStats read_all(const std::vector<ReadRequest>& requests, const IoOptions& io = {}) const;
   // Reads a whole tensor into a fresh heap tensor.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "weightloader/device.hpp"
 #include "weightloader/dtype.hpp"
 #include "weightloader/export.hpp"
 
@@ -28,6 +29,8 @@ class WL_API Storage {
   size_t size() const noexcept { return size_; }
   bool writable() const noexcept { return writable_; }
   virtual std::string describe() const = 0;  // "heap 64 MiB" / "mmap file.safetensors [off, off+len)"
+  // Where the bytes are; only host ("cpu") storage may be read or written through data() on the host.
+  virtual Device device() const { return {}; }
 
  protected:
   std::byte* data_ = nullptr;

@@ -30,12 +30,16 @@ Kwargs to_kwargs(const pybind11::dict& kwargs);
 // caller keeps the owner alive for as long as the storage is used.
 class BorrowedStorage final : public Storage {
  public:
-  BorrowedStorage(std::byte* data, size_t size, bool writable) {
+  BorrowedStorage(std::byte* data, size_t size, bool writable, Device device = {}) : device_(device) {
     data_ = data;
     size_ = size;
     writable_ = writable;
   }
   std::string describe() const override { return "caller's memory, " + std::to_string(size_) + " bytes"; }
+  Device device() const override { return device_; }  // a torch CUDA tensor's storage is on its device
+
+ private:
+  Device device_;
 };
 
 // A dtype name as the library spells it ("F32", "BF16", ...); ValueError if unknown.

@@ -82,9 +82,11 @@ std::vector<ParameterShard> to_shards(const pyb::handle& parts) {
 
 // params: (name, dtype, shape, data pointer, nbytes[, parts]) for every parameter, contiguous and
 // writable; parts (see to_shards), when given and not None, fill it instead of the whole tensor of
-// its name. strict: None keeps the loader's own setting. Returns the report as JSON text.
+// its name. strict: None keeps the loader's own setting. device: where every pointer is ("cpu",
+// "cuda:N"; None keeps the loader's). Returns the report as JSON text.
 std::string load(Loader& l, const WeightSource& source, const pyb::list& params, std::optional<bool> strict,
-                 pyb::object progress) {
+                 pyb::object progress, std::optional<std::string> device) {
+  const Device where = device ? Device::parse(*device) : l.loader->options().io.device;
   Model model;
   for (const pyb::handle h : params) {
     const auto p = h.cast<pyb::tuple>();
@@ -94,13 +96,15 @@ std::string load(Loader& l, const WeightSource& source, const pyb::list& params,
     if (shape_numel(shape) * dtype_size(dtype) != nbytes)
       throw Error(ErrorCode::InvalidArgument, fmt::format("parameter '{}': {} bytes for {} {}", p[0].cast<std::string>(),
                                                           nbytes, dtype_name(dtype), shape_to_string(shape)));
-    auto storage = std::make_shared<BorrowedStorage>(reinterpret_cast<std::byte*>(p[3].cast<uintptr_t>()), nbytes, true);
+    auto storage =
+        std::make_shared<BorrowedStorage>(reinterpret_cast<std::byte*>(p[3].cast<uintptr_t>()), nbytes, true, where);
     Parameter& param = model.add_parameter(p[0].cast<std::string>(), TensorView(storage, dtype, shape));
     if (p.size() > 5 && !p[5].is_none()) param.shards = to_shards(p[5]);
   }
   ProgressBridge bridge(progress);
   LoadOptions saved = l.loader->options();
   if (strict) l.loader->options().strict = *strict;
+  l.loader->options().io.device = where;
   l.loader->options().io.progress = bridge.callback();
   LoadReport report;
   try {
@@ -128,7 +132,7 @@ void register_loaders(pyb::module_& m) {
       .def("mirror", &mirror)
       .def("mapped_tensors", &mapped_tensors)
       .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = pyb::none(),
-           pyb::arg("progress") = pyb::none());
+           pyb::arg("progress") = pyb::none(), pyb::arg("device") = pyb::none());
   m.def("create_loader", [](const std::string& name, const pyb::dict& kwargs) {
     return Loader{name, WeightLoaderRegistry::global().create(name, to_kwargs(kwargs))};
   });

@@ -2,6 +2,9 @@
 #ifdef WL_WITH_REMOTE
 #include "weightloader/remote.hpp"
 #endif
+#ifdef WL_WITH_CUDA
+#include "weightloader/cuda.hpp"
+#endif
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "weightloader's C++ library (use the weightloader package, not this module directly)";
@@ -12,5 +15,8 @@ PYBIND11_MODULE(_core, m) {
   wl::py::register_writers(m);
 #ifdef WL_WITH_REMOTE
   wl::install_remote_openers();  // http://, https:// and s3:// names wherever a path goes
+#endif
+#ifdef WL_WITH_CUDA
+  wl::install_cuda_devices();  // load_into fills torch CUDA tensors in place
 #endif
 }

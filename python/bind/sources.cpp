@@ -43,9 +43,11 @@ pyb::dict tensor_info(const TensorInfo& t) {
   return d;
 }
 
-// Reads (a slice of) `name` as `dtype` into [ptr, ptr + nbytes), checking the room first.
+// Reads (a slice of) `name` as `dtype` into [ptr, ptr + nbytes) on `device` ("cpu", "cuda:N"), checking
+// the room first.
 void read_into(const WeightSource& source, const std::string& name, const std::string& dtype, uintptr_t ptr,
-               uint64_t nbytes, std::optional<std::tuple<size_t, uint64_t, uint64_t>> slice) {
+               uint64_t nbytes, std::optional<std::tuple<size_t, uint64_t, uint64_t>> slice, const std::string& device) {
+  const Device where = Device::parse(device);
   const TensorInfo& t = source.at(name);
   const DType to = dtype_from_name(dtype);
   Slice s;
@@ -55,7 +57,7 @@ void read_into(const WeightSource& source, const std::string& name, const std::s
     throw Error(ErrorCode::InvalidArgument, fmt::format("the destination holds {} bytes; {} are needed", nbytes, need),
                 t.file, t.name);
   pyb::gil_scoped_release nogil;
-  source.read(t, to, reinterpret_cast<void*>(ptr), s);
+  source.read(t, to, reinterpret_cast<void*>(ptr), s, where);
 }
 
 // entries: (name, dtype, shape, element strides or None, data pointer, owner).
@@ -103,7 +105,7 @@ void register_sources(pyb::module_& m) {
       .def("metadata", &WeightSource::metadata)
       .def("total_bytes", &WeightSource::total_bytes)
       .def("read_into", &read_into, pyb::arg("name"), pyb::arg("dtype"), pyb::arg("ptr"), pyb::arg("nbytes"),
-           pyb::arg("slice") = pyb::none());
+           pyb::arg("slice") = pyb::none(), pyb::arg("device") = "cpu");
   m.def("from_memory", &from_memory, pyb::arg("label"), pyb::arg("entries"), pyb::arg("metadata") = std::map<std::string, std::string>{});
   m.def("from_bytes", &from_bytes, pyb::arg("label"), pyb::arg("data"));
 }

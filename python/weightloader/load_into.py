@@ -45,7 +45,9 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     loader: a registered name, "auto" (chosen by content), a class or an instance. kwargs go to the
     loader (strip_prefix, io, concurrency, ...). dtype: the module is converted to it first (with
     Module.to), then filled; without it every tensor is converted to its parameter's dtype.
-    strict: a missing or unexpected name raises, listing them. Shapes must match. name_map: "auto"
+    strict: a missing or unexpected name raises, listing them. Shapes must match. A module on a
+    CUDA device is filled where it is: read and converted on the host, copied through pinned
+    buffers (the staging_bytes kwarg bounds them); its tensors must all be on one device. name_map: "auto"
     recognises the checkpoint's naming scheme and the module's (Hugging Face, Meta, torchtune, GGUF,
     vLLM's fused qkv_proj/gate_up_proj; wrapper prefixes such as module. or _orig_mod.) and maps
     one onto the other, q/k rows included; or a dict of renames (see _name_map_kwargs).

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from . import _core, dtypes
-from ._params import module_tensors, progress_for
+from ._params import module_device, module_tensors, progress_for
 from .errors import InvalidArgumentError
 
 
@@ -114,7 +114,8 @@ class BaseWeightLoader:
         params = module_tensors(model)
         if shards:
             params = [(*p, [tuple(s) for s in shards[p[0]]] if p[0] in shards else None) for p in params]
-        report = self._core_loader().load(source, params, strict, progress_for(progress, "loading"))
+        report = self._core_loader().load(source, params, strict, progress_for(progress, "loading"),
+                                          module_device(model))
         return LoadReport(json.loads(report))
 
 

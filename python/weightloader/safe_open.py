@@ -250,8 +250,9 @@ class _State:
             return m
 
     def zero_copy(self, info, target):
-        """The whole tensor as a view of the file's mapping, or None when its bytes need work."""
-        if not info["raw"] or target != info["dtype"]:
+        """The whole tensor as a view of the file's mapping, or None when its bytes need work (or
+        belong on a CUDA device)."""
+        if not info["raw"] or target != info["dtype"] or self.on_cuda():
             return None
         elem = self.element_type(target)
         count = 1
@@ -268,9 +269,15 @@ class _State:
             return torch.frombuffer(m, dtype=elem, count=count, offset=offset).reshape(info["shape"])
         return np.frombuffer(m, dtype=elem, count=count, offset=offset).reshape(info["shape"])
 
+    def on_cuda(self):
+        return self.device is not None and self.device.type == "cuda"
+
     def empty(self, shape, target):
         elem = self.element_type(target)
-        return torch.empty(shape, dtype=elem) if self.framework == "pt" else np.empty(shape, dtype=elem)
+        if self.framework == "np":
+            return np.empty(shape, dtype=elem)
+        # A CUDA tensor is filled where it is: read and converted on the host, copied through pinned buffers.
+        return torch.empty(shape, dtype=elem, device=self.device if self.on_cuda() else "cpu")
 
     def decode(self, name, shape, target, slice_=None):
         """A fresh tensor of `shape` filled by the library (decoded, converted, sliced)."""
@@ -279,7 +286,9 @@ class _State:
             ptr, nbytes = out.data_ptr(), out.numel() * out.element_size()
         else:
             ptr, nbytes = out.ctypes.data, out.nbytes
-        if nbytes:
+        if nbytes and self.on_cuda():
+            self.source.read_into(name, target, ptr, nbytes, slice_, device=f"cuda:{out.device.index or 0}")
+        elif nbytes:
             self.source.read_into(name, target, ptr, nbytes, slice_)
         return out
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace wl {
 
@@ -18,8 +19,12 @@ class Destination {
   // Faults [p, p + n) in before it is written (a hint: errors are ignored).
   virtual void prefault(std::byte* p, uint64_t n) const = 0;
   // Not in place: `n` bytes of final values at `values` (host staging, reusable once this returns)
-  // belong at `dst`. Throws wl::Error on failure.
-  virtual void deliver(std::byte* dst, const std::byte* values, uint64_t n) const = 0;
+  // belong at `dst`, part of `tensor` (named in errors). Throws wl::Error on failure. The delivery
+  // may complete later (an asynchronous copy to a device): see drain().
+  virtual void deliver(std::byte* dst, const std::byte* values, uint64_t n, std::string_view tensor) const = 0;
+  // Waits until every delivery completed; throws the first one's failure (naming its tensor). The
+  // engine calls it once its readers stopped, before it reports anything loaded.
+  virtual void drain() const {}
 };
 
 // Ordinary process memory: in place, prefaulted with MADV_POPULATE_WRITE.

@@ -24,7 +24,9 @@ class HostMemory final : public Destination {
     const uintptr_t begin = start / page * page, end = (stop + page - 1) / page * page;
     ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
   }
-  void deliver(std::byte* dst, const std::byte* values, uint64_t n) const override { std::memcpy(dst, values, n); }
+  void deliver(std::byte* dst, const std::byte* values, uint64_t n, std::string_view) const override {
+    std::memcpy(dst, values, n);
+  }
 };
 
 }  // namespace

@@ -113,6 +113,7 @@ class Executor {
                    uint64_t bounce_bytes) const;
   void scatter_read(const Chunk* c, const Extent& e, Scratch& scratch) const;
   void finish(const Chunk& c, const std::byte* src, Scratch& scratch) const;
+  const std::byte* staged_values(const Chunk& c, const std::byte* src, Scratch& scratch, bool copy_out) const;
   void hint_ahead(size_t i) const;
   const ByteSource& source(const Chunk& c) const { return *sources_[c.source]; }
   // Neither a descriptor nor memory: each read is a request to a server (an HTTP or S3 object).
@@ -140,22 +141,27 @@ class Executor {
 // Final values of chunk `c` from its stored bytes at `src`: converted (or copied) straight into
 // place, or, for a destination that does not take reads in place, in staging and delivered.
 void Executor::finish(const Chunk& c, const std::byte* src, Scratch& scratch) const {
-  std::byte* decoded = decoded_buffer(c, scratch);
   if (dest_.in_place()) {
     if (c.needs_transform())
-      transform(c, src, c.dst, decoded);
+      transform(c, src, c.dst, decoded_buffer(c, scratch));
     else
       std::memcpy(c.dst, src, c.src_bytes);
     return;
   }
+  dest_.deliver(c.dst, staged_values(c, src, scratch, false), c.elems * dtype_size(c.dst_dtype), c.tensor->name);
+}
+
+// Not in place: chunk `c`'s final values, converted into staging, or `src` itself when they are
+// its stored bytes (unless `copy_out`: a mapping is copied, so that no delivery reads it).
+const std::byte* Executor::staged_values(const Chunk& c, const std::byte* src, Scratch& scratch, bool copy_out) const {
   const uint64_t n = c.elems * dtype_size(c.dst_dtype);
-  if (!c.needs_transform()) {
-    dest_.deliver(c.dst, src, n);
-    return;
-  }
+  if (!c.needs_transform() && !copy_out) return src;
   scratch.values.resize(std::max<size_t>(scratch.values.size(), n));
-  transform(c, src, scratch.values.data(), decoded);
-  dest_.deliver(c.dst, scratch.values.data(), n);
+  if (c.needs_transform())
+    transform(c, src, scratch.values.data(), decoded_buffer(c, scratch));
+  else
+    std::memcpy(scratch.values.data(), src, n);
+  return scratch.values.data();
 }
 
 // O_DIRECT: [offset, offset + length) into `out`, whatever their alignment. The aligned middle is
@@ -207,6 +213,7 @@ void Executor::run_chunk(const Chunk& c, Scratch& scratch) {
     std::byte* gathered = c.aux_bytes ? scratch.reserve(stored) : nullptr;
     decoded_buffer(c, scratch);  // allocated here, outside the guard
     if (!dest_.in_place()) scratch.values.resize(std::max<size_t>(scratch.values.size(), c.elems * dtype_size(c.dst_dtype)));
+    const std::byte* staged = nullptr;
     const bool ok = guarded([&] {
       const std::byte* from = map + c.src_offset;
       if (gathered) {
@@ -214,9 +221,14 @@ void Executor::run_chunk(const Chunk& c, Scratch& scratch) {
         std::memcpy(gathered + c.src_bytes, map + c.aux_offset, c.aux_bytes);
         from = gathered;
       }
-      finish(c, from, scratch);
+      if (dest_.in_place())
+        finish(c, from, scratch);
+      else
+        staged = staged_values(c, from, scratch, true);
     });
     if (!ok) throw_truncated(c, src);
+    // Delivered outside the guard: a destination may take locks and throw.
+    if (staged) dest_.deliver(c.dst, staged, c.elems * dtype_size(c.dst_dtype), c.tensor->name);
     // The mapped pages were only a way through: drop them from this process's RSS (they stay in
     // the page cache), so that a load never holds the file and the parameters at once.
     src.hint(c.src_offset, c.src_bytes, AccessHint::MappedDone);
@@ -309,7 +321,7 @@ void Executor::gather_strided(const ReadRequest& r, const ByteSource& source) co
       idx[d] = 0;
     }
   }
-  if (!dest_.in_place()) dest_.deliver(static_cast<std::byte*>(r.dst), values.data(), values.size());
+  if (!dest_.in_place()) dest_.deliver(static_cast<std::byte*>(r.dst), values.data(), values.size(), t.name);
 }
 
 // Asks the source to start fetching the extent this thread will probably take next.
@@ -392,6 +404,11 @@ uint64_t Executor::run() {
   }
   stop_ = true;  // the prefaulter has nothing left to do once every read is done
   if (prefaulter.joinable()) prefaulter.join();
+  try {
+    dest_.drain();  // copies still in flight (device memory) complete before anything counts as loaded
+  } catch (...) {
+    if (!error_) error_ = std::current_exception();
+  }
   if (error_) std::rethrow_exception(error_);
   if (cancelled_)
     throw Error(ErrorCode::Cancelled,

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/device_destination.hpp"
+#include "core/device_registry.hpp"
 #include "core/io_engine.hpp"
 #include "core/tensor_parts.hpp"
 #include "weightloader/error.hpp"
@@ -120,8 +122,9 @@ Shape WeightSource::slice_shape(const TensorInfo& tensor, const Slice& slice) {
   return shape;
 }
 
-uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice) const {
+uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice, Device device) const {
   IoOptions io;
+  io.device = device;
   io.concurrency = 1;
   io.mode = IoMode::Pread;
   io.prefault = false;  // one small read: not worth a second pass
@@ -130,7 +133,14 @@ uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst
 
 ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
   std::deque<TensorInfo> pieces;  // of assembled tensors, for as long as the reads run
-  return run_reads(expand_parts(requests, pieces), *sources_, io);
+  const std::vector<ReadRequest> expanded = expand_parts(requests, pieces);
+  if (io.device.is_cpu()) return run_reads(expanded, *sources_, io);
+  const std::shared_ptr<CopyEngine> engine = copy_engine(io.device);
+  // Pinned memory is slow to allocate: no more than the values need (one small tensor: one small buffer).
+  uint64_t bytes = 0;
+  for (const ReadRequest& r : expanded) bytes += shape_numel(slice_shape(*r.tensor, r.slice)) * dtype_size(r.dst_dtype);
+  const DeviceDestination ring(*engine, std::clamp<uint64_t>(bytes, 1, std::max<uint64_t>(io.staging_bytes, 1)));
+  return run_reads(expanded, *sources_, io, ring);
 }
 
 TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dtype) const {

@@ -119,7 +119,7 @@ LoadPlan plan_load(Model& model, const WeightSource& source, const LoadOptions& 
             continue;
           }
         }
-        read.zero_copy_candidate = options.zero_copy;
+        read.zero_copy_candidate = options.zero_copy && options.io.device.is_cpu();  // a mapping is host memory
       } else {
         const ParameterShard& shard = p->shards[size_t(target.shard)];
         const Shape got = WeightSource::slice_shape(t, shard.slice);
@@ -192,6 +192,11 @@ LoadReport execute_load(const LoadPlan& plan, const WeightSource& given, const L
 
   std::vector<ReadRequest> requests;
   for (const PlannedRead& read : plan.reads) {
+    if (const Device where = read.param->data.storage()->device(); where != options.io.device)
+      throw Error(ErrorCode::InvalidArgument,
+                  fmt::format("the parameter's memory is on {} but the load is into {} (LoadOptions::io.device)",
+                              where.name(), options.io.device.name()),
+                  plan.source, read.param->name);
     if (read.zero_copy_candidate && back_by_file_mapping(*read.param, *read.tensor, source)) {
       report.zero_copy.push_back(read.param->name);
       continue;
@@ -242,7 +247,13 @@ Model WeightLoader::mirror_model(const WeightSource& source) const {
   }
   for (const TensorInfo& t : source.tensors()) {
     const std::optional<std::string> mapped = options_.names.map(t.name);
-    if (mapped) model.add_parameter(*mapped, t.shape, dtype_.value_or(t.dtype));
+    if (!mapped) continue;
+    const DType dtype = dtype_.value_or(t.dtype);
+    if (options_.io.device.is_cpu())
+      model.add_parameter(*mapped, t.shape, dtype);
+    else
+      model.add_parameter(*mapped, TensorView(allocate_device_storage(options_.io.device, shape_numel(t.shape) * dtype_size(dtype)),
+                                              dtype, t.shape));
   }
   return model;
 }

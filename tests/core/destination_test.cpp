@@ -27,7 +27,7 @@ class EmulatedDevice final : public Destination {
   ~EmulatedDevice() override { ::munmap(base_, memory_.size()); }
   bool in_place() const override { return false; }
   void prefault(std::byte*, uint64_t) const override {}
-  void deliver(std::byte* dst, const std::byte* values, uint64_t n) const override {
+  void deliver(std::byte* dst, const std::byte* values, uint64_t n, std::string_view) const override {
     const uint64_t at = static_cast<uint64_t>(dst - base_);
     ASSERT_LE(at + n, memory_.size());
     std::memcpy(const_cast<std::byte*>(memory_.data()) + at, values, n);

@@ -16,10 +16,14 @@ void add_load_command(CLI::App& app) {
   auto verbose = std::make_shared<bool>(false);
   auto io = std::make_shared<std::string>();
   auto staging = std::make_shared<int64_t>(-1);
+  auto device = std::make_shared<std::string>();
   opts->add_to(*cmd);
   cmd->add_option("--io", *io, "auto, mmap, pread or direct (O_DIRECT); same as --kw io=")
       ->check(CLI::IsMember({"auto", "mmap", "pread", "direct"}));
   cmd->add_option("--staging-bytes", *staging, "staging memory bound for conversion, all threads; same as --kw staging_bytes=");
+  cmd->add_option("--device", *device,
+                  "where the parameters live: cpu (default), cuda or cuda:N (read and converted on the host, copied "
+                  "through pinned buffers of --staging-bytes); same as --kw device=");
   cmd->add_option("--dtype", *dtype, "convert every tensor to this dtype (bf16, f16, f32, ...); same as --kw dtype=");
   cmd->add_flag("--json", *json, "print the report as JSON");
   cmd->add_flag("-q,--quiet", *quiet, "no progress bar");
@@ -28,6 +32,7 @@ void add_load_command(CLI::App& app) {
     LoaderChoice choice = opts->choice();
     if (!dtype->empty()) choice.kwargs["dtype"] = *dtype;
     if (!io->empty()) choice.kwargs["io"] = *io;
+    if (!device->empty()) choice.kwargs["device"] = *device;
     if (*staging >= 0) choice.kwargs["staging_bytes"] = std::to_string(*staging);
     const std::string& loader_name = choice.name;
     auto loader = WeightLoaderRegistry::global().create(loader_name, choice.kwargs);

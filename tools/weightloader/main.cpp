@@ -2,6 +2,9 @@
 #ifdef WL_WITH_REMOTE
 #include "weightloader/remote.hpp"
 #endif
+#ifdef WL_WITH_CUDA
+#include "weightloader/cuda.hpp"
+#endif
 #include <cstdio>
 #include <exception>
 
@@ -13,6 +16,9 @@
 int main(int argc, char** argv) {
 #ifdef WL_WITH_REMOTE
   wl::install_remote_openers();  // http://, https:// and s3:// names wherever a path goes
+#endif
+#ifdef WL_WITH_CUDA
+  wl::install_cuda_devices();  // --device cuda[:N]
 #endif
   CLI::App app{
       "weightloader: load model weights from safetensors, PyTorch, GGUF, llama2.c and the custom\n"
