@@ -25,6 +25,13 @@ build="$repo/build-gpu"
 preset=${WL_GPU_CHECK_PRESET:-2gb}
 reps=${WL_GPU_CHECK_REPS:-3}
 jobs=${WL_GPU_CHECK_JOBS:-$(nproc)}
+# The interpreter with torch: Debian's here (the dry run); on the GPU machine, which has no Debian
+# packages, its own Python with PyTorch + CUDA and safetensors, first on its PATH.
+if [[ "$dry" == 1 ]]; then
+  py=${WL_GPU_CHECK_PYTHON:-/usr/bin/python3}
+else
+  py=${WL_GPU_CHECK_PYTHON:-$(command -v python3)}
+fi
 
 prepare() {
   rm -rf "$deps"
@@ -64,7 +71,7 @@ step "CUDA tests"
 
 results() {
   step "results"
-  python3 - "$out/bench.tsv" "$out/peers.tsv" "$out/results.md" <<'PY'
+  "$py" - "$out/bench.tsv" "$out/peers.tsv" "$out/results.md" <<'PY'
 import os
 import sys
 
@@ -106,7 +113,7 @@ if [[ "$dry" == 1 ]]; then
   rm -rf "$ckpt"
   "$build/tests/cuda/wl_bench_cuda" "$ckpt" --synth tiny --reps 0
   "$build/tests/cuda/wl_bench_cuda" "$ckpt" --reps 1 || echo "(wl_bench_cuda needs a GPU: it fails here, as it should)"
-  "${WL_GPU_CHECK_PYTHON:-/usr/bin/python3}" "$repo/scripts/gpu_check_peers.py" "$ckpt" cpu 1 "$out/peers.tsv"
+  "$py" "$repo/scripts/gpu_check_peers.py" "$ckpt" cpu 1 "$out/peers.tsv"
   results
   exit "${tests_failed:-0}"
 fi
@@ -119,7 +126,7 @@ step "benchmark: limits and weightloader into device memory"
 "$build/tests/cuda/wl_bench_cuda" "$ckpt" --reps "$reps" | tee "$out/bench.tsv"
 
 step "benchmark: safetensors and torch.load into device memory"
-python3 "$repo/scripts/gpu_check_peers.py" "$ckpt" cuda "$reps" "$out/peers.tsv"
+"$py" "$repo/scripts/gpu_check_peers.py" "$ckpt" cuda "$reps" "$out/peers.tsv"
 
 results
 exit "${tests_failed:-0}"

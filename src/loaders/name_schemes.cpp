@@ -3,11 +3,12 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
+
+#include "core/layer_name.hpp"
 
 namespace wl {
 
@@ -121,18 +122,6 @@ bool is_norm(std::string_view canonical_stem) {
   return std::find(kNorms.begin(), kNorms.end(), canonical_stem) != kNorms.end();
 }
 
-// "<prefix><N>.<rest>" → (N, rest) when N is a decimal layer number.
-std::optional<std::pair<std::string_view, std::string_view>> split_layer(std::string_view name, std::string_view prefix) {
-  if (!name.starts_with(prefix)) return std::nullopt;
-  name.remove_prefix(prefix.size());
-  const size_t dot = name.find('.');
-  if (dot == 0 || dot == std::string_view::npos) return std::nullopt;
-  uint64_t n = 0;
-  const auto [end, ec] = std::from_chars(name.data(), name.data() + dot, n);
-  if (ec != std::errc() || end != name.data() + dot) return std::nullopt;
-  return std::pair{name.substr(0, dot), name.substr(dot + 1)};
-}
-
 // Translates "stem.suffix" through `stems` (from → to), the norm suffix changing with it.
 std::optional<std::string> translate(std::string_view leaf, const std::vector<Stem>& stems, bool to_canonical,
                                      std::string_view norm_suffix) {
@@ -155,7 +144,7 @@ std::optional<std::string> convert(const Scheme& s, std::string_view name, bool 
   if (auto whole = translate(name, s.model_stems, to_canonical, s.norm_suffix)) return whole;
   const std::string_view from_prefix = to_canonical ? s.layer_prefix : "model.layers.";
   const std::string_view to_prefix = to_canonical ? "model.layers." : s.layer_prefix;
-  const auto layer = split_layer(name, from_prefix);
+  const auto layer = split_layer_name(name, from_prefix);
   if (!layer) return std::nullopt;
   const auto leaf = translate(layer->second, s.layer_stems, to_canonical, s.norm_suffix);
   if (!leaf) return std::nullopt;
@@ -216,14 +205,14 @@ bool interleaved_rotary(std::string_view scheme) {
 bool scheme_drops(std::string_view scheme, std::string_view name) {
   const Scheme* s = find_scheme(scheme);
   if (!s) return false;
-  const auto layer = split_layer(name, s->layer_prefix);
+  const auto layer = split_layer_name(name, s->layer_prefix);
   for (std::string_view d : s->drops)
     if (name == d || (layer && layer->second == d)) return true;
   return false;
 }
 
 std::vector<std::string> fused_parts(std::string_view canonical) {
-  const auto layer = split_layer(canonical, "model.layers.");
+  const auto layer = split_layer_name(canonical, "model.layers.");
   if (!layer) return {};
   const size_t dot = layer->second.rfind('.');
   if (dot == std::string_view::npos) return {};

@@ -230,9 +230,8 @@ def _wait_listening(port, proc, timeout):
     return False
 
 
-@pytest.fixture(scope="session")
-def nginx(tmp_path_factory):
-    server = Nginx(tmp_path_factory.mktemp("nginx"))
+def running_nginx(server):
+    """Starts `server` for a fixture and stops it afterwards; skips when nginx is not installed."""
     if server.exe is None:
         pytest.skip("nginx is not installed (Debian: apt-get install nginx; looked for nginx on PATH and /usr/sbin/nginx)")
     server.start()
@@ -240,6 +239,11 @@ def nginx(tmp_path_factory):
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def nginx(tmp_path_factory):
+    yield from running_nginx(Nginx(tmp_path_factory.mktemp("nginx")))
 
 
 @pytest.fixture(scope="session")
@@ -254,14 +258,7 @@ def nginx_tls(tmp_path_factory):
     subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={HOST}",
                     "-addext", f"subjectAltName=IP:{HOST}", "-keyout", str(key), "-out", str(cert)],
                    check=True, capture_output=True, timeout=60)
-    server = Nginx(prefix, tls=(cert, key))
-    if server.exe is None:
-        pytest.skip("nginx is not installed (Debian: apt-get install nginx; looked for nginx on PATH and /usr/sbin/nginx)")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from running_nginx(Nginx(prefix, tls=(cert, key)))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,11 +1,11 @@
 // Llama tensor names between GGUF and Hugging Face, and the rotary row permutation between the
 // interleaved (GGUF / Meta) and the Hugging Face ("rotate half") layouts of q/k projections.
 #include <array>
-#include <charconv>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "core/layer_name.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/gguf.hpp"
 
@@ -32,18 +32,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kLayerSte
     {"ffn_down", "mlp.down_proj"},
 }};
 
-// Splits "<prefix><N>.<rest>" into N and rest when N is a decimal layer number.
-std::optional<std::pair<std::string_view, std::string_view>> layer_of(std::string_view name, std::string_view prefix) {
-  if (!name.starts_with(prefix)) return std::nullopt;
-  name.remove_prefix(prefix.size());
-  const size_t dot = name.find('.');
-  if (dot == 0 || dot == std::string_view::npos) return std::nullopt;
-  uint64_t n = 0;
-  const auto [end, ec] = std::from_chars(name.data(), name.data() + dot, n);
-  if (ec != std::errc() || end != name.data() + dot) return std::nullopt;
-  return std::pair{name.substr(0, dot), name.substr(dot + 1)};
-}
-
 // Maps `name` = stem + "." + last component through the tables, in the direction `from` -> `to`.
 std::optional<std::string> map_name(std::string_view name, std::string_view layer_from, std::string_view layer_to,
                                     bool gguf_to_hf) {
@@ -53,7 +41,7 @@ std::optional<std::string> map_name(std::string_view name, std::string_view laye
   const std::string_view stem = name.substr(0, last_dot);
   for (const auto& [gguf, hf] : kModelStems)
     if (stem == (gguf_to_hf ? gguf : hf)) return std::string(gguf_to_hf ? hf : gguf) + std::string(suffix);
-  const auto layer = layer_of(stem, layer_from);
+  const auto layer = split_layer_name(stem, layer_from);
   if (!layer) return std::nullopt;
   for (const auto& [gguf, hf] : kLayerStems)
     if (layer->second == (gguf_to_hf ? gguf : hf))
