@@ -47,6 +47,7 @@ def meta_name(hf):
 
 
 def to_meta_rows(w, heads):
+    """Undoes the permute of transformers' convert_llama_weights_to_hf.py (Meta's interleaved rows)."""
     rows, cols = w.shape
     return w.view(heads, 2, rows // heads // 2, cols).transpose(1, 2).reshape(rows, cols)
 

@@ -9,26 +9,7 @@ import pytest
 import torch
 
 import weightloader as wl
-
-META = {"model.embed_tokens": "tok_embeddings", "model.norm": "norm", "lm_head": "output"}
-META_LAYER = {"input_layernorm": "attention_norm", "self_attn.q_proj": "attention.wq", "self_attn.k_proj": "attention.wk",
-              "self_attn.v_proj": "attention.wv", "self_attn.o_proj": "attention.wo",
-              "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "feed_forward.w1",
-              "mlp.up_proj": "feed_forward.w3", "mlp.down_proj": "feed_forward.w2"}
-
-
-def meta_name(hf):
-    stem, suffix = hf.rsplit(".", 1)
-    if stem in META:
-        return f"{META[stem]}.{suffix}"
-    _, _, n, rest = stem.split(".", 3)
-    return f"layers.{n}.{META_LAYER[rest]}.{suffix}"
-
-
-def to_meta_rows(w, heads):
-    """Undoes the permute of transformers' convert_llama_weights_to_hf.py (Meta's interleaved rows)."""
-    rows, cols = w.shape
-    return w.view(heads, 2, rows // heads // 2, cols).transpose(1, 2).reshape(rows, cols)
+from make_meta_checkpoint import meta_name, to_meta_rows
 
 
 class Named(torch.nn.Module):
