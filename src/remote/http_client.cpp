@@ -11,11 +11,15 @@
 
 #include <fmt/format.h>
 
+#include "remote/aws_s3_error.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::remote {
 
 namespace {
+
+// Requests here are GETs and HEADs: the payload is always empty, and this is its sha256.
+constexpr const char* kEmptyPayloadHash = "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 void init_curl_once() {
   static std::once_flag once;
@@ -124,6 +128,9 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
     userpwd = request.aws->access_key + ":" + request.aws->secret_key;
     curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
     curl_easy_setopt(curl, CURLOPT_USERPWD, userpwd.c_str());
+    // S3 requires the payload's hash as a header (libcurl 7.88 hashes the payload into the signature
+    // but does not send it); libcurl signs every header given here, this one included.
+    headers = curl_slist_append(headers, kEmptyPayloadHash);
     if (!request.aws->session_token.empty())
       headers = curl_slist_append(headers, ("x-amz-security-token: " + request.aws->session_token).c_str());
   }
@@ -142,12 +149,17 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
 }
 
 
-void check_status(const HttpResponse& r, const std::string& name) {
+void check_status(const HttpResponse& r, const std::string& name, const std::optional<AwsSigning>& signing) {
   if (r.status >= 200 && r.status < 300) return;
   if (r.status == 404) throw Error(ErrorCode::FileNotFound, "no such object (HTTP 404)", name);
   if (r.status == 412)
     throw Error(ErrorCode::Io, "the object changed while it was being read (HTTP 412: its ETag is no longer the one "
                                "the load started with)", name);
+  if (const auto s3 = parse_s3_error(r.body)) {
+    Error error(ErrorCode::Io, explain_s3_error(r.status, *s3, signing), name);
+    // S3's own "try again" answers come as 400 and 503 with these codes.
+    throw error.set_retryable(r.status == 429 || r.status >= 500 || s3->code == "RequestTimeout" || s3->code == "SlowDown");
+  }
   Error error(ErrorCode::Io,
               r.status == 401 || r.status == 403
                   ? fmt::format("access denied (HTTP {}): check the credentials", r.status)

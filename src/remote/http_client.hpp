@@ -14,6 +14,7 @@ namespace wl::remote {
 // AWS Signature V4 for S3 (libcurl signs the request itself).
 struct AwsSigning {
   std::string region, access_key, secret_key, session_token;
+  std::string source;  // where the keys came from, for messages: "the environment (AWS_ACCESS_KEY_ID)"
 };
 
 struct HttpRequest {
@@ -47,8 +48,11 @@ using BodySink = std::function<bool(const char* data, size_t n)>;
 HttpResponse perform(const HttpRequest& request, const std::string& name, const BodySink& sink = {});
 
 // Throws for a status a read cannot go on with: 404 FileNotFound, 412 "the object changed",
-// 401/403 access denied (final), 429 and 5xx (retryable), anything else outside 2xx (final).
-void check_status(const HttpResponse& response, const std::string& name);
+// 401/403 access denied (final), 429 and 5xx (retryable), anything else outside 2xx (final). An S3
+// error body (its XML Code) is explained in terms of the request's `signing`: which of the key id,
+// secret, session token, clock or policy is the likely cause.
+void check_status(const HttpResponse& response, const std::string& name,
+                  const std::optional<AwsSigning>& signing = std::nullopt);
 
 std::string url_escape_path(const std::string& path);  // each segment percent-encoded, '/' kept
 

@@ -26,7 +26,14 @@ HttpResponse head(const RemoteTarget& target) {
   request.url = target.url;
   request.aws = target.aws;
   HttpResponse r = perform(request, target.name);
-  if (r.status != 404) check_status(r, target.name);
+  if (r.status >= 400 && r.status < 500 && r.status != 404) {
+    // A HEAD's error has no body, and the body says why (S3's error Code): the same request as a
+    // one-byte GET tells it.
+    request.method = "GET";
+    request.range = std::make_pair(0, 0);
+    check_status(perform(request, target.name), target.name, target.aws);
+  }
+  if (r.status != 404) check_status(r, target.name, target.aws);
   return r;
 }
 
@@ -86,7 +93,7 @@ uint64_t RemoteSource::read_some(uint64_t offset, void* dst, uint64_t length) co
   if (response.status == 200)
     throw Error(ErrorCode::Io, "the server ignored the byte range (HTTP 200 instead of 206): it cannot be streamed",
                 target_.name);
-  check_status(response, target_.name);
+  check_status(response, target_.name, target_.aws);
   const auto range = response.headers.find("content-range");
   if (range == response.headers.end() || !range->second.starts_with(fmt::format("bytes {}-", offset)))
     throw Error(ErrorCode::Io, fmt::format("asked for bytes from {} but the server answered Content-Range '{}'", offset,

@@ -1,11 +1,13 @@
-// s3://bucket/key names: path-style requests to the endpoint, signed with AWS Signature V4 by
-// libcurl; "s3://bucket/prefix/" is a directory, listed with ListObjectsV2.
-#include <cstdlib>
+// s3://bucket/key names: requests to the endpoint, path-style or virtual-hosted, signed with AWS
+// Signature V4 by libcurl, with the region, endpoint and credentials the environment and the AWS
+// profile files give (aws_config.hpp); "s3://bucket/prefix/" is a directory, listed with ListObjectsV2.
 #include <cstring>
 #include <regex>
 
 #include <fmt/format.h>
 
+#include "remote/aws_config.hpp"
+#include "remote/aws_s3_address.hpp"
 #include "remote/openers.hpp"
 #include "remote/remote_source.hpp"
 #include "remote/retry.hpp"
@@ -14,11 +16,6 @@
 namespace wl::remote {
 
 namespace {
-
-std::string env(const char* name, const char* fallback = "") {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
 
 struct S3Location {
   std::string bucket, key;  // key may be empty (the bucket) or end with '/' (a prefix)
@@ -64,22 +61,10 @@ class S3Opener final : public Opener {
   std::string parent(const std::string& name) const override { return url_parent(name); }
 
  private:
-  static std::string endpoint() {
-    std::string e = env("AWS_ENDPOINT_URL_S3", env("AWS_ENDPOINT_URL").c_str());
-    if (e.empty()) e = fmt::format("https://s3.{}.amazonaws.com", region());
-    while (e.ends_with("/")) e.pop_back();
-    return e;
-  }
-  static std::string region() { return env("AWS_REGION", env("AWS_DEFAULT_REGION", "us-east-1").c_str()); }
-
-  static std::optional<AwsSigning> signing() {
-    const std::string key = env("AWS_ACCESS_KEY_ID"), secret = env("AWS_SECRET_ACCESS_KEY");
-    if (key.empty() || secret.empty()) return std::nullopt;  // anonymous: public buckets
-    return AwsSigning{region(), key, secret, env("AWS_SESSION_TOKEN")};
-  }
-
+  // Read for every name: the environment (and the profile files) may change between loads.
   static RemoteTarget target_for(const std::string& name, const S3Location& loc) {
-    return {name, endpoint() + "/" + loc.bucket + "/" + url_escape_path(loc.key), signing()};
+    const S3Settings settings = resolve_s3_settings();
+    return {name, s3_object_url(settings, loc.bucket, loc.key), settings.signing};
   }
 
   // Keys directly under the prefix loc.key (delimiter '/'), at most `limit` (0: all), in order.
@@ -87,17 +72,18 @@ class S3Opener final : public Opener {
     std::vector<std::string> keys;
     std::string token;
     static const std::regex key_re("<Key>([^<]*)</Key>"), token_re("<NextContinuationToken>([^<]*)</NextContinuationToken>");
+    const S3Settings settings = resolve_s3_settings();
     do {
-      std::string url = endpoint() + "/" + loc.bucket + "?list-type=2&delimiter=%2F&prefix=" + url_escape_path(loc.key);
+      std::string url = s3_bucket_url(settings, loc.bucket) + "?list-type=2&delimiter=%2F&prefix=" + url_escape_path(loc.key);
       if (limit) url += fmt::format("&max-keys={}", limit);
       if (!token.empty()) url += "&continuation-token=" + url_escape_path(token);
       HttpRequest request;
       request.url = url;
-      request.aws = signing();
+      request.aws = settings.signing;
       const HttpResponse r =
           with_retries(RetryPolicy::from_environment(), [&] { return perform(request, name); });
       if (r.status == 404) throw Error(ErrorCode::FileNotFound, "no such bucket (HTTP 404)", name);
-      check_status(r, name);
+      check_status(r, name, settings.signing);
       for (std::sregex_iterator it(r.body.begin(), r.body.end(), key_re), end; it != end; ++it) {
         std::string key = (*it)[1];
         for (const auto& [entity, ch] : {std::pair{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}})
