@@ -157,8 +157,9 @@ class Suite:
         self.resident = []  # page-cache share of the files before each run since the last add()
 
     def residency(self, path):
-        """The share of the checkpoint's files in the page cache, by the test io=auto uses."""
-        report = run_json([self.wl, "inspect", path, "--residency", "--json"])
+        """The share of the checkpoint's files in the page cache, by the test io=auto uses. Always
+        the current build's CLI: a baseline build may predate `inspect --residency`."""
+        report = run_json([os.path.join(self.a.build, "weightloader"), "inspect", path, "--residency", "--json"])
         files = report["files"]
         size = sum(f["size"] for f in files)
         resident = sum(f["resident_bytes"] or 0 for f in files)

@@ -87,7 +87,8 @@ class WL_API Opener {
   virtual std::string join(const std::string& directory, const std::string& relative) const;
   // The directory holding `name` ("a/b/c.json" → "a/b"; "c.json" → ".").
   virtual std::string parent(const std::string& name) const;
-  // `name` with links followed, for confinement checks; the name itself where there are no links.
+  // `name` with links followed (verify names the blob a cache link points to); the name itself where
+  // there are no links.
   virtual std::string resolved(const std::string& name) const { return name; }
 };
 

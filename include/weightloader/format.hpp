@@ -63,11 +63,10 @@ WL_API std::unique_ptr<WeightSource> open_files(const FileFormat& format, const 
 
 // A sharded checkpoint of one format: an index JSON (`{"metadata": {...}, "weight_map": {tensor: file}}`,
 // as in model.safetensors.index.json and pytorch_model.bin.index.json) and the files it lists, each
-// read with `format`. Only listed files are read; paths must stay inside the index's directory.
-// `confine_to` non-empty: each file must also resolve, links followed, inside that folder
-// (checked before it is opened; InvalidArgument otherwise).
-WL_API Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_name, const FileFormat& format,
-                                        const std::string& confine_to = {});
+// read with `format`. Only listed files are read; the names the index writes must stay inside its
+// directory (no absolute name, no ".."). Links on the file system are the user's and are followed:
+// a Hugging Face snapshot's files are links into its blobs.
+WL_API Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_name, const FileFormat& format);
 // The same through default_opener().
 WL_API Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format);
 // The files an index's weight_map lists (relative to its directory, sorted, each once), under the

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -30,6 +32,61 @@ Shape shape_of(const WeightSource& s, const std::string& name) {
   return t->shape;
 }
 
+// A GGUF output type: the matrices' ggml type and the general.file_type (llama_ftype) that
+// llama.cpp records for it.
+struct GgufTarget {
+  const char* name;
+  GgmlType type;
+  uint32_t file_type;
+};
+
+const GgufTarget& gguf_target(const std::string& name) {
+  static const GgufTarget targets[] = {
+      {"f32", GgmlType::F32, 0}, {"f16", GgmlType::F16, 1}, {"bf16", GgmlType::BF16, 32}, {"q8_0", GgmlType::Q8_0, 7}};
+  for (const GgufTarget& t : targets)
+    if (name == t.name) return t;
+  throw Error(ErrorCode::InvalidArgument, fmt::format("gguf type '{}' is not f32, f16, bf16 or q8_0", name));
+}
+
+// The keys llama.cpp's loader reads for a Llama (as its own converter writes them), and the
+// tokenizer's when there is one: "none" without, so that llama.cpp loads the model without a vocabulary.
+GgufMetadata gguf_llama_metadata(const WeightSource& s, const LlamaHeads& h, const GgufTarget& target,
+                                 const std::string& tokenizer) {
+  const Shape embed = shape_of(s, "model.embed_tokens.weight");
+  uint64_t layers = 0;
+  while (s.find(fmt::format("model.layers.{}.input_layernorm.weight", layers))) ++layers;
+  std::string name = fs::path(s.origin()).filename().replace_extension().string();
+  if (name.empty()) name = fs::path(s.origin()).parent_path().filename().string();  // "dir/"
+  GgufMetadata meta = {
+      {"general.architecture", std::string("llama")},
+      {"general.name", name},
+      {"general.alignment", uint32_t(32)},
+      {"general.file_type", target.file_type},
+      {"general.quantization_version", uint32_t(2)},
+      {"llama.embedding_length", uint32_t(embed[1])},
+      {"llama.block_count", uint32_t(layers)},
+      {"llama.feed_forward_length", uint32_t(shape_of(s, "model.layers.0.mlp.gate_proj.weight")[0])},
+      {"llama.attention.head_count", uint32_t(h.heads)},
+      {"llama.attention.head_count_kv", uint32_t(h.kv_heads)},
+      {"llama.rope.dimension_count", uint32_t(embed[1] / h.heads)},
+      {"llama.context_length", uint32_t(h.seq_len ? h.seq_len : 2048)},
+      {"llama.vocab_size", uint32_t(embed[0])},
+      {"llama.attention.layer_norm_rms_epsilon", float(h.rms_norm_eps)},
+      {"llama.rope.freq_base", float(h.rope_theta)},
+  };
+  if (tokenizer.empty()) {
+    meta.emplace("tokenizer.ggml.model", std::string("none"));
+    return meta;
+  }
+  GgufMetadata tok = tokenizer_gguf_metadata(tokenizer);
+  const uint64_t n = std::get<GgufArray>(tok.at("tokenizer.ggml.tokens")).size();
+  if (n != embed[0])
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("the tokenizer has {} tokens but the model's embedding {} rows", n, embed[0]), tokenizer);
+  meta.merge(tok);
+  return meta;
+}
+
 // Reports the source's stored bytes as tensors are read (ConvertOptions::progress).
 class Tally {
  public:
@@ -54,30 +111,35 @@ std::vector<std::pair<std::string, TensorView>> load_all(const WeightSource& s, 
   return out;
 }
 
-// The configuration the output's directory needs to be run: the source's config.json, or one
-// derived from its GGUF keys or llama2.c header. Nothing for a checkpoint that is not a Llama.
-void write_config_json(const WeightSource& s, const std::string& dir) {
-  std::string text;
-  if (auto it = s.metadata().find("config.json"); it != s.metadata().end()) {
-    text = it->second;
-  } else {
-    try {
-      text = llama_config_from_source(s).to_hf_config_json();
-    } catch (const Error&) {
-      return;
-    }
+// The configuration the output needs to be run: the source's config.json, or one derived from its
+// GGUF keys or llama2.c header. Nothing for a checkpoint that is not a Llama.
+std::optional<std::string> config_json_text(const WeightSource& s) {
+  if (auto it = s.metadata().find("config.json"); it != s.metadata().end()) return it->second;
+  try {
+    return llama_config_from_source(s).to_hf_config_json();
+  } catch (const Error&) {
+    return std::nullopt;
   }
+}
+
+// config.json in a directory output.
+void write_config_json(const WeightSource& s, const std::string& dir) {
+  const std::optional<std::string> text = config_json_text(s);
+  if (!text) return;
   AtomicFileWriter file((fs::path(dir) / "config.json").string());
-  file.write(text.data(), text.size());
+  file.write(text->data(), text->size());
   file.commit();
 }
 
 // Streams `indices` of `entries` into one safetensors file; returns the tensor bytes written.
+// `metadata` goes into the file's __metadata__ beside "format": "pt".
 uint64_t write_safetensors_file(const WeightSource& s, const std::vector<SafetensorsEntry>& entries,
-                                const std::vector<size_t>& indices, const std::string& path, Tally& tally) {
+                                const std::vector<size_t>& indices, const std::string& path, Tally& tally,
+                                std::map<std::string, std::string> metadata = {}) {
   std::vector<SafetensorsEntry> mine;
   for (size_t i : indices) mine.push_back(entries[i]);
-  SafetensorsStreamWriter writer(path, mine, {{"format", "pt"}});
+  metadata.emplace("format", "pt");
+  SafetensorsStreamWriter writer(path, mine, std::move(metadata));
   uint64_t written = 0;
   for (const SafetensorsEntry& e : mine) {
     const TensorInfo& t = s.at(e.name);
@@ -102,7 +164,11 @@ uint64_t write_safetensors_output(const WeightSource& s, const std::string& out,
     if (o.shard_bytes)
       throw Error(ErrorCode::InvalidArgument, "a sharded checkpoint is a directory, not one .safetensors file", out);
     refuse_overwriting_input(s, out);
-    return write_safetensors_file(s, entries, all, out, tally);
+    // A single file has no folder for config.json: the configuration travels in __metadata__
+    // (Hugging Face readers ignore the key; ours read it as the folder's config.json).
+    std::map<std::string, std::string> metadata;
+    if (std::optional<std::string> config = config_json_text(s)) metadata.emplace("config.json", std::move(*config));
+    return write_safetensors_file(s, entries, all, out, tally, std::move(metadata));
   }
   ShardPlan plan = o.shard_bytes ? plan_safetensors_shards(entries, o.shard_bytes) : ShardPlan{{all}, 0};
   if (plan.shards.empty()) plan.shards.push_back({});
@@ -176,40 +242,13 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
       const LlamaHeads h = llama_heads_from_metadata(s, o.heads);
       if (!h.heads)
         throw Error(ErrorCode::InvalidArgument, "the number of attention heads is unknown: pass --heads", s.origin());
-      const Shape embed = shape_of(s, "model.embed_tokens.weight");
-      const std::map<std::string, GgmlType> types = {
-          {"f32", GgmlType::F32}, {"f16", GgmlType::F16}, {"bf16", GgmlType::BF16}, {"q8_0", GgmlType::Q8_0}};
-      auto type = types.find(o.gguf_type);
-      if (type == types.end())
-        throw Error(ErrorCode::InvalidArgument, fmt::format("gguf type '{}' is not f32, f16, bf16 or q8_0", o.gguf_type));
-      uint64_t layers = 0;
-      while (s.find(fmt::format("model.layers.{}.input_layernorm.weight", layers))) ++layers;
-      GgufMetadata meta = {
-          {"general.architecture", std::string("llama")},
-          {"llama.embedding_length", uint32_t(embed[1])},
-          {"llama.block_count", uint32_t(layers)},
-          {"llama.feed_forward_length", uint32_t(shape_of(s, "model.layers.0.mlp.gate_proj.weight")[0])},
-          {"llama.attention.head_count", uint32_t(h.heads)},
-          {"llama.attention.head_count_kv", uint32_t(h.kv_heads)},
-          {"llama.context_length", uint32_t(h.seq_len ? h.seq_len : 2048)},
-          {"llama.vocab_size", uint32_t(embed[0])},
-          {"llama.attention.layer_norm_rms_epsilon", float(h.rms_norm_eps)},
-          {"llama.rope.freq_base", float(h.rope_theta)},
-      };
-      if (!o.tokenizer.empty()) {
-        GgufMetadata tok = tokenizer_gguf_metadata(o.tokenizer);
-        const uint64_t n = std::get<GgufArray>(tok.at("tokenizer.ggml.tokens")).size();
-        if (n != embed[0])
-          throw Error(ErrorCode::InvalidArgument,
-                      fmt::format("the tokenizer has {} tokens but the model's embedding {} rows", n, embed[0]),
-                      o.tokenizer);
-        meta.merge(tok);
-      }
+      const GgufTarget& target = gguf_target(o.gguf_type);
+      const GgufMetadata meta = gguf_llama_metadata(s, h, target, o.tokenizer);
       std::vector<GgufWriteEntry> entries;
       // Matrices take the requested type; vectors stay F32; a Q8_0 matrix whose rows are not whole
       // 32-element blocks falls back to F16, as llama.cpp's converter does.
       for (const TensorInfo& t : s.tensors()) {
-        GgmlType ty = t.shape.size() == 2 ? type->second : GgmlType::F32;
+        GgmlType ty = t.shape.size() == 2 ? target.type : GgmlType::F32;
         if (ty == GgmlType::Q8_0 && t.shape.back() % 32 != 0) ty = GgmlType::F16;
         entries.push_back({t.name, t.shape, ty});
       }

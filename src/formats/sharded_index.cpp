@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "formats/confined_path.hpp"
 #include "formats/safetensors/json_doc.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
@@ -78,8 +77,7 @@ std::vector<std::string> sharded_index_files(const std::string& index_text, cons
   return names;
 }
 
-Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_json_path, const FileFormat& format,
-                                 const std::string& confine_to) {
+Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_json_path, const FileFormat& format) {
   const std::shared_ptr<ByteSource> index_file = opener.open(index_json_path);
   WeightMap map = parse_weight_map(index_file->read_string(0, index_file->size()), index_json_path);
   const safetensors::JsonDocument& doc = map.doc;
@@ -96,7 +94,6 @@ Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_
   std::vector<std::pair<std::string, Catalogue>> shards;
   for (const auto& [file, tensors] : files) {
     const std::string full = opener.join(dir, file);
-    if (!confine_to.empty()) require_inside(opener, full, confine_to);
     if (!opener.exists(full))
       throw Error(ErrorCode::IndexFileMissing,
                   fmt::format("shard \"{}\" ({}) does not exist; the index lists {} tensor(s) in it", file, full,

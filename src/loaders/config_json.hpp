@@ -9,9 +9,7 @@
 namespace wl {
 
 // Adds `dir`/config.json (when present and not already there) to `metadata`. For a file name,
-// the directory that holds it. With `root`, a config.json resolving outside it is refused
-// (InvalidArgument), as every file of a Hugging Face cache folder.
-void attach_config_json(const Opener& opener, const std::string& path, std::map<std::string, std::string>& metadata,
-                        const std::string& root = {});
+// the directory that holds it (links followed, as everywhere in the user's tree).
+void attach_config_json(const Opener& opener, const std::string& path, std::map<std::string, std::string>& metadata);
 
 }  // namespace wl

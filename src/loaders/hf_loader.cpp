@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "formats/confined_path.hpp"
 #include "loaders/builtin_loaders.hpp"
 #include "loaders/config_json.hpp"
 #include "weightloader/error.hpp"
@@ -82,17 +81,13 @@ class HfLoader final : public WeightLoader {
     const std::shared_ptr<const Opener> session = session_opener();
     const Opener& files = *session;
     std::string dir = model_name_or_path;
-    std::string root = dir;  // everything read must stay inside this folder
-    if (!files.exists(dir)) {
-      dir = snapshot_of(model_name_or_path);
-      root = files.parent(files.parent(dir));  // models--org--name
-    }
+    if (!files.exists(dir)) dir = snapshot_of(model_name_or_path);
     if (!files.is_directory(dir)) {
       const FileFormat* f = formats().detect(*files.open(dir));
       if (!f) throw Error(ErrorCode::InvalidArgument, "not a Hugging Face model directory nor a checkpoint file", dir);
       return open_files(*f, {dir}, dir, session);
     }
-    return open_weights(dir, root, session);
+    return open_weights(dir, session);
   }
 
  private:
@@ -101,20 +96,17 @@ class HfLoader final : public WeightLoader {
     throw Error(ErrorCode::InvalidArgument, fmt::format("format '{}' is not available in this build", name));
   }
 
-  std::unique_ptr<WeightSource> open_weights(const std::string& dir, const std::string& root,
-                                             const std::shared_ptr<const Opener>& session) {
+  std::unique_ptr<WeightSource> open_weights(const std::string& dir, const std::shared_ptr<const Opener>& session) {
     const Opener& files = *session;
     auto sharded = [&](const std::string& index, const FileFormat& format) {
-      require_inside(files, index, root);
-      Catalogue c = read_sharded_catalogue(files, index, format, root);
-      attach_config_json(files, dir, c.metadata, root);
+      Catalogue c = read_sharded_catalogue(files, index, format);
+      attach_config_json(files, dir, c.metadata);
       return std::make_unique<WeightSource>(format.name, dir, std::move(c.tensors), std::move(c.metadata), session);
     };
     auto plain = [&](const std::vector<std::string>& names, const FileFormat& format) {
-      for (const std::string& f : names) require_inside(files, f, root);
       std::unique_ptr<WeightSource> s = open_files(format, names, dir, session);
       std::map<std::string, std::string> metadata = s->metadata();
-      attach_config_json(files, dir, metadata, root);
+      attach_config_json(files, dir, metadata);
       return s->with_metadata(std::move(metadata));
     };
     if (const std::string index = files.join(dir, "model.safetensors.index.json"); files.exists(index))

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "test_util.hpp"
+#include "weightloader/formats/gguf.hpp"
 #include "weightloader/registry.hpp"
 #include "weightloader/synth.hpp"
 
@@ -47,6 +48,14 @@ TEST_F(ConvertCheckpoint, ToGgufF32AndBackIsExact) {
   auto back = open(dir.file("m.gguf"));
   EXPECT_EQ(back->format(), "gguf");
   expect_same_tensors(*source, *back);
+  // What llama.cpp's loader reads beside the tensors, as its own converter writes it.
+  const GgufFile f = read_gguf(dir.file("m.gguf"));
+  EXPECT_EQ(*f.get<std::string>("tokenizer.ggml.model"), "none");  // no tokenizer beside the source
+  EXPECT_EQ(*f.get<std::string>("general.name"), "src");
+  EXPECT_EQ(*f.get<uint32_t>("general.alignment"), 32u);
+  EXPECT_EQ(*f.get<uint32_t>("general.file_type"), 0u);  // LLAMA_FTYPE_ALL_F32
+  const uint32_t heads = *f.get<uint32_t>("llama.attention.head_count");
+  EXPECT_EQ(*f.get<uint32_t>("llama.rope.dimension_count"), *f.get<uint32_t>("llama.embedding_length") / heads);
 }
 
 TEST_F(ConvertCheckpoint, ToLlama2cAndBackIsExact) {
@@ -70,6 +79,39 @@ TEST_F(ConvertCheckpoint, ToCustomBinaryAndSafetensorsAndBack) {
   ConvertOptions st;
   convert_checkpoint(*source, dir.file("st"), st);
   expect_same_tensors(*source, *open(dir.file("st"), "hf"));
+}
+
+// Every format we write, read back and written in every other, without a flag: each output keeps
+// the configuration its successor needs (a single .safetensors file in its __metadata__).
+TEST_F(ConvertCheckpoint, EveryPairOfWrittenFormatsRoundTripsWithoutFlags) {
+  struct Target {
+    const char* out;
+    CheckpointFormat to;
+  };
+  const Target targets[] = {{"one.safetensors", CheckpointFormat::Safetensors},
+                            {"dir", CheckpointFormat::Safetensors},
+                            {"m.gguf", CheckpointFormat::Gguf},
+                            {"m.bin", CheckpointFormat::Llama2c},
+                            {"cb", CheckpointFormat::CustomBinary}};
+  const auto convert = [&](const WeightSource& from, const Target& target, const std::string& out) {
+    ConvertOptions o;
+    o.to = target.to;
+    o.gguf_type = "f32";
+    convert_checkpoint(from, out, o);
+    const LoaderChoice choice = detect_loader(out);
+    return open(out, choice.name, choice.kwargs);
+  };
+  for (const Target& a : targets) {
+    const std::unique_ptr<WeightSource> first = convert(*source, a, dir.file(a.out));
+    for (const Target& b : targets) {
+      if (&a == &b) continue;
+      SCOPED_TRACE(std::string(a.out) + " -> " + b.out);
+      std::filesystem::create_directories(dir.file(std::string("from-") + a.out));
+      const std::unique_ptr<WeightSource> second = convert(*first, b, dir.file(std::string("from-") + a.out + "/" + b.out));
+      expect_same_tensors(*source, *second);
+      EXPECT_EQ(llama_heads_from_metadata(*second).heads, llama_heads_from_metadata(*source).heads);
+    }
+  }
 }
 
 TEST_F(ConvertCheckpoint, UnknownHeadsIsAClearError) {

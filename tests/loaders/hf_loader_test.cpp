@@ -1,8 +1,11 @@
-// The `hf` loader: model directories and the local Hugging Face cache (built here, symlinks included).
+// The `hf` loader: model directories and the local Hugging Face cache (built here as huggingface_hub
+// lays it out: snapshot files are relative links into blobs/), by model id and by snapshot path.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+
+#include <fmt/format.h>
 
 #include "test_util.hpp"
 #include "weightloader/formats/safetensors.hpp"
@@ -80,13 +83,60 @@ TEST_F(HfCache, MissingModelSaysWhereItLooked) {
   test::expect_error(ErrorCode::FileNotFound, [&] { load_w("org/tiny", {{"revision", std::string("nobranch")}}); });
 }
 
-TEST_F(HfCache, SymlinkOutsideTheCacheIsRefused) {
-  test::TempDir elsewhere;
-  write_safetensors(elsewhere.file("evil.safetensors"), {{"w", filled(9.0f, {2})}});
+// The path huggingface_hub.snapshot_download() returns (and `weightloader download` prints): its
+// files are links into blobs/, which lie outside the snapshot folder, and are read through them.
+TEST_F(HfCache, SnapshotPathLoadsThroughItsLinks) {
+  for (const auto& [commit, value] : {std::pair{kCommit, 2.0f}, {kOldCommit, 1.0f}}) {
+    const std::string snap = (repo / "snapshots" / commit).string();
+    EXPECT_EQ(load_w(snap), value);
+    EXPECT_EQ(load_w(snap + "/"), value);
+    EXPECT_EQ(load_w(snap + "/model.safetensors"), value);
+    auto local = WeightLoaderRegistry::global().create("local")->get_weights(snap);
+    EXPECT_EQ(local->load(local->at("w")).data<float>()[0], value);
+    auto source = WeightLoaderRegistry::global().create("hf")->get_weights(snap);
+    EXPECT_NE(source->metadata().at("config.json").find("LlamaForCausalLM"), std::string::npos);
+  }
+}
+
+TEST_F(HfCache, ShardedSnapshotPathLoadsThroughItsLinks) {
   const fs::path snap = repo / "snapshots" / kCommit;
   fs::remove(snap / "model.safetensors");
-  fs::create_symlink(elsewhere.file("evil.safetensors"), snap / "model.safetensors");
-  test::expect_error(ErrorCode::InvalidArgument, [&] { load_w("org/tiny"); });
+  for (const auto& [name, value] : {std::pair{"a", 3.0f}, {"b", 4.0f}}) {
+    const std::string blob = std::string("shard-") + name;
+    write_safetensors((repo / "blobs" / blob).string(), {{name, filled(value, {2})}});
+    fs::create_symlink(fs::path("../../blobs") / blob,
+                       snap / fmt::format("model-0000{}-of-00002.safetensors", name[0] == 'a' ? 1 : 2));
+  }
+  test::write_bytes((repo / "blobs" / "index").string(),
+                    R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})");
+  fs::create_symlink("../../blobs/index", snap / "model.safetensors.index.json");
+  auto source = WeightLoaderRegistry::global().create("hf")->get_weights(snap.string());
+  EXPECT_EQ(source->load(source->at("a")).data<float>()[0], 3.0f);
+  EXPECT_EQ(source->load(source->at("b")).data<float>()[0], 4.0f);
+}
+
+// Links are the user's: a snapshot file linked into a store elsewhere (a --local-dir tree, a shared
+// volume) is followed, by model id and by path.
+TEST_F(HfCache, LinkIntoASharedStoreIsFollowed) {
+  test::TempDir store;
+  write_safetensors(store.file("shared.safetensors"), {{"w", filled(9.0f, {2})}});
+  const fs::path snap = repo / "snapshots" / kCommit;
+  fs::remove(snap / "model.safetensors");
+  fs::create_symlink(store.file("shared.safetensors"), snap / "model.safetensors");
+  EXPECT_EQ(load_w("org/tiny"), 9.0f);
+  EXPECT_EQ(load_w(snap.string()), 9.0f);
+}
+
+// Names are the checkpoint's: an index naming a file outside its folder is refused, even when the
+// name reaches an existing blob of the same cache.
+TEST_F(HfCache, IndexNameOutsideTheSnapshotIsRefused) {
+  const fs::path snap = repo / "snapshots" / kCommit;
+  const std::string blob = "blob-" + kCommit.substr(0, 8);
+  test::write_bytes((snap / "model.safetensors.index.json").string(),
+                    R"({"weight_map": {"w": "../../blobs/)" + blob + R"("}})");
+  const std::string msg = test::expect_error(ErrorCode::IndexInvalid, [&] { load_w("org/tiny"); });
+  EXPECT_NE(msg.find("\"..\""), std::string::npos) << msg;
+  test::expect_error(ErrorCode::IndexInvalid, [&] { load_w(snap.string()); });
 }
 
 TEST_F(HfCache, CacheLocationFollowsTheEnvironment) {

@@ -108,7 +108,17 @@ int32_t special_id(const GgufFile& f, std::string_view key, int32_t fallback, si
 
 }  // namespace
 
-bool gguf_has_tokenizer(const GgufFile& file) { return file.find("tokenizer.ggml.model") != nullptr; }
+namespace {
+
+// llama.cpp's names for "this file has no vocabulary".
+bool names_no_vocabulary(const std::string& model) { return model == "none" || model == "no_vocab"; }
+
+}  // namespace
+
+bool gguf_has_tokenizer(const GgufFile& file) {
+  const std::string* model = file.get<std::string>("tokenizer.ggml.model");
+  return file.find("tokenizer.ggml.model") != nullptr && !(model && names_no_vocabulary(*model));
+}
 
 ScoredVocab gguf_scored_vocab(const GgufFile& f) {
   const std::string* model = f.get<std::string>("tokenizer.ggml.model");
@@ -116,6 +126,11 @@ ScoredVocab gguf_scored_vocab(const GgufFile& f) {
     throw Error(ErrorCode::TokenizerUnsupported,
                 f.find("tokenizer.ggml.model") ? "tokenizer.ggml.model is not a string"
                                                : "no tokenizer: tokenizer.ggml.model is missing",
+                f.path);
+  if (names_no_vocabulary(*model))
+    throw Error(ErrorCode::TokenizerNotFound,
+                fmt::format("no tokenizer: tokenizer.ggml.model is '{}' (written without a vocabulary); pass --tokenizer",
+                            *model),
                 f.path);
   if (*model != "llama")
     throw Error(ErrorCode::TokenizerUnsupported,
