@@ -6,22 +6,28 @@ the one in CMakeLists.txt's project(... VERSION x.y.z). Everything builds offlin
     /tmp/venv/bin/pip install --no-build-isolation .
     /usr/bin/python3 -m pip wheel --no-build-isolation --no-deps -w /tmp/wheels .
 
-Build files go to build-pip/ (kept, so a second install rebuilds only what changed; delete it for
-a clean build), never to build/, the CMake build tree of the C++ project. CMAKE_ARGS adds
-arguments to the CMake configure step; CMAKE_BUILD_PARALLEL_LEVEL overrides the job count.
+Build files (CMake's tree, setuptools' build and egg-info directories) go outside the source tree,
+to $WL_PIP_BUILD_DIR or a folder of the system's temporary directory named after the user and the
+checkout (kept, so a second install rebuilds only what changed), so a read-only checkout installs and
+build/, the C++ project's CMake tree, is never touched. CMake's progress goes to stderr: `pip install
+-v` shows it. CMAKE_ARGS adds arguments to the CMake configure step;
+CMAKE_BUILD_PARALLEL_LEVEL overrides the job count.
 """
+import hashlib
 import os
 import pathlib
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = pathlib.Path(__file__).resolve().parent
-BUILD_BASE = "build-pip"  # relative: pip runs this script from the repository root
+BUILD_BASE = os.environ.get("WL_PIP_BUILD_DIR") or os.path.join(
+    tempfile.gettempdir(), f"weightloader-pip-{os.getuid()}-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]}")
 
 
 def cmake_version():
@@ -48,8 +54,11 @@ class CMakeBuild(build_ext):
         configure += os.environ.get("CMAKE_ARGS", "").split()
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(cpus or 1)
-        subprocess.run(configure, check=True)
-        subprocess.run(["cmake", "--build", str(build_dir), "--target", "weightloader_python", "-j", jobs], check=True)
+        # CMake's output on stderr: pip shows it with -v (a minute of build is otherwise silent).
+        print(f"weightloader: building the C++ extension with CMake in {build_dir} ({jobs} jobs)", file=sys.stderr, flush=True)
+        subprocess.run(configure, check=True, stdout=sys.stderr)
+        subprocess.run(["cmake", "--build", str(build_dir), "--target", "weightloader_python", "-j", jobs], check=True,
+                       stdout=sys.stderr)
 
         built = sorted((build_dir / "python" / "weightloader").glob("_core*.so"))
         if len(built) != 1:
@@ -59,8 +68,7 @@ class CMakeBuild(build_ext):
         shutil.copyfile(built[0], target)
 
 
-# egg_info insists that its directory exists; keeping it in build-pip/ keeps python/ clean.
-os.makedirs(BUILD_BASE, exist_ok=True)
+os.makedirs(BUILD_BASE, exist_ok=True)  # egg_info insists that its directory exists
 
 setup(
     version=cmake_version(),

@@ -45,18 +45,4 @@ class BorrowedStorage final : public Storage {
 // A dtype name as the library spells it ("F32", "BF16", ...); ValueError if unknown.
 DType dtype_from_name(const std::string& name);
 
-// Progress and Ctrl-C while a long call runs without the GIL: the callback (may be None) is called
-// at most ~10 times a second with (done, total); a pending KeyboardInterrupt cancels the load.
-// After the call, rethrow() raises KeyboardInterrupt if that is what stopped it.
-class ProgressBridge {
- public:
-  explicit ProgressBridge(pybind11::object callback);
-  ProgressCallback callback();
-  void rethrow_interrupt() const;
-
- private:
-  struct State;
-  std::shared_ptr<State> state_;
-};
-
 }  // namespace wl::py

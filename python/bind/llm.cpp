@@ -4,14 +4,23 @@
 #include <fmt/format.h>
 
 #include "bind/bindings.hpp"
+#include "bind/interruptible.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/llm.hpp"
+#include "weightloader/registry.hpp"
 
 namespace wl::py {
 
 namespace pyb = pybind11;
 
 namespace {
+
+// The engine and how its long calls (construction, load_rank, generate) are interrupted; the
+// constructor's progress callable keeps receiving the loader's progress in later load_rank calls.
+struct Engine {
+  Interruptible calls;
+  std::unique_ptr<LLM> llm;
+};
 
 // A parameter's memory as a Python buffer; it keeps the LLM object alive, so a tensor made from it
 // (torch.frombuffer) never outlives the engine's memory.
@@ -21,30 +30,32 @@ struct ParameterBuffer {
   uint64_t nbytes;
 };
 
-std::unique_ptr<LLM> make_llm(const std::string& model, const std::string& loader, const pyb::dict& kwargs,
-                              const std::string& dtype, unsigned tp, const std::string& tokenizer, unsigned threads,
-                              bool defer_load, pyb::object progress) {
+std::unique_ptr<Engine> make_llm(const std::string& model, const std::string& loader, const pyb::dict& kwargs,
+                                 const std::string& dtype, unsigned tp, const std::string& tokenizer, unsigned threads,
+                                 bool defer_load, pyb::object progress) {
+  Interruptible calls(std::move(progress));
   LLMOptions o;
   o.model = model;
   o.weight_loader = loader;
   o.weight_loader_kwargs = to_kwargs(kwargs);
+  if (loader == "auto") {  // chosen as load_into chooses it: a missing path is FileNotFound, not a bad model id
+    LoaderChoice choice = calls.run([&] { return detect_loader(model); });
+    o.weight_loader = choice.name;
+    o.weight_loader_kwargs.merge(choice.kwargs);  // adds the detected kwargs the caller did not give
+  }
   if (!dtype.empty()) o.dtype = dtype_from_name(dtype);
   o.tensor_parallel_size = tp;
   o.tokenizer = tokenizer;
   o.threads = threads;
   o.defer_load = defer_load;
-  ProgressBridge bridge(progress);
-  o.io.progress = bridge.callback();
-  try {
-    pyb::gil_scoped_release nogil;
-    return std::make_unique<LLM>(std::move(o));
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::Cancelled) bridge.rethrow_interrupt();
-    throw;
-  }
+  o.io.progress = calls.progress();
+  std::unique_ptr<LLM> llm = calls.run([&] { return std::make_unique<LLM>(std::move(o)); });
+  return std::make_unique<Engine>(Engine{calls, std::move(llm)});
 }
 
-pyb::dict generate(LLM& llm, const pyb::object& prompt, uint32_t max_tokens, float temperature, float top_p,
+// A generation stops between two tokens when interrupted (the stream is called after each, and
+// with it throwing, the engine stops its ranks).
+pyb::dict generate(Engine& e, const pyb::object& prompt, uint32_t max_tokens, float temperature, float top_p,
                    uint64_t seed, bool return_logits, pyb::object stream) {
   SamplingParams p;
   p.max_tokens = max_tokens;
@@ -52,20 +63,19 @@ pyb::dict generate(LLM& llm, const pyb::object& prompt, uint32_t max_tokens, flo
   p.top_p = top_p;
   p.seed = seed;
   p.return_logits = return_logits;
-  if (!stream.is_none())
-    p.stream = [stream](const std::string& piece) {
-      pyb::gil_scoped_acquire gil;
-      stream(pyb::bytes(piece));  // bytes: a piece may end inside a UTF-8 character
-    };
+  p.stream = [&e, &stream](const std::string& piece) {
+    e.calls.throw_if_cancelled();
+    if (stream.is_none()) return;
+    pyb::gil_scoped_acquire gil;
+    stream(pyb::bytes(piece));  // bytes: a piece may end inside a UTF-8 character
+  };
   GenerationOutput out;
   if (pyb::isinstance<pyb::str>(prompt)) {
     const std::string text = prompt.cast<std::string>();
-    pyb::gil_scoped_release nogil;
-    out = llm.generate(text, p);
+    out = e.calls.run([&] { return e.llm->generate(text, p); });
   } else {
     const std::vector<int32_t> ids = prompt.cast<std::vector<int32_t>>();
-    pyb::gil_scoped_release nogil;
-    out = llm.generate(ids, p);
+    out = e.calls.run([&] { return e.llm->generate(ids, p); });
   }
   pyb::dict d;
   d["text"] = pyb::bytes(out.text);
@@ -84,16 +94,16 @@ void register_llm(pyb::module_& m) {
       .def_buffer([](ParameterBuffer& b) {
         return pyb::buffer_info(b.data, 1, "B", 1, {static_cast<pyb::ssize_t>(b.nbytes)}, {1}, false);
       });
-  pyb::class_<LLM>(m, "LLM")
+  pyb::class_<Engine>(m, "LLM")
       .def(pyb::init(&make_llm), pyb::arg("model"), pyb::arg("weight_loader") = "auto",
            pyb::arg("kwargs") = pyb::dict(), pyb::arg("dtype") = "", pyb::arg("tensor_parallel_size") = 1,
            pyb::arg("tokenizer") = "", pyb::arg("threads") = 0, pyb::arg("defer_load") = false,
            pyb::arg("progress") = pyb::none())
-      .def_property_readonly("ranks", &LLM::ranks)
-      .def_property_readonly("loader_name", &LLM::loader_name)
-      .def_property_readonly("has_tokenizer", [](const LLM& l) { return l.tokenizer() != nullptr; })
-      .def_property_readonly("config", [](const LLM& l) {
-        const LlamaConfig& c = l.config();
+      .def_property_readonly("ranks", [](const Engine& e) { return e.llm->ranks(); })
+      .def_property_readonly("loader_name", [](const Engine& e) { return e.llm->loader_name(); })
+      .def_property_readonly("has_tokenizer", [](const Engine& e) { return e.llm->tokenizer() != nullptr; })
+      .def_property_readonly("config", [](const Engine& e) {
+        const LlamaConfig& c = e.llm->config();
         pyb::dict d;
         d["hidden_size"] = c.hidden_size, d["intermediate_size"] = c.intermediate_size, d["num_layers"] = c.num_layers;
         d["num_heads"] = c.num_heads, d["num_kv_heads"] = c.num_kv_heads, d["head_dim"] = c.head_dim;
@@ -103,20 +113,19 @@ void register_llm(pyb::module_& m) {
       })
       // (name, dtype, shape, buffer) of rank r's parameters; the buffers alias the engine's memory.
       .def("rank_parameters", [](pyb::object self, unsigned rank) {
-        LLM& llm = self.cast<LLM&>();
+        LLM& llm = *self.cast<Engine&>().llm;
         pyb::list out;
         for (Parameter& p : llm.rank_model(rank).parameters())
           out.append(pyb::make_tuple(p.name, std::string(dtype_name(p.dtype())), p.shape(),
                                      ParameterBuffer{self, p.data.raw(), p.data.nbytes()}));
         return out;
       })
-      .def("load_rank", [](LLM& llm, unsigned rank, const WeightSource& source, std::optional<bool> strict) {
-        pyb::gil_scoped_release nogil;
-        return llm.load_rank(rank, source, strict).to_json();
+      .def("load_rank", [](Engine& e, unsigned rank, const WeightSource& source, std::optional<bool> strict) {
+        return e.calls.run([&] { return e.llm->load_rank(rank, source, strict).to_json(); });
       }, pyb::arg("rank"), pyb::arg("source"), pyb::arg("strict") = pyb::none())
-      .def("load_reports", [](const LLM& llm) {
+      .def("load_reports", [](const Engine& e) {
         std::vector<std::string> out;
-        for (const LoadReport& r : llm.load_reports()) out.push_back(r.to_json());
+        for (const LoadReport& r : e.llm->load_reports()) out.push_back(r.to_json());
         return out;
       })
       .def("generate", &generate, pyb::arg("prompt"), pyb::arg("max_tokens") = 16, pyb::arg("temperature") = 1.0f,

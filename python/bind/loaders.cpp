@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "bind/bindings.hpp"
+#include "bind/interruptible.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/name_schemes.hpp"
 #include "weightloader/registry.hpp"
@@ -33,19 +34,17 @@ struct Loader {
   std::unique_ptr<WeightLoader> loader;
 };
 
-// progress: called as a model id is downloaded (the hf loader); False from it cancels.
+// progress: called as a model id is downloaded (the hf loader); False from it cancels, as Ctrl-C does.
 std::shared_ptr<WeightSource> get_weights(Loader& l, const std::string& path, pyb::object progress) {
-  ProgressBridge bridge(progress);
+  Interruptible call(std::move(progress));
   const ProgressCallback saved = l.loader->options().io.progress;
-  l.loader->options().io.progress = bridge.callback();
+  l.loader->options().io.progress = call.progress();
   try {
-    pyb::gil_scoped_release nogil;
-    std::shared_ptr<WeightSource> source(l.loader->get_weights(path));
+    std::shared_ptr<WeightSource> source = call.run([&] { return std::shared_ptr<WeightSource>(l.loader->get_weights(path)); });
     l.loader->options().io.progress = saved;
     return source;
-  } catch (const Error& e) {
+  } catch (...) {
     l.loader->options().io.progress = saved;
-    if (e.code() == ErrorCode::Cancelled) bridge.rethrow_interrupt();
     throw;
   }
 }
@@ -101,18 +100,16 @@ std::string load(Loader& l, const WeightSource& source, const pyb::list& params,
     Parameter& param = model.add_parameter(p[0].cast<std::string>(), TensorView(storage, dtype, shape));
     if (p.size() > 5 && !p[5].is_none()) param.shards = to_shards(p[5]);
   }
-  ProgressBridge bridge(progress);
+  Interruptible call(std::move(progress));
   LoadOptions saved = l.loader->options();
   if (strict) l.loader->options().strict = *strict;
   l.loader->options().io.device = where;
-  l.loader->options().io.progress = bridge.callback();
+  l.loader->options().io.progress = call.progress();
   LoadReport report;
   try {
-    pyb::gil_scoped_release nogil;
-    report = l.loader->load_weights(model, source);
-  } catch (const Error& e) {
+    report = call.run([&] { return l.loader->load_weights(model, source); });
+  } catch (...) {
     l.loader->options() = saved;
-    if (e.code() == ErrorCode::Cancelled) bridge.rethrow_interrupt();
     throw;
   }
   l.loader->options() = saved;
@@ -155,11 +152,7 @@ void register_loaders(pyb::module_& m) {
     return out;
   });
   m.def("detect_loader", [](const std::string& path) {
-    LoaderChoice c;
-    {
-      pyb::gil_scoped_release nogil;  // a remote path means requests
-      c = detect_loader(path);
-    }
+    const LoaderChoice c = Interruptible().run([&] { return detect_loader(path); });  // a remote path means requests
     pyb::dict kwargs;
     for (const auto& [k, v] : c.kwargs) std::visit([&](const auto& x) { kwargs[pyb::str(k)] = x; }, v);
     return pyb::make_tuple(c.name, kwargs);

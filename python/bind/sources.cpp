@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "bind/bindings.hpp"
+#include "bind/interruptible.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 
@@ -56,8 +57,16 @@ void read_into(const WeightSource& source, const std::string& name, const std::s
   if (need != nbytes)
     throw Error(ErrorCode::InvalidArgument, fmt::format("the destination holds {} bytes; {} are needed", nbytes, need),
                 t.file, t.name);
-  pyb::gil_scoped_release nogil;
-  source.read(t, to, reinterpret_cast<void*>(ptr), s, where);
+  // WeightSource::read's settings (one thread, positioned reads, no prefault pass), with a progress
+  // callback so that Ctrl-C stops the read between two chunks.
+  Interruptible call;
+  IoOptions io;
+  io.device = where;
+  io.concurrency = 1;
+  io.mode = IoMode::Pread;
+  io.prefault = false;
+  io.progress = call.progress();
+  call.run([&] { source.read_all({ReadRequest{&t, s, to, reinterpret_cast<void*>(ptr)}}, io); });
 }
 
 // entries: (name, dtype, shape, element strides or None, data pointer, owner).

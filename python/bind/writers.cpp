@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "bind/bindings.hpp"
+#include "bind/interruptible.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/safetensors.hpp"
 
@@ -33,8 +34,7 @@ void write_file(const std::string& path, const pyb::list& entries, const std::ma
     auto storage = std::make_shared<BorrowedStorage>(const_cast<std::byte*>(data), nbytes, false);  // read only
     tensors.emplace_back(name, TensorView(std::move(storage), dtype, shape));
   }
-  pyb::gil_scoped_release nogil;
-  write_safetensors(path, tensors, metadata);
+  Interruptible().run([&] { write_safetensors(path, tensors, metadata); });  // Ctrl-C is raised once the file is whole
 }
 
 }  // namespace

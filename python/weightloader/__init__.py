@@ -6,6 +6,8 @@
     wl.WeightLoaderRegistry.register("my_custom", MyLoader)
 """
 from . import _core  # noqa: F401  (the C++ extension)
+
+__version__ = _core.__version__  # project(weightloader VERSION x.y.z) in CMakeLists.txt, as pip's metadata has it
 from .errors import (CancelledError, Error, FormatError, InvalidArgumentError, IoError,  # noqa: F401
                      NotFoundError)
 from .llm import LLM, CompletionOutput, EngineModule, RequestOutput, SamplingParams  # noqa: F401

@@ -1,4 +1,5 @@
 """weightloader: load model weights from any common checkpoint format into torch modules."""
+__version__: str
 from .errors import (CancelledError as CancelledError, Error as Error, FormatError as FormatError,
                      InvalidArgumentError as InvalidArgumentError, IoError as IoError, NotFoundError as NotFoundError)
 from .llm import (LLM as LLM, CompletionOutput as CompletionOutput, EngineModule as EngineModule,

@@ -12,16 +12,20 @@ class Error(Exception):
                  retryable: bool = False) -> None: ...
 
 class NotFoundError(Error, FileNotFoundError):
-    """A path, file pattern, tensor or loader that does not exist."""
+    """A path, a file a checkpoint names, a file pattern or a tensor that does not exist."""
 
 class InvalidArgumentError(Error, ValueError):
-    """An argument, kwarg, dtype, shape or name mapping that cannot be used."""
+    """An argument, loader name, kwarg, dtype, shape or name mapping that cannot be used."""
 
 class FormatError(Error):
     """A file that breaks its format's rules (truncated, corrupt, hostile)."""
 
 class IoError(Error, OSError):
-    """The operating system refused a read, open or write."""
+    """The operating system refused a read, open or write; `errno` is its error number when the
+    message names one."""
+
+class PermissionDeniedError(IoError, PermissionError):
+    """An IoError for EACCES or EPERM: access to a file or directory was denied."""
 
 class CancelledError(Error):
     """A load stopped by its progress callback."""

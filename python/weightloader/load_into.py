@@ -58,8 +58,11 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     rule, shard_dims and fused). With torch.distributed initialised, every rank of tp_group checks
     that all opened the same checkpoint and, at the end, that all loaded: a failure anywhere raises
     RankFailed on every rank, within the process group's timeout (init_process_group(timeout=))."""
+    import torch
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"load_into fills a torch.nn.Module in place, not a {type(module).__name__}; to read "
+                        f"tensors into a dict use weightloader.load_file(path) or a loader's get_weights(path)")
     if dtype is not None:
-        import torch
         from . import dtypes
         module.to(dtypes.to_torch(dtypes.name_of(dtype)))
     kwargs.update(_name_map_kwargs(name_map))

@@ -8,7 +8,7 @@ import torch
 
 from . import _core, dtypes
 from ._params import module_device, module_tensors, progress_for
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, _from_core
 
 
 class LoadReport(dict):
@@ -237,8 +237,8 @@ class WeightLoaderRegistry:
             return _BUILTIN_CLASSES[name]
         if name in _core.list_loaders():
             return type(f"CoreWeightLoader_{name}", (CoreWeightLoader,), {"loader_name": name})
-        raise InvalidArgumentError(f"no loader named '{name}'; available: {', '.join(cls.list_available())}",
-                                   "UnknownLoader")
+        raise _from_core("UnknownLoader", f"no loader named '{name}'; available: {', '.join(cls.list_available())}",
+                         "", "", False)
 
     @classmethod
     def create(cls, name, **kwargs):

@@ -38,7 +38,7 @@ class LocalLoader final : public WeightLoader {
       if (matches(pattern_, name)) found.emplace_back(name, formats().detect(*files->open(name)));
     if (!only_format_.empty())  // e.g. a llama2.c model beside its tokenizer, both *.bin
       std::erase_if(found, [&](const auto& f) { return !f.second || f.second->name != only_format_; });
-    if (found.empty()) throw Error(ErrorCode::NoMatchingFiles, fmt::format("no file matches the pattern '{}'", pattern_), path);
+    if (found.empty()) throw Error(ErrorCode::NoMatchingFiles, no_match(files->list(path)), path);
 
     const FileFormat& format = checked_format(found.front().first, *files);
     // A sharded checkpoint: `X.index.json` next to files matching the pattern, X itself matching it
@@ -74,6 +74,17 @@ class LocalLoader final : public WeightLoader {
     attach_config_json(files, s->origin(), metadata);
     if (metadata.size() == s->metadata().size()) return s;
     return s->with_metadata(std::move(metadata));
+  }
+
+  // What was looked for and what the directory holds instead (its first few names).
+  std::string no_match(const std::vector<std::string>& names) const {
+    const std::string wanted = only_format_.empty() ? fmt::format("the pattern '{}'", pattern_)
+                                                    : fmt::format("the pattern '{}' in the {} format", pattern_, only_format_);
+    if (names.empty()) return fmt::format("the directory is empty: no file matches {}", wanted);
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < names.size() && i < 5; ++i) shown.push_back(base_name(names[i]));
+    return fmt::format("no file matches {} (set file_pattern); the directory holds {} file(s): {}{}", wanted, names.size(),
+                       fmt::join(shown, ", "), names.size() > shown.size() ? ", ..." : "");
   }
 
   const FileFormat& checked_format(const std::string& path, const Opener& files) const {

@@ -7,6 +7,8 @@ import importlib
 import inspect
 import os
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
 
@@ -217,22 +219,44 @@ def test_each_stub_agrees_with_its_module(module):
     assert not errors, "\n".join(errors)
 
 
-# --- opt-in: pip install of the repository into a fresh venv, offline ------------------------------
+def test_the_version_is_the_cmake_project_version():
+    text = (ROOT / "CMakeLists.txt").read_text()
+    version = re.search(r"project\(\s*weightloader\s+VERSION\s+([0-9.]+)", text).group(1)
+    assert weightloader.__version__ == version
+
+
+# --- opt-in: pip install of a read-only copy of the repository into a fresh venv, offline ----------
 
 @pytest.mark.skipif(os.environ.get("WL_TEST_PIP_INSTALL") != "1",
                     reason="builds the C++ library with pip (minutes); set WL_TEST_PIP_INSTALL=1 to run")
-def test_pip_installs_the_repository_into_a_venv_offline(tmp_path, stories):
+def test_pip_installs_a_read_only_checkout_into_a_venv_offline(tmp_path, stories):
+    # The tracked files, as a checkout has them, made read-only: the build must go elsewhere.
+    source = tmp_path / "src"
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout.split(b"\0")
+    for rel in filter(None, (f.decode() for f in files)):
+        if (ROOT / rel).is_file():
+            (source / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, source / rel)
+    subprocess.run(["chmod", "-R", "a-w", str(source)], check=True)
+    before = sorted(source.rglob("*"))  # root ignores the modes: nothing may appear either
     venv = tmp_path / "venv"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, env=env)
-    python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--no-build-isolation", "--no-index", str(ROOT)],
-                   check=True, env=env, cwd=tmp_path, timeout=3600)
-    script = ("import os, sys, weightloader as wl\n"
-              "d = os.path.dirname(wl.__file__)\n"
-              "assert d.startswith(sys.prefix), d\n"
-              "assert os.path.isfile(os.path.join(d, 'py.typed')) and os.path.isfile(os.path.join(d, '__init__.pyi'))\n"
-              "print(len(wl.LocalWeightLoader().get_weights(sys.argv[1])))\n")
-    out = subprocess.run([str(python), "-c", script, str(stories)], check=True, env=env, cwd=tmp_path,
-                         capture_output=True, text=True)
-    assert out.stdout.split()[-1] == "47"
+    env["WL_PIP_BUILD_DIR"] = str(tmp_path / "pip-build")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, env=env)
+        python = venv / "bin" / "python"
+        out = subprocess.run([str(python), "-m", "pip", "install", "-v", "--no-build-isolation", "--no-index", str(source)],
+                             env=env, cwd=tmp_path, timeout=3600, capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        assert "Building CXX object" in out.stdout + out.stderr, "pip -v shows no CMake progress"
+        script = ("import os, sys, weightloader as wl\n"
+                  "d = os.path.dirname(wl.__file__)\n"
+                  "assert d.startswith(sys.prefix), d\n"
+                  "assert os.path.isfile(os.path.join(d, 'py.typed')) and os.path.isfile(os.path.join(d, '__init__.pyi'))\n"
+                  "print(wl.__version__, len(wl.LocalWeightLoader().get_weights(sys.argv[1])))\n")
+        out = subprocess.run([str(python), "-c", script, str(stories)], check=True, env=env, cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert out.stdout.split()[-2:] == [weightloader.__version__, "47"], out.stdout
+        assert sorted(source.rglob("*")) == before, "the install wrote into the source tree"
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(source)], check=True)
