@@ -73,7 +73,7 @@ os.makedirs(BUILD_BASE, exist_ok=True)  # egg_info insists that its directory ex
 setup(
     version=cmake_version(),
     package_dir={"": "python"},
-    packages=["weightloader"],
+    packages=["weightloader", "weightloader.safetensors"],
     package_data={"weightloader": ["py.typed", "*.pyi"]},  # the type stubs, for editors and mypy
     include_package_data=False,
     ext_modules=[Extension("weightloader._core", sources=[])],  # sources: CMake's business

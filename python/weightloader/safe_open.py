@@ -84,7 +84,10 @@ def _recognised(open_fn, *args):
 
 
 _SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "I16": 2, "F16": 2, "BF16": 2, "U32": 4,
-          "I32": 4, "F32": 4, "U64": 8, "I64": 8, "F64": 8}
+          "I32": 4, "F32": 4, "U64": 8, "I64": 8, "F64": 8, "C64": 8}
+# safetensors' C64, which the library has no type for: weightloader.safetensors serves it as pairs of
+# F32 (safetensors/_c64.py); the frameworks hold it as complex64.
+_COMPLEX = {"C64": (torch.complex64, np.dtype(np.complex64))}
 _FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np"}
 
 # safetensors' dtype order (its Dtype enum): save_file stores larger types first, then by name.
@@ -147,16 +150,38 @@ def _open_source(path):
         raise
 
 
+def _safetensors_header(f):
+    """(header JSON, where the data starts) of a safetensors file object the library has validated."""
+    (n,) = struct.unpack("<Q", f.read(8))
+    return json.loads(f.read(n).decode("utf-8")), 8 + n
+
+
 def _safetensors_metadata(path):
     """The __metadata__ of a safetensors file (already validated by the library), or None."""
     try:
         with open(path, "rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(n).decode("utf-8"))
+            header, _ = _safetensors_header(f)
     except (OSError, ValueError, struct.error):
         return None
     meta = header.get("__metadata__") if isinstance(header, dict) else None
     return dict(meta) if isinstance(meta, dict) else None
+
+
+def _open_reader(filename, framework, device, dtype=None, mappable=True, opener=_open_source):
+    """(the reader state, its metadata) of a checkpoint path: what safe_open and weightloader.safetensors
+    share. opener(path) gives the catalogue (a Source)."""
+    fw = _framework(framework)
+    dev = _device(fw, device)
+    conv = dtypes.name_of(dtype) if dtype is not None else None
+    path = os.fspath(filename)
+    if os.path.exists(path):
+        path = os.path.abspath(path)  # the catalogue's file names then survive a chdir
+    source = _recognised(opener, path)
+    state = _State(source, fw, dev, conv, mappable)
+    metadata = state.metadata or None
+    if source.format == "safetensors" and os.path.isfile(path):
+        metadata = _safetensors_metadata(path)
+    return state, metadata
 
 
 def _normalise_index(index, shape):
@@ -229,6 +254,8 @@ class _State:
 
     def element_type(self, name):
         """The framework's dtype for a library dtype name; TypeError when it has none."""
+        if name in _COMPLEX:
+            return _COMPLEX[name][0 if self.framework == "pt" else 1]
         return dtypes.to_torch(name) if self.framework == "pt" else dtypes.to_numpy(name)
 
     # --- memory ---
@@ -307,9 +334,12 @@ class _State:
         return self.finish(t)
 
     def slice(self, name, target, index):
+        return self.read_ranges(name, target, _normalise_index(index, self.info(name)["shape"]))
+
+    def read_ranges(self, name, target, ranges):
+        """The part of a tensor that ranges ([(begin, end, selected)] per dimension) select."""
         info = self.info(name)
         shape = list(info["shape"])
-        ranges = _normalise_index(index, shape)
         self.element_type(target)
         key = tuple(b if sel else slice(b, e) for b, e, sel in ranges) + (Ellipsis,)
         full = self.zero_copy(info, target)
@@ -366,17 +396,7 @@ class safe_open:  # noqa: N801  (safetensors' spelling)
     dtype: convert every tensor to it while reading (default: as stored)."""
 
     def __init__(self, filename, framework="pt", device="cpu", dtype=None):
-        fw = _framework(framework)
-        dev = _device(fw, device)
-        conv = dtypes.name_of(dtype) if dtype is not None else None
-        path = os.fspath(filename)
-        if os.path.exists(path):
-            path = os.path.abspath(path)  # the catalogue's file names then survive a chdir
-        source = _recognised(_open_source, path)
-        self._state = _State(source, fw, dev, conv, mappable=True)
-        self._metadata = self._state.metadata or None
-        if source.format == "safetensors" and os.path.isfile(path):
-            self._metadata = _safetensors_metadata(path)
+        self._state, self._metadata = _open_reader(filename, framework, device, dtype)
 
     def _live(self):
         if self._state is None:
