@@ -24,7 +24,8 @@ def _specs(tensor_dict):
         a = np.asarray(a)
         if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and sys.byteorder == "big"):
             a = a.astype(a.dtype.newbyteorder("<"))
-        a = np.ascontiguousarray(a)
+        if not a.flags.c_contiguous:
+            a = a.copy(order="C")  # not np.ascontiguousarray: it makes a 0-d array 1-d
         owners.append(a)
         specs[name] = TensorSpec(dtype=a.dtype.name, shape=a.shape, data_ptr=a.ctypes.data, data_len=a.nbytes)
     return specs, owners
