@@ -14,6 +14,7 @@ from .llm import LLM, CompletionOutput, EngineModule, RequestOutput, SamplingPar
 from .load_into import IncompatibleKeys, load_into  # noqa: F401
 from .safe_open import (TensorNotFoundError, UnknownFormatError, load, load_file, safe_open, save,  # noqa: F401
                         save_file)
+from . import safetensors  # noqa: F401,E402  (the drop-in for the safetensors package: weightloader.safetensors)
 from .loaders import (BaseWeightLoader, CoreWeightLoader, CustomBinaryWeightLoader, GgufWeightLoader,  # noqa: F401
                       HfWeightLoader, Llama2cWeightLoader, LoadReport, LocalWeightLoader, MetaWeightLoader, Weights,
                       WeightLoaderRegistry, detect_name_scheme)
