@@ -21,6 +21,6 @@ def stories(testdata):
     return testdata / "llama2c-stories260K" / "stories260K.bin"
 
 
-# The servers of the remote-source tests (test_remote.py, test_hub.py): nginx (HTTP and HTTPS), moto (S3) and a
-# fault-injecting HTTP server.
-from remote_servers import fault_http, moto, nginx, nginx_tls, s3  # noqa: E402,F401
+# The servers of the remote-source tests (test_remote.py, test_hub.py): nginx (HTTP and HTTPS), moto and s3rver
+# (S3) and a fault-injecting HTTP server.
+from remote_servers import any_s3, fault_http, moto, nginx, nginx_tls, s3, s3rver  # noqa: E402,F401

@@ -4,9 +4,11 @@ started by the fixtures and always stopped:
 - `nginx` (session): Debian's nginx serving a temporary document root (static files: Range, ETag,
   If-Range and If-Match as nginx does them). `.root`, `.url(rel)`, `.put(rel, data)`, `.log()`.
   `nginx_tls` (session): the same over HTTPS, with a self-signed certificate (`.tls[0]`).
-- `moto` (session) and `s3` (per test): moto_server as an S3 endpoint with one bucket; `s3` also sets
-  AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION for the test.
-  `.put(key, data)`, `.url(key)` ("s3://bucket/key").
+- `moto` (session) and `s3` (per test): moto_server as an S3 endpoint with one bucket and IAM
+  authentication on (signatures checked against IAM users it is given at start, policies applied);
+  `s3` also sets AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION for the test.
+  `s3rver` (session): s3rver (npm) as a second, independent S3; `any_s3` (per test): each of the two.
+  `.put(key, data)`, `.url(key)` ("s3://bucket/key"); the harness signs its own requests (SigV4).
 - `fault_http` (per test): the tests' own HTTP/1.1 server (http.server in a thread) serving a
   directory with single ranges, ETags, If-Range and If-Match, plus faults set per test (failing
   statuses, connections dropped mid-body, truncated bodies, a lying HEAD, an object that changes,
@@ -18,6 +20,8 @@ import email.utils
 import hashlib
 import http.client
 import http.server
+import hmac
+import json
 import os
 import pathlib
 import re
@@ -25,6 +29,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -33,10 +38,7 @@ import pytest
 
 HOST = "127.0.0.1"
 BUCKET = "wl-test"
-# moto checks no signature, but answers 403 to a request with no Authorization header for an object
-# whose ACL is private (every object here): the harness's own requests carry this dummy one.
-DUMMY_AUTH = ("AWS4-HMAC-SHA256 Credential=testing/20240101/us-east-1/s3/aws4_request, "
-              "SignedHeaders=host;x-amz-date, Signature=" + "0" * 64)
+# moto without authentication (bench/remote_stream.py) takes any key; these are the ones used there.
 S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
 
 
@@ -262,7 +264,169 @@ def nginx_tls(tmp_path_factory):
 
 
 # --------------------------------------------------------------------------------------------------
-# moto (S3)
+# S3 (moto and s3rver), the harness's own requests signed with AWS Signature V4
+
+@dataclasses.dataclass
+class Credentials:
+    key: str
+    secret: str
+    token: str = ""
+
+    def env(self):
+        """The environment variables that give these credentials to the library."""
+        return {"AWS_ACCESS_KEY_ID": self.key, "AWS_SECRET_ACCESS_KEY": self.secret,
+                **({"AWS_SESSION_TOKEN": self.token} if self.token else {})}
+
+
+def sigv4_headers(method, host, path, creds, region="us-east-1", service="s3", body=b"", headers=None):
+    """`headers` plus what signs the request with AWS Signature V4, as the AWS SDKs send it: host,
+    x-amz-date, x-amz-content-sha256 (the body's sha256), x-amz-security-token for a session
+    token, and an Authorization header signing all of them. `path` is as sent (escaped), with its query."""
+    amz_date = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    day = amz_date[:8]
+    h = {k.lower(): str(v).strip() for k, v in (headers or {}).items()}
+    h.update({"host": host, "x-amz-date": amz_date, "x-amz-content-sha256": hashlib.sha256(body).hexdigest()})
+    if creds.token:
+        h["x-amz-security-token"] = creds.token
+    url = urllib.parse.urlsplit(path)
+    signed = ";".join(sorted(h))
+    canonical = "\n".join([method, url.path or "/", canonical_query(url.query),
+                           "".join(f"{k}:{h[k]}\n" for k in sorted(h)), signed, h["x-amz-content-sha256"]])
+    scope = f"{day}/{region}/{service}/aws4_request"
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+    key = ("AWS4" + creds.secret).encode()
+    for part in (day, region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    h["authorization"] = (f"AWS4-HMAC-SHA256 Credential={creds.key}/{scope}, SignedHeaders={signed}, "
+                          f"Signature={signature}")
+    return h
+
+
+def canonical_query(query):
+    """A query string as SigV4 signs it: each name and value escaped ('/' too), in order."""
+    pairs = sorted((urllib.parse.quote(k, safe="-_.~"), urllib.parse.quote(v, safe="-_.~"))
+                   for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True))
+    return "&".join(f"{k}={v}" for k, v in pairs)
+
+
+def s3_error_code(body):
+    """The <Code> of an S3 error document, or ""."""
+    m = re.search(rb"<Code>([^<]*)</Code>", body or b"")
+    return m.group(1).decode() if m else ""
+
+
+class S3Server:
+    """An S3 endpoint on 127.0.0.1 (a subprocess in its own process group) with one bucket; the
+    harness's own requests are signed with `creds`. `.put(key, data)`, `.url(key)`
+    ("s3://bucket/key"), `.env()` (what the library needs to reach it), `.request(...)`."""
+
+    kind = "s3"
+    region = "us-east-1"
+
+    def __init__(self, workdir, bucket=BUCKET):
+        self.workdir = pathlib.Path(workdir)
+        self.bucket = bucket
+        self.port = None
+        self.proc = None
+        self.startup_seconds = None
+        self.creds = None
+
+    @property
+    def endpoint(self):
+        return f"http://{HOST}:{self.port}"
+
+    def _command(self):
+        raise NotImplementedError
+
+    def _ready(self):
+        raise NotImplementedError
+
+    def _provision(self):
+        """What the server needs before its bucket is made (moto: users and keys)."""
+
+    def start(self, attempts=3):
+        t0 = time.monotonic()
+        last = ""
+        for _ in range(attempts):  # a free port may be taken again before the server binds it
+            self.port = free_port()
+            log = self.workdir / f"{self.kind}.log"
+            out = open(log, "ab")
+            self.proc = subprocess.Popen(self._command(), stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True, cwd=self.workdir,
+                                         env=self._environment())
+            out.close()
+            if self._wait_ready(60.0):
+                self._provision()
+                status, _, body = self.request("PUT", f"/{self.bucket}")
+                if status != 200:
+                    raise RuntimeError(f"{self.kind}: creating bucket {self.bucket} answered {status}: {body[:300]!r}")
+                self.startup_seconds = time.monotonic() - t0
+                return self
+            last = _tail(log)
+            _stop_group(self.proc)
+        raise RuntimeError(f"{self.kind} did not start: {last}")
+
+    def _environment(self):
+        return dict(os.environ)
+
+    def _wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                if self._ready():
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def stop(self):
+        if self.proc is not None:
+            _stop_group(self.proc, signal.SIGTERM)
+            self.proc = None
+
+    def raw(self, method, path, body=None, headers=None, timeout=30):
+        """One request as given (no signature): (status, headers as a lower-cased dict, body)."""
+        conn = http.client.HTTPConnection(HOST, self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            data = r.read()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+        finally:
+            conn.close()
+
+    def request(self, method, path, body=None, headers=None, creds=None, service="s3", timeout=30):
+        """One request signed with `creds` (default: the server's own); its query is sent as signed."""
+        url = urllib.parse.urlsplit(path)
+        path = url.path + (f"?{canonical_query(url.query)}" if url.query else "")
+        h = dict(headers or {})
+        if body is not None and "Content-Type" not in h:
+            h["Content-Type"] = "application/octet-stream"  # not form-encoded: moto would eat the body
+        h = sigv4_headers(method, f"{HOST}:{self.port}", path, creds or self.creds, self.region, service,
+                          body or b"", h)
+        return self.raw(method, path, body, h, timeout)
+
+    def put(self, key, data):
+        """Puts an object (bytes or a file's path) at `key`; returns its s3:// URL."""
+        data = _as_bytes(data)
+        status, _, body = self.request("PUT", f"/{self.bucket}/{urllib.parse.quote(key)}", body=data)
+        if status != 200:
+            raise RuntimeError(f"{self.kind}: PUT {key} answered {status}: {body[:300]!r}")
+        return self.url(key)
+
+    def delete(self, key):
+        self.request("DELETE", f"/{self.bucket}/{urllib.parse.quote(key)}")
+
+    def url(self, key=""):
+        return f"s3://{self.bucket}/{key}"
+
+    def env(self, creds=None):
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_REGION": self.region, **(creds or self.creds).env()}
+
 
 def moto_command():
     """The moto_server executable, or None. A pyenv shim is resolved to the real script (the shim
@@ -282,103 +446,165 @@ def moto_command():
     return exe
 
 
-class Moto:
-    """moto_server in its own process group; one bucket, objects put with plain (dummy-signed) HTTP."""
+MOTO_ACCOUNT = "123456789012"  # moto's default account
+
+# moto_server, with its signature check computing the canonical query string as AWS does. moto
+# rebuilds it from werkzeug's URL, whose query is already percent-decoded ("prefix=a%2F" becomes
+# "prefix=a/"), so a request signed as AWS wants it (each value escaped, '/' as %2F) fails there
+# with SignatureDoesNotMatch (getmoto/moto#5948, open; the AWS CLI's `s3 ls` fails the same way).
+# This launcher escapes the decoded values again before moto's botocore signer sees them: a
+# client that signs the raw '/' now fails, as it would on AWS.
+MOTO_LAUNCHER = """
+import sys, urllib.parse
+from moto.iam import access_control
+from moto.server import main
+create = access_control.IAMRequestBase._create_aws_request
+def create_as_aws(self):
+    request = create(self)
+    url = urllib.parse.urlsplit(request.url)
+    query = "&".join(urllib.parse.quote(k, safe="-_.~") + "=" + urllib.parse.quote(v, safe="-_.~")
+                     for k, v in urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+    request.url = urllib.parse.urlunsplit(url._replace(query=query))
+    return request
+access_control.IAMRequestBase._create_aws_request = create_as_aws
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _interpreter(script):
+    """The interpreter a Python script's #! line names."""
+    with open(script, "rb") as f:
+        first = f.readline().decode(errors="replace").strip()
+    return first[2:].split()[0] if first.startswith("#!") else sys.executable
+
+
+def _policy(*statements):
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+# s3 on the test buckets (wl-test, and wl-no-such-bucket, which must be a 404, not a 403)
+S3_ON_TEST_BUCKETS = {"Effect": "Allow", "Action": "s3:*",
+                      "Resource": ["arn:aws:s3:::wl-*", "arn:aws:s3:::wl-*/*"]}
+
+
+class Moto(S3Server):
+    """moto_server. With auth=True (the tests' fixture) IAM authentication is on, as on AWS: every
+    request's signature is recomputed from the IAM user's secret (botocore's signer inside moto)
+    and its policy applied. moto turns it on after INITIAL_NO_AUTH_ACTION_COUNT unauthenticated
+    actions (infinite when unset); the harness makes its IAM users, keys and role with
+    authentication off, then sets that count to 0 through moto's /moto-api/reset-auth (what
+    moto's own set_initial_no_auth_action_count does in server mode). Then:
+      .creds    user wl-reader: s3:* on the wl-* buckets (what the tests load with)
+      .denied   user wl-denied: valid keys, no policy (AccessDenied)
+      .session  temporary credentials (AssumeRole of role wl-role, 15 minutes, with a session token)
+    With auth=False (bench/remote_stream.py, which measures speed): no check; S3_ENV works."""
+
+    kind = "moto"
+
+    def __init__(self, workdir, bucket=BUCKET, auth=False):
+        super().__init__(workdir, bucket)
+        self.exe = moto_command()
+        self.auth = auth
+        self.creds = Credentials(S3_ENV["AWS_ACCESS_KEY_ID"], S3_ENV["AWS_SECRET_ACCESS_KEY"])
+        self.denied = self.session = None
+
+    def _command(self):
+        if self.auth:
+            return [_interpreter(self.exe), "-c", MOTO_LAUNCHER, "-H", HOST, "-p", str(self.port)]
+        return [self.exe, "-H", HOST, "-p", str(self.port)]
+
+    def _environment(self):
+        env = dict(os.environ)
+        env.pop("INITIAL_NO_AUTH_ACTION_COUNT", None)  # authentication off until _provision is done
+        return env
+
+    def _ready(self):
+        return self.raw("GET", "/moto-api/", timeout=2)[0] == 200  # the dashboard: not an action
+
+    def _call(self, service, version, action, **params):
+        """An IAM or STS query action (form POST); the response body. Before authentication is on."""
+        body = urllib.parse.urlencode({"Action": action, "Version": version, **params}).encode()
+        status, _, data = self.request("POST", "/", body=body, service=service,
+                                       headers={"Content-Type": "application/x-www-form-urlencoded"})
+        if status != 200:
+            raise RuntimeError(f"moto: {service} {action} answered {status}: {data[:300]!r}")
+        return data.decode()
+
+    def _iam(self, action, **params):
+        return self._call("iam", "2010-05-08", action, **params)
+
+    def _user(self, name, *statements):
+        self._iam("CreateUser", UserName=name)
+        if statements:
+            self._iam("PutUserPolicy", UserName=name, PolicyName=f"{name}-policy", PolicyDocument=_policy(*statements))
+        xml = self._iam("CreateAccessKey", UserName=name)
+        return Credentials(_xml(xml, "AccessKeyId"), _xml(xml, "SecretAccessKey"))
+
+    def _provision(self):
+        if not self.auth:
+            return
+        self.creds = self._user("wl-reader", S3_ON_TEST_BUCKETS)
+        self.denied = self._user("wl-denied")
+        trust = _policy({"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{MOTO_ACCOUNT}:root"},
+                         "Action": "sts:AssumeRole"})
+        role = _xml(self._iam("CreateRole", RoleName="wl-role", AssumeRolePolicyDocument=trust), "Arn")
+        self._iam("PutRolePolicy", RoleName="wl-role", PolicyName="wl-role-s3", PolicyDocument=_policy(S3_ON_TEST_BUCKETS))
+        xml = self._call("sts", "2011-06-15", "AssumeRole", RoleArn=role, RoleSessionName="wl-test",
+                         DurationSeconds="900")
+        self.session = Credentials(_xml(xml, "AccessKeyId"), _xml(xml, "SecretAccessKey"), _xml(xml, "SessionToken"))
+        status, _, body = self.raw("POST", "/moto-api/reset-auth", body=b"0")
+        if status != 200:
+            raise RuntimeError(f"moto: turning authentication on answered {status}: {body[:300]!r}")
+
+
+def _xml(text, element):
+    m = re.search(f"<{element}>([^<]*)</{element}>", text)
+    if m is None:
+        raise RuntimeError(f"no <{element}> in {text[:300]!r}")
+    return m.group(1)
+
+
+def s3rver_command():
+    """s3rver's script: WL_S3RVER, else where scripts/setup.sh installs it (npm, build-deps/s3rver),
+    else on PATH; None when absent or when node is missing."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    for candidate in (os.environ.get("WL_S3RVER"), root / "build-deps" / "s3rver" / "node_modules" / ".bin" / "s3rver",
+                      shutil.which("s3rver")):
+        if candidate and os.access(candidate, os.X_OK) and shutil.which("node"):
+            return str(candidate)
+    return None
+
+
+class S3rver(S3Server):
+    """s3rver (npm, a Node.js S3 of its own, independent of moto), its data under workdir. Its one
+    account is S3RVER / S3RVER (lib/models/account.js): a request signed with another key id is
+    InvalidAccessKeyId, a V4 request without x-amz-content-sha256 is 400 InvalidRequest, and one
+    more than 15 minutes off its clock RequestTimeTooSkewed. It does not recompute V4 signatures
+    (3.7.1's lib/middleware/authentication.js: "Signature version 4 calculation is unimplemented"),
+    so a wrong secret passes it: moto checks that. --service-endpoint localhost: virtual-hosted
+    requests to http://BUCKET.s3.localhost:PORT/ find the bucket in the host name."""
+
+    kind = "s3rver"
 
     def __init__(self, workdir, bucket=BUCKET):
-        self.workdir = pathlib.Path(workdir)
-        self.bucket = bucket
-        self.exe = moto_command()
-        self.port = None
-        self.proc = None
-        self.startup_seconds = None
+        super().__init__(workdir, bucket)
+        self.exe = s3rver_command()
+        self.creds = Credentials("S3RVER", "S3RVER")
 
-    @property
-    def endpoint(self):
-        return f"http://{HOST}:{self.port}"
+    def _command(self):
+        return [self.exe, "-d", str(self.workdir / "data"), "-a", HOST, "-p", str(self.port), "--silent",
+                "--service-endpoint", "localhost"]
 
-    def start(self, attempts=3):
-        t0 = time.monotonic()
-        last = ""
-        for _ in range(attempts):
-            self.port = free_port()
-            log = self.workdir / "moto.log"
-            out = open(log, "ab")
-            self.proc = subprocess.Popen([self.exe, "-H", HOST, "-p", str(self.port)], stdin=subprocess.DEVNULL,
-                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                         cwd=self.workdir)
-            out.close()
-            if self._wait_ready(60.0):
-                status, _, body = self.request("PUT", f"/{self.bucket}")
-                if status != 200:
-                    raise RuntimeError(f"moto: creating bucket {self.bucket} answered {status}: {body[:300]!r}")
-                self.startup_seconds = time.monotonic() - t0
-                return self
-            last = _tail(log)
-            _stop_group(self.proc)
-        raise RuntimeError(f"moto_server did not start: {last}")
-
-    def _wait_ready(self, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                status, _, _ = self.request("GET", "/", timeout=2)
-                if status == 200:
-                    return True
-            except OSError:
-                pass
-            time.sleep(0.05)
-        return False
-
-    def stop(self):
-        if self.proc is not None:
-            _stop_group(self.proc, signal.SIGTERM)
-            self.proc = None
-
-    def request(self, method, path, body=None, headers=None, auth=True, timeout=30):
-        """One request to moto: (status, headers as a lower-cased dict, body)."""
-        h = {"Host": f"{HOST}:{self.port}"}
-        if auth:
-            h["Authorization"] = DUMMY_AUTH
-            h["x-amz-date"] = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        if body is not None:
-            h["Content-Type"] = "application/octet-stream"  # not form-encoded: moto would eat the body
-            h["Content-Length"] = str(len(body))
-        h.update(headers or {})
-        conn = http.client.HTTPConnection(HOST, self.port, timeout=timeout)
-        try:
-            conn.request(method, path, body=body, headers=h)
-            r = conn.getresponse()
-            data = r.read()
-            return r.status, {k.lower(): v for k, v in r.getheaders()}, data
-        finally:
-            conn.close()
-
-    def put(self, key, data):
-        """Puts an object (bytes or a file's path) at `key`; returns its s3:// URL."""
-        data = _as_bytes(data)
-        status, _, body = self.request("PUT", f"/{self.bucket}/{urllib.parse.quote(key)}", body=data)
-        if status != 200:
-            raise RuntimeError(f"moto: PUT {key} answered {status}: {body[:300]!r}")
-        return self.url(key)
-
-    def delete(self, key):
-        self.request("DELETE", f"/{self.bucket}/{urllib.parse.quote(key)}")
-
-    def url(self, key=""):
-        return f"s3://{self.bucket}/{key}"
-
-    def env(self):
-        return {"AWS_ENDPOINT_URL": self.endpoint, **S3_ENV}
+    def _ready(self):
+        self.request("GET", "/", timeout=2)  # any answer: it is listening
+        return True
 
 
 @pytest.fixture(scope="session")
 def moto(tmp_path_factory):
     if moto_command() is None:
         pytest.skip("moto_server is not on PATH (pip install 'moto[server]'): the S3 tests need it")
-    server = Moto(tmp_path_factory.mktemp("moto"))
+    server = Moto(tmp_path_factory.mktemp("moto"), auth=True)
     server.start()
     try:
         yield server
@@ -386,16 +612,42 @@ def moto(tmp_path_factory):
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def s3rver(tmp_path_factory):
+    if s3rver_command() is None:
+        pytest.skip("s3rver is not installed (scripts/setup.sh installs it with npm into build-deps/s3rver; "
+                    "or set WL_S3RVER to its script)")
+    server = S3rver(tmp_path_factory.mktemp("s3rver"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def use_s3(server, monkeypatch, creds=None):
+    """The environment the library reads set to reach `server` for this test (restored after it);
+    AWS_PROFILE and the like removed, and the profile files pointed away from the real ~/.aws."""
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3",
+                 "AWS_S3_ADDRESSING_STYLE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    for name, value in server.env(creds).items():
+        monkeypatch.setenv(name, value)
+    return server
+
+
 @pytest.fixture
 def s3(moto, monkeypatch):
-    """The session's moto server, with the environment the library reads set for this test (and
-    restored after it); AWS_PROFILE and the like are removed so nothing else is consulted."""
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3",
-                 "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in moto.env().items():
-        monkeypatch.setenv(name, value)
-    return moto
+    """The session's moto server (authentication on), with the environment set for this test."""
+    return use_s3(moto, monkeypatch)
+
+
+@pytest.fixture(params=["moto", "s3rver"])
+def any_s3(request, monkeypatch):
+    """Each S3 server in turn (moto, s3rver), with the environment set for this test."""
+    return use_s3(request.getfixturevalue(request.param), monkeypatch)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ import pytest
 import torch
 
 import weightloader as wl
-from remote_servers import BUCKET, HOST, FaultServer, Moto, Nginx, moto_command
+from remote_servers import (BUCKET, HOST, Credentials, FaultServer, Moto, Nginx, S3rver, moto_command,
+                            s3_error_code, s3rver_command, sigv4_headers, use_s3)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("WL_CLI") or ROOT / "build" / "weightloader")
@@ -401,7 +402,7 @@ def test_harness_moto_s3(moto):
     data = os.urandom(5000)
     assert m.put("harness/a/blob.bin", data) == f"s3://{BUCKET}/harness/a/blob.bin"
     path = f"/{BUCKET}/harness/a/blob.bin"
-    # moto checks no signature (a dummy one is accepted) ...
+    # requests signed with the IAM user's key (the harness's own SigV4) ...
     status, h, body = m.request("GET", path, headers={"Range": "bytes=10-19"})
     assert status == 206 and body == data[10:20] and h["content-range"] == f"bytes 10-19/{len(data)}"
     etag = h["etag"]
@@ -409,17 +410,50 @@ def test_harness_moto_s3(moto):
     assert status == 200 and int(h["content-length"]) == len(data) and h["etag"] == etag
     assert m.request("GET", path, headers={"Range": "bytes=0-3", "If-Match": etag})[0] == 206
     assert m.request("GET", path, headers={"Range": "bytes=0-3", "If-Match": '"stale"'})[0] == 412
-    # ... but a request with no Authorization header for a private object is refused (403)
-    assert m.request("GET", path, auth=False)[0] == 403
+    # ... and every other request refused, as AWS refuses it
+    refused = {("SignatureDoesNotMatch", 403): Credentials(m.creds.key, "wrong-secret"),
+               ("InvalidAccessKeyId", 403): Credentials("AKIAUNKNOWNKEYID0000", m.creds.secret),
+               ("AccessDenied", 403): m.denied,
+               ("InvalidToken", 400): Credentials(m.session.key, m.session.secret, "not-the-token")}
+    for (code, want), creds in refused.items():
+        status, _, body = m.request("GET", path, creds=creds)
+        assert (status, s3_error_code(body)) == (want, code), body[:300]
+    assert m.raw("GET", path)[0] == 403  # anonymous
+    assert m.request("GET", path, creds=m.session)[2] == data  # temporary credentials with their token
     # ListObjectsV2 (path style), the keys under a prefix
-    status, _, body = m.request("GET", f"/{BUCKET}?list-type=2&prefix=harness/a/")
+    status, _, body = m.request("GET", f"/{BUCKET}?list-type=2&prefix=harness/a/&delimiter=/")
     assert status == 200 and b"<Key>harness/a/blob.bin</Key>" in body and b"<KeyCount>1</KeyCount>" in body
     assert m.request("GET", f"/{BUCKET}/harness/none")[0] == 404
-    status, _, body = m.request("GET", "/no-such-bucket/x")
+    status, _, body = m.request("GET", "/wl-no-such-bucket/x")
     assert status == 404 and b"NoSuchBucket" in body
     # a new put is a new ETag
     m.put("harness/a/blob.bin", data[::-1])
     assert m.request("HEAD", path)[1]["etag"] != etag
+
+
+def test_harness_s3rver(s3rver):
+    s = s3rver
+    data = os.urandom(5000)
+    assert s.put("harness/a/blob.bin", data) == f"s3://{BUCKET}/harness/a/blob.bin"
+    path = f"/{BUCKET}/harness/a/blob.bin"
+    status, h, body = s.request("GET", path, headers={"Range": "bytes=10-19"})
+    assert status == 206 and body == data[10:20] and h["content-range"] == f"bytes 10-19/{len(data)}"
+    status, h, _ = s.request("HEAD", path)
+    assert status == 200 and int(h["content-length"]) == len(data) and h["etag"]
+    # another key id is refused; a V4 request without x-amz-content-sha256 too (libcurl's own signing)
+    status, _, body = s.request("GET", path, creds=Credentials("AKIAUNKNOWNKEYID0000", "x"))
+    assert (status, s3_error_code(body)) == (403, "InvalidAccessKeyId")
+    signed = sigv4_headers("GET", f"{HOST}:{s.port}", path, s.creds)
+    del signed["x-amz-content-sha256"]
+    status, _, body = s.raw("GET", path, headers=signed)
+    assert (status, s3_error_code(body)) == (400, "InvalidRequest") and b"x-amz-content-sha256" in body
+    status, _, body = s.request("GET", f"/{BUCKET}?list-type=2&prefix=harness/a/&delimiter=/")
+    assert status == 200 and b"<Key>harness/a/blob.bin</Key>" in body
+    assert s.request("GET", f"/{BUCKET}/harness/none")[0] == 404
+    # virtual-hosted: the bucket in the host name (*.localhost is the loopback address)
+    status, _, body = s.raw("GET", "/harness/a/blob.bin", headers=sigv4_headers(
+        "GET", f"{BUCKET}.s3.localhost:{s.port}", "/harness/a/blob.bin", s.creds))
+    assert status == 200 and body == data
 
 
 def _port_closed(port):
