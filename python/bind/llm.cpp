@@ -111,13 +111,19 @@ void register_llm(pyb::module_& m) {
         d["tie_word_embeddings"] = c.tie_word_embeddings, d["origin"] = c.origin;
         return d;
       })
-      // (name, dtype, shape, buffer) of rank r's parameters; the buffers alias the engine's memory.
+      // (name, dtype, shape, buffer, shards) of rank r's parameters; the buffers alias the engine's memory.
       .def("rank_parameters", [](pyb::object self, unsigned rank) {
         LLM& llm = *self.cast<Engine&>().llm;
         pyb::list out;
-        for (Parameter& p : llm.rank_model(rank).parameters())
+        for (Parameter& p : llm.rank_model(rank).parameters()) {
+          pyb::list shards;  // (checkpoint name, dim, begin, end or None, row offset): what fills which rows
+          for (const ParameterShard& s : p.shards)
+            shards.append(pyb::make_tuple(s.from, s.slice.dim, s.slice.begin,
+                                          s.slice.end == UINT64_MAX ? pyb::object(pyb::none()) : pyb::int_(s.slice.end),
+                                          s.row_offset));
           out.append(pyb::make_tuple(p.name, std::string(dtype_name(p.dtype())), p.shape(),
-                                     ParameterBuffer{self, p.data.raw(), p.data.nbytes()}));
+                                     ParameterBuffer{self, p.data.raw(), p.data.nbytes()}, shards));
+        }
         return out;
       })
       .def("load_rank", [](Engine& e, unsigned rank, const WeightSource& source, std::optional<bool> strict) {

@@ -9,9 +9,9 @@ from typing import List, Optional
 import torch
 
 from . import _core, dtypes
+from .engine_module import EngineModule
 from .errors import InvalidArgumentError
-from .loaders import BaseWeightLoader, CoreWeightLoader, LoadReport, Weights, WeightLoaderRegistry, _kwarg_value, \
-    _memory_source
+from .loaders import BaseWeightLoader, CoreWeightLoader, LoadReport, WeightLoaderRegistry, _kwarg_value
 
 
 @dataclass
@@ -45,35 +45,6 @@ class RequestOutput:
     @property
     def token_ids(self):
         return self.outputs[0].token_ids
-
-
-class EngineModule(torch.nn.Module):
-    """One tensor-parallel rank's parameters as a torch module, aliasing the engine's memory (no
-    copy) and named as the engine names them (model.layers.N.self_attn.qkv_proj.weight,
-    mlp.gate_up_proj, ...: vLLM's fused names; with tensor_parallel_size > 1 each rank's module
-    holds only its slices). load_weights(iterable of (name, tensor)) maps checkpoint names onto the
-    fused and sharded parameters, as vLLM's models do."""
-
-    def __init__(self, core, rank):
-        super().__init__()
-        self.wl_engine_rank = rank
-        self._wl_core = core
-        for name, dtype, shape, buffer in core.rank_parameters(rank):
-            tensor = torch.frombuffer(buffer, dtype=dtypes.to_torch(dtype)).view(shape) if shape else \
-                torch.frombuffer(buffer, dtype=dtypes.to_torch(dtype)).view(())
-            *path, leaf = name.split(".")
-            module = self
-            for part in path:
-                if part not in module._modules:
-                    module.add_module(part, torch.nn.Module())
-                module = module._modules[part]
-            module.register_parameter(leaf, torch.nn.Parameter(tensor, requires_grad=False))
-
-    def load_weights(self, weights):
-        """Loads checkpoint tensors (a Weights source, a dict, or (name, tensor) pairs) into this
-        rank's parameters, slices and fused blocks included. Returns the LoadReport."""
-        source = weights._source if isinstance(weights, Weights) else _memory_source(weights)
-        return LoadReport(json.loads(self._wl_core.load_rank(self.wl_engine_rank, source, False)))
 
 
 def _resolve(loader, kwargs):
@@ -128,11 +99,21 @@ class LLM:
             with torch.no_grad():
                 for p in module.parameters():
                     p.fill_(float("nan"))
-            resolved.load_weights(module, weights)
+            try:
+                resolved.load_weights(module, weights)
+            except RuntimeError as e:
+                if self._core.ranks == 1:
+                    raise
+                raise InvalidArgumentError(
+                    f"rank {module.wl_engine_rank}: {e} -- with tensor_parallel_size > 1 each parameter holds this "
+                    "rank's slice: model.load_state_dict(weights) or model.load_weights(weights) slice the "
+                    "checkpoint's tensors, a plain param.copy_(tensor) cannot [ShapeMismatch]", "ShapeMismatch") from e
             missing = [n for n, p in module.named_parameters() if torch.isnan(p).any()]
             if missing and strict:
                 raise InvalidArgumentError(
-                    f"{len(missing)} parameter(s) of rank {module.wl_engine_rank} were not loaded: {', '.join(missing)}",
+                    f"{len(missing)} parameter(s) of rank {module.wl_engine_rank} were not loaded: {', '.join(missing)}"
+                    " -- model.load_state_dict(weights) or model.load_weights(weights) fill every parameter from "
+                    "the checkpoint's tensors (strict=False allows leaving some) [MissingParameters]",
                     "MissingParameters")
 
     @property

@@ -18,7 +18,7 @@ def ref(testdata):
     return d, (d / "expected_greedy_t0_n200.txt").read_text().rstrip("\n")
 
 
-QKV = "model.layers.0.self_attn.qkv_proj.weight"
+Q = "model.layers.0.self_attn.q_proj.weight"  # rows of the fused qkv_proj the engine holds
 GREEDY = wl.SamplingParams(temperature=0, max_tokens=200)
 
 
@@ -46,8 +46,8 @@ class PlainDict(wl.BaseWeightLoader):
         return {k: w[k] for k in w}
 
 
-class ByHand(wl.BaseWeightLoader):
-    """The seed's style: param.data.copy_(w) for every parameter, fused ones assembled by hand."""
+class SeedCustomBinary(wl.BaseWeightLoader):
+    """The seed's CustomBinaryWeightLoader.load_weights, word for word: every parameter by name."""
 
     def get_weights(self, path):
         w = wl.Llama2cWeightLoader().get_weights(path)
@@ -55,17 +55,36 @@ class ByHand(wl.BaseWeightLoader):
 
     def load_weights(self, model, weights):
         for name, param in model.named_parameters():
-            if "qkv_proj" in name:
-                parts = [weights[name.replace("qkv_proj", p)] for p in ("q_proj", "k_proj", "v_proj")]
-                param.data.copy_(torch.cat(parts))
-            elif "gate_up_proj" in name:
-                parts = [weights[name.replace("gate_up_proj", p)] for p in ("gate_proj", "up_proj")]
-                param.data.copy_(torch.cat(parts))
-            else:
+            if name in weights:
                 param.data.copy_(weights[name])
 
 
-@pytest.mark.parametrize("loader", [ViaModule, PlainDict, ByHand])
+class SeedLocal(wl.BaseWeightLoader):
+    """The seed's LocalWeightLoader.load_weights: load_state_dict when the names agree."""
+
+    def get_weights(self, path):
+        return wl.Llama2cWeightLoader().get_weights(path)
+
+    def load_weights(self, model, weights):
+        if set(model.state_dict().keys()) == set(weights.keys()):
+            model.load_state_dict(weights)
+        else:
+            raise AssertionError(f"names differ: {set(model.state_dict()) ^ set(weights.keys())}")
+
+
+class SeedHf(wl.BaseWeightLoader):
+    """The seed's HFWeightLoader.load_weights: model.load_state_dict(weights, strict=False)."""
+
+    def get_weights(self, path):
+        w = wl.Llama2cWeightLoader().get_weights(path)
+        return {k: w[k] for k in w}
+
+    def load_weights(self, model, weights):
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+        assert missing == [] and unexpected == []
+
+
+@pytest.mark.parametrize("loader", [ViaModule, PlainDict, SeedCustomBinary, SeedLocal, SeedHf])
 def test_python_loaders_reproduce_run_c(ref, loader):
     d, expected = ref
     assert llm(d, weight_loader=loader).generate("", GREEDY)[0].full_text == expected
@@ -88,10 +107,10 @@ def test_tensor_parallel_ranks_each_get_their_module(ref):
 
     class Recording(ViaModule):
         def load_weights(self, model, weights):
-            seen.append((model.wl_engine_rank, tuple(model.get_parameter(QKV).shape)))
+            seen.append((model.wl_engine_rank, tuple(model.get_parameter(Q).shape)))
             return super().load_weights(model, weights)
     two = llm(d, weight_loader=Recording, tensor_parallel_size=2)
-    full = llm(d, weight_loader=ViaModule).modules[0].get_parameter(QKV).shape
+    full = llm(d, weight_loader=ViaModule).modules[0].get_parameter(Q).shape
     assert [r for r, _ in seen] == [0, 1] and seen[0][1][0] * 2 == full[0]
     assert two.generate("Once upon a time", GREEDY)[0].token_ids == one.token_ids
 
@@ -99,13 +118,43 @@ def test_tensor_parallel_ranks_each_get_their_module(ref):
 def test_a_parameter_left_unloaded_is_an_error_listing_it(ref):
     d, _ = ref
 
-    class Partial(ByHand):
+    class Partial(SeedCustomBinary):
         def load_weights(self, model, weights):
             super().load_weights(model, weights)
             model.model.norm.weight.data.fill_(float("nan"))
-    with pytest.raises(ValueError, match="model.norm.weight"):
+    with pytest.raises(ValueError, match=r"model.norm.weight.*load_state_dict\(weights\) or model.load_weights"):
         llm(d, weight_loader=Partial)
     llm(d, weight_loader=Partial, strict=False)  # allowed when asked
+
+
+@pytest.mark.parametrize("loader", [SeedLocal, SeedHf])
+def test_the_seeds_load_state_dict_slices_for_each_rank(ref, loader):
+    d, expected = ref
+    out = llm(d, weight_loader=loader, tensor_parallel_size=2).generate("", GREEDY)[0]
+    assert out.full_text == expected
+
+
+def test_the_module_speaks_the_checkpoints_names(ref):
+    d, _ = ref
+    module = llm(d, weight_loader=ViaModule).modules[0]
+    names = set(module.state_dict())
+    assert names == set(wl.Llama2cWeightLoader().get_weights(str(d / "stories260K.bin")).keys())
+    assert not any("qkv_proj" in n or "gate_up_proj" in n for n in names)
+    q, k = module.get_parameter(Q), module.get_parameter(Q.replace("q_proj", "k_proj"))
+    assert q.storage().data_ptr() == k.storage().data_ptr()  # rows of one fused block
+    missing, unexpected = module.load_state_dict({Q: torch.zeros(q.shape)}, strict=False)
+    assert sorted(missing) == sorted(names - {Q}) and unexpected == []
+    assert torch.count_nonzero(q) == 0 and torch.count_nonzero(k) > 0
+    with pytest.raises(RuntimeError, match="unexpected keys"):
+        module.load_state_dict({"no.such.weight": torch.zeros(1)})
+    with pytest.raises(wl.InvalidArgumentError, match=r"tensor 'model.norm.weight'.*\[ShapeMismatch\]"):
+        module.load_state_dict({"model.norm.weight": torch.zeros(3)}, strict=False)
+
+
+def test_a_whole_tensor_copy_under_tensor_parallelism_says_what_to_call(ref):
+    d, _ = ref
+    with pytest.raises(wl.InvalidArgumentError, match=r"rank 0: .*model.load_state_dict\(weights\)"):
+        llm(d, weight_loader=SeedCustomBinary, tensor_parallel_size=2)
 
 
 def test_the_module_aliases_the_engine_memory(ref):
