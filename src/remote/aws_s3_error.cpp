@@ -46,7 +46,7 @@ std::string explain_s3_error(long status, const S3ErrorBody& e, const std::optio
                                  "make this request (s3:GetObject on the object, s3:ListBucket on the bucket)", said, key)
                    : fmt::format("access denied ({}): the request was anonymous, as no credentials were found "
                                  "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials)", said);
-  return fmt::format("the server refused the request ({})", said);
+  return fmt::format("the server {} the request ({})", status >= 500 ? "failed on" : "refused", said);
 }
 
 }  // namespace wl::remote
