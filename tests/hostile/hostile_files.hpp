@@ -75,7 +75,7 @@ inline std::vector<HostileCase> hostile_cases() {
   const std::string two_floats(8, '\0');
 
   // Not checkpoints at all.
-  file("empty.bin", "", ErrorCode::InvalidArgument);
+  file("empty.bin", "", ErrorCode::HeaderTooSmall);  // "the file is empty", a FormatError in Python
   static constexpr char kPng[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0";
   file("image.png", std::string(kPng, sizeof kPng - 1), ErrorCode::InvalidArgument);  // a PNG's first 29 bytes
   folder("empty_dir", {}, ErrorCode::NoMatchingFiles);
