@@ -15,12 +15,23 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm for s3rver (below), unless some npm is there already (NodeSource's nodejs
+# bundles its own, which Debian's npm package would conflict with).
+command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# s3rver 3.7.1 (npm, test-only): the remote tests' second S3 server, beside moto. Into
+# build-deps/ (ignored by git), once.
+if [ ! -x build-deps/s3rver/node_modules/.bin/s3rver ]; then
+  echo "setup: installing s3rver 3.7.1 (npm) into build-deps/s3rver" >&2
+  mkdir -p build-deps/s3rver
+  npm install --prefix build-deps/s3rver --no-audit --no-fund --loglevel=error s3rver@3.7.1 >/dev/null
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
