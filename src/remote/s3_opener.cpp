@@ -73,10 +73,15 @@ class S3Opener final : public Opener {
     std::string token;
     static const std::regex key_re("<Key>([^<]*)</Key>"), token_re("<NextContinuationToken>([^<]*)</NextContinuationToken>");
     const S3Settings settings = resolve_s3_settings();
+    // The query as SigV4 signs it (each value escaped, '/' too, names in order): what is sent is what
+    // the server's canonical request has, however the signer and the server normalise it.
+    const auto escape = [](const std::string& v) { return std::regex_replace(url_escape_path(v), std::regex("/"), "%2F"); };
     do {
-      std::string url = s3_bucket_url(settings, loc.bucket) + "?list-type=2&delimiter=%2F&prefix=" + url_escape_path(loc.key);
+      std::string url = s3_bucket_url(settings, loc.bucket) + "?";
+      if (!token.empty()) url += "continuation-token=" + escape(token) + "&";
+      url += "delimiter=%2F&list-type=2";
       if (limit) url += fmt::format("&max-keys={}", limit);
-      if (!token.empty()) url += "&continuation-token=" + url_escape_path(token);
+      url += "&prefix=" + escape(loc.key);
       HttpRequest request;
       request.url = url;
       request.aws = settings.signing;
