@@ -1010,6 +1010,16 @@ class FaultServer:
                 rec.fault = kind
                 cut = (int(length * rule.keep), rule)
                 break
+        # Everything this answer records (bytes sent, the change it sets off) is recorded before the
+        # write that completes it: the client may read it and ask again before this thread runs on.
+        if status == 206:
+            rule = self._count_change(path, start)
+            if rule is not None:
+                digest = hashlib.sha1(rule.data).hexdigest()[:16]
+                with self._lock:
+                    self._overrides[path] = (rule.data, f'"changed-{digest}"',
+                                             email.utils.formatdate(time.time() + 60, usegmt=True))
+                rec.fault = rec.fault or "changed"
         limit = cut[0] if cut else length
         pos = start
         stop = start + limit
@@ -1018,8 +1028,8 @@ class FaultServer:
             chunk = read(pos, pos + n)
             if not chunk:
                 break
-            h.wfile.write(chunk)
             rec.sent += len(chunk)
+            h.wfile.write(chunk)
             pos += len(chunk)
         if cut:
             h.close_connection = True
@@ -1033,14 +1043,6 @@ class FaultServer:
                     conn.shutdown(socket.SHUT_WR)
                 except OSError:
                     pass
-        if status == 206:
-            rule = self._count_change(path, start)
-            if rule is not None:
-                digest = hashlib.sha1(rule.data).hexdigest()[:16]
-                with self._lock:
-                    self._overrides[path] = (rule.data, f'"changed-{digest}"',
-                                             email.utils.formatdate(time.time() + 60, usegmt=True))
-                rec.fault = rec.fault or "changed"
 
 
 @pytest.fixture
