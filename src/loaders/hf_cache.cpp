@@ -32,7 +32,7 @@ bool looks_like_hf_model_id(const std::string& s) {
 
 std::string hf_repo_folder(const std::string& model_id) {
   if (!looks_like_hf_model_id(model_id))
-    throw Error(ErrorCode::InvalidArgument, fmt::format("'{}' is neither an existing path nor a model id like org/name", model_id));
+    throw Error(ErrorCode::FileNotFound, "no such file or directory, and not a model id like org/name", model_id);
   std::string folder = "models--" + model_id;
   for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/', at)) folder.replace(at, 1, "--");
   return folder;
