@@ -49,7 +49,7 @@ TEST(HfFileChoice, AnIndexListsEachShardOnceAndRefusesPathsOutsideTheSnapshot) {
 TEST(HfCacheLayout, ModelIdsNameTheirCacheFolder) {
   EXPECT_EQ(hf_repo_folder("org/name"), "models--org--name");
   EXPECT_EQ(hf_repo_folder("gpt2"), "models--gpt2");
-  test::expect_error(ErrorCode::InvalidArgument, [] { hf_repo_folder("org/../x"); });
+  test::expect_error(ErrorCode::FileNotFound, [] { hf_repo_folder("org/../x"); });
   test::expect_error(ErrorCode::InvalidArgument, [] { check_hf_revision("../main"); });
 }
 
