@@ -74,6 +74,7 @@ IniSections parse_ini(const std::string& text, const std::string& path) {
 }
 
 std::optional<IniSections> read_ini(const std::string& path) {
+  errno = 0;
   std::ifstream file(path);
   if (!file) {
     if (errno == ENOENT) return std::nullopt;

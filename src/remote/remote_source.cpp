@@ -26,8 +26,8 @@ HttpResponse head(const RemoteTarget& target) {
   request.url = target.url;
   request.aws = target.aws;
   HttpResponse r = perform(request, target.name);
-  if (r.status >= 400 && r.status < 500 && r.status != 404) {
-    // A HEAD's error has no body, and the body says why (S3's error Code): the same request as a
+  if (r.status == 400 || r.status == 403) {
+    // A HEAD's refusal has no body, and the body says why (S3's error Code): the same request as a
     // one-byte GET tells it.
     request.method = "GET";
     request.range = std::make_pair(0, 0);

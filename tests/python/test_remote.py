@@ -1,7 +1,7 @@
 """Remote checkpoints: http(s):// and s3:// URLs are names like any path, everywhere (the loaders,
 load_into, safe_open, load_file, the CLI), read with ranged requests, retried and resumed, and never
-give wrong data: against nginx, moto (S3) and a fault-injecting server of the tests' own (see
-remote_servers.py). Everything is on 127.0.0.1; the servers are started here and always stopped.
+give wrong data: against nginx, two S3 servers that check signatures as AWS does (moto with IAM
+authentication on, and s3rver) and a fault-injecting server of the tests' own (see remote_servers.py). Everything is on 127.0.0.1; the servers are started here and always stopped.
 
 The `test_harness_*` tests check the servers themselves and need nothing from the library."""
 import functools
@@ -20,8 +20,8 @@ import pytest
 import torch
 
 import weightloader as wl
-from remote_servers import (BUCKET, HOST, Credentials, FaultServer, Moto, Nginx, S3rver, moto_command,
-                            s3_error_code, s3rver_command, sigv4_headers, use_s3)
+from remote_servers import (BUCKET, HOST, Credentials, FaultServer, Moto, Nginx, moto_command, s3_error_code,
+                            sigv4_headers, use_s3)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("WL_CLI") or ROOT / "build" / "weightloader")
