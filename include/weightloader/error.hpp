@@ -85,6 +85,10 @@ enum class ErrorCode {
   StorageInvalid,                // a storage entry missing, of the wrong size or reused as another type; bad byteorder
   TensorOutOfStorage,            // a tensor's elements reach outside its storage (or a negative offset or stride)
   UnsupportedLayout,             // a valid layout the reader cannot present (a strided big-endian tensor)
+  // quantized Hugging Face checkpoints (GPTQ, AWQ, bitsandbytes, FP8, compressed-tensors)
+  QuantConfigInvalid,            // quantization_config malformed, or contradicting the checkpoint's tensors
+  QuantTensorsInconsistent,      // a quantized layer's packed weight, scales, zeros or g_idx disagree in shape or dtype
+  QuantUnsupported,              // a quantization method or setting weightloader cannot decode or write
   // loading
   UnknownLoader,                 // no loader registered under a name
   LoaderExists,                  // register with a name already taken

@@ -33,6 +33,9 @@ class WL_API Decoder {
   // all its scales). decode() then receives the blocks' main parts followed by their aux parts.
   // 0 (the default): each block is contiguous.
   virtual uint64_t aux_block_bytes() const { return 0; }
+  // Called by WeightSource::read_all before any read, outside the reader threads: a decoder that
+  // needs small tensors beside its own bytes (scales, zero points) reads them here, once.
+  virtual void prepare() const {}
 };
 
 // One tensor of a checkpoint. Nothing of its data has been read.

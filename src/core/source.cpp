@@ -132,6 +132,8 @@ uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst
 }
 
 ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
+  for (const ReadRequest& r : requests)
+    if (r.tensor->decoder) r.tensor->decoder->prepare();
   std::deque<TensorInfo> pieces;  // of assembled tensors, for as long as the reads run
   const std::vector<ReadRequest> expanded = expand_parts(requests, pieces);
   if (io.device.is_cpu()) return run_reads(expanded, *sources_, io);

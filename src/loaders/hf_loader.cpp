@@ -8,6 +8,7 @@
 
 #include "loaders/builtin_loaders.hpp"
 #include "loaders/config_json.hpp"
+#include "loaders/quantized_source.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/hf_cache.hpp"
@@ -85,9 +86,9 @@ class HfLoader final : public WeightLoader {
     if (!files.is_directory(dir)) {
       const FileFormat* f = formats().detect(*files.open(dir));
       if (!f) throw Error(ErrorCode::InvalidArgument, "not a Hugging Face model directory nor a checkpoint file", dir);
-      return open_files(*f, {dir}, dir, session);
+      return dequantized_source(open_files(*f, {dir}, dir, session), files);
     }
-    return open_weights(dir, session);
+    return dequantized_source(open_weights(dir, session), files);
   }
 
  private:

@@ -9,6 +9,7 @@
 
 #include "loaders/builtin_loaders.hpp"
 #include "loaders/config_json.hpp"
+#include "loaders/quantized_source.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/registry.hpp"
@@ -48,7 +49,8 @@ class LocalLoader final : public WeightLoader {
       if (!matches(pattern_, name.substr(0, name.size() - std::string(".index.json").size()))) continue;
       Catalogue c = read_sharded_catalogue(*files, name, format);
       attach_config_json(*files, path, c.metadata);
-      return std::make_unique<WeightSource>(format.name, path, std::move(c.tensors), std::move(c.metadata), files);
+      return dequantized_source(std::make_unique<WeightSource>(format.name, path, std::move(c.tensors), std::move(c.metadata), files),
+                                *files);
     }
     // Split GGUF models are opened through their first split, which reads the others.
     static const std::regex later_split(R"(-(\d{5})-of-\d{5}\.gguf$)");
@@ -68,12 +70,12 @@ class LocalLoader final : public WeightLoader {
   }
 
  private:
-  // The source with the config.json of its directory, if there is one.
+  // The source with the config.json of its directory, if there is one (seen dense if it is quantized).
   static std::unique_ptr<WeightSource> with_config(std::unique_ptr<WeightSource> s, const Opener& files) {
     std::map<std::string, std::string> metadata = s->metadata();
     attach_config_json(files, s->origin(), metadata);
-    if (metadata.size() == s->metadata().size()) return s;
-    return s->with_metadata(std::move(metadata));
+    if (metadata.size() != s->metadata().size()) s = s->with_metadata(std::move(metadata));
+    return dequantized_source(std::move(s), files);
   }
 
   // What was looked for and what the directory holds instead (its first few names).

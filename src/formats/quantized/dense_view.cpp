@@ -1,0 +1,130 @@
+#include "formats/quantized/dense_view.hpp"
+
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "formats/quantized/bnb.hpp"
+#include "formats/quantized/fp8.hpp"
+#include "formats/quantized/packed_int.hpp"
+#include "weightloader/error.hpp"
+
+namespace wl::quant {
+
+namespace {
+
+bool strip_suffix(const std::string& name, std::string_view suffix, std::string& prefix) {
+  if (!name.ends_with(suffix)) return false;
+  prefix = name.substr(0, name.size() - suffix.size());
+  return true;
+}
+
+// What each tensor name says about its layer's method, whatever the config says.
+enum class Seen { None, PackedInt, Bnb4, Bnb8, Fp8, CtPacked };
+
+Seen seen_in(const WeightSource& raw, const TensorInfo& t, std::string& prefix, std::string& extra) {
+  if (strip_suffix(t.name, ".qweight", prefix)) return Seen::PackedInt;
+  if (const size_t at = t.name.find(".weight.quant_state.bitsandbytes__"); at != std::string::npos) {
+    prefix = t.name.substr(0, at), extra = t.name;
+    return Seen::Bnb4;
+  }
+  if (strip_suffix(t.name, ".SCB", prefix)) return Seen::Bnb8;
+  if (strip_suffix(t.name, ".weight_packed", prefix)) return Seen::CtPacked;
+  for (const char* suffix : {".weight_scale_inv", ".weight_scale"})
+    if (strip_suffix(t.name, suffix, prefix)) {
+      const TensorInfo* w = raw.find(prefix + ".weight");
+      if (w && w->dtype == DType::F8_E4M3) {
+        extra = t.name;
+        return Seen::Fp8;
+      }
+    }
+  return Seen::None;
+}
+
+const char* seen_name(Seen s) {
+  switch (s) {
+    case Seen::PackedInt: return "GPTQ/AWQ (qweight)";
+    case Seen::Bnb4: return "bitsandbytes 4-bit (quant_state)";
+    case Seen::Bnb8: return "bitsandbytes int8 (SCB)";
+    case Seen::Fp8: return "FP8 (F8_E4M3 weight with a scale)";
+    case Seen::CtPacked: return "compressed-tensors pack-quantized (weight_packed)";
+    case Seen::None: break;
+  }
+  return "dense";
+}
+
+bool config_expects(const QuantConfig& c, Seen s) {
+  switch (c.method) {
+    case Method::Gptq:
+    case Method::Awq: return s == Seen::PackedInt;
+    case Method::Bnb4: return s == Seen::Bnb4;
+    case Method::Bnb8: return s == Seen::Bnb8;
+    case Method::Fp8: return s == Seen::Fp8;
+    case Method::CompressedTensors: return s == Seen::Fp8 || s == Seen::CtPacked;
+  }
+  return false;
+}
+
+QuantLayer make_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen, const std::string& prefix, const std::string& extra,
+                      const QuantConfig& c, const TensorInfo& t) {
+  switch (seen) {
+    case Seen::PackedInt: return c.method == Method::Gptq ? gptq_layer(raw, prefix, c) : awq_layer(raw, prefix, c);
+    case Seen::Bnb4: return bnb4_layer(raw, prefix, extra, c);
+    case Seen::Bnb8: return bnb8_layer(raw, prefix, c);
+    case Seen::Fp8: return fp8_layer(raw, prefix, extra, c);
+    case Seen::CtPacked:
+    case Seen::None: break;
+  }
+  throw Error(ErrorCode::QuantUnsupported, fmt::format("{} layers are not decoded yet", seen_name(seen)), t.file, t.name);
+}
+
+std::string human_bytes(uint64_t bytes) {
+  return bytes >= (1ull << 30) ? fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30))
+                               : fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1ull << 20));
+}
+
+}  // namespace
+
+std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw, const QuantConfig& config, bool require_layers) {
+  std::vector<QuantLayer> layers;
+  std::unordered_map<std::string, size_t> layer_of_stored;
+  for (const TensorInfo& t : raw->tensors()) {
+    std::string prefix, extra;
+    const Seen seen = seen_in(*raw, t, prefix, extra);
+    if (seen == Seen::None) continue;
+    if (!config_expects(config, seen))
+      throw Error(ErrorCode::QuantConfigInvalid,
+                  fmt::format("{} says {}, but this tensor belongs to a {} layer", config.origin, config.method_name(), seen_name(seen)),
+                  t.file, t.name);
+    layers.push_back(make_layer(raw, seen, prefix, extra, config, t));
+    for (const std::string& s : layers.back().stored) layer_of_stored.emplace(s, layers.size() - 1);
+  }
+  if (layers.empty() && !require_layers) return raw->with_metadata(raw->metadata());
+  if (layers.empty())
+    throw Error(ErrorCode::QuantConfigInvalid,
+                fmt::format("{} says {}, but no tensor of the checkpoint is quantized that way", config.origin, config.method_name()),
+                raw->origin());
+  // Each dense weight takes the place of its layer's first stored tensor; the others disappear.
+  std::vector<TensorInfo> tensors;
+  std::set<size_t> placed;
+  uint64_t dense_elems = 0, stored_bytes = 0;
+  for (const TensorInfo& t : raw->tensors()) {
+    stored_bytes += t.nbytes;
+    auto it = layer_of_stored.find(t.name);
+    if (it == layer_of_stored.end()) {
+      dense_elems += t.numel();
+      tensors.push_back(t);
+    } else if (placed.insert(it->second).second) {
+      dense_elems += layers[it->second].dense.numel();
+      tensors.push_back(layers[it->second].dense);
+    }
+  }
+  std::map<std::string, std::string> metadata = raw->metadata();
+  metadata["quantization"] =
+      fmt::format("{}; {} layers dequantized on read (packed {}); dense size {} at 16 bits ({} parameters)", config.describe(),
+                  layers.size(), human_bytes(stored_bytes), human_bytes(dense_elems * 2), dense_elems);
+  return std::make_unique<WeightSource>(raw->format(), raw->origin(), std::move(tensors), std::move(metadata), raw->opener());
+}
+
+}  // namespace wl::quant

@@ -1,0 +1,94 @@
+#include "formats/quantized/fp8.hpp"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "weightloader/error.hpp"
+
+namespace wl::quant {
+
+namespace {
+
+// e4m3fn: sign, 4 exponent bits (bias 7), 3 mantissa bits; no infinities, S.1111.111 is NaN.
+float e4m3_value(uint8_t b) {
+  const float sign = (b & 0x80) ? -1.0f : 1.0f;
+  const int exponent = (b >> 3) & 15, mantissa = b & 7;
+  if (exponent == 15 && mantissa == 7) return std::numeric_limits<float>::quiet_NaN();
+  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -9);  // subnormal: m/8 · 2^-6
+  return sign * std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+}
+
+const std::array<float, 256>& e4m3_table() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int b = 0; b < 256; ++b) t[static_cast<size_t>(b)] = e4m3_value(static_cast<uint8_t>(b));
+    return t;
+  }();
+  return table;
+}
+
+class Fp8Decoder final : public LayerDecoder {
+ public:
+  Fp8Decoder(std::string name, const TensorInfo& weight, uint64_t block_rows, uint64_t block_cols, RawSource raw,
+             std::vector<SideTensor> side)
+      : LayerDecoder(std::move(name), weight, weight.numel(), std::move(raw), std::move(side)), out_(weight.shape[0]),
+        in_(weight.shape[1]), block_rows_(block_rows), block_cols_(block_cols) {}
+
+ private:
+  void unpack_side(const std::vector<TensorView>& side) const override {
+    const auto* s = reinterpret_cast<const float*>(side[0].raw());
+    scales_.assign(s, s + side[0].numel());
+  }
+  void decode_layer(const std::byte* packed, float* out) const override {
+    const auto* q = reinterpret_cast<const uint8_t*>(packed);
+    const std::array<float, 256>& table = e4m3_table();
+    const uint64_t scale_cols = (in_ + block_cols_ - 1) / block_cols_;
+    for (uint64_t o = 0; o < out_; ++o) {
+      const float* srow = scales_.data() + (o / block_rows_) * scale_cols;
+      for (uint64_t i = 0; i < in_; ++i) out[o * in_ + i] = table[q[o * in_ + i]] * srow[i / block_cols_];
+    }
+  }
+  uint64_t out_, in_, block_rows_, block_cols_;
+  mutable std::vector<float> scales_;
+};
+
+}  // namespace
+
+QuantLayer fp8_layer(const RawSource& raw, const std::string& prefix, const std::string& scale_name, const QuantConfig& c) {
+  const TensorInfo& weight = layer_tensor(*raw, prefix + ".weight", prefix);
+  const TensorInfo& scale = layer_tensor(*raw, scale_name, prefix);
+  expect_tensor(weight, {0, 0}, {DType::F8_E4M3}, "an FP8 weight");
+  const uint64_t out = weight.shape[0], in = weight.shape[1];
+  const uint64_t n = scale.numel();
+  uint64_t rows = out, cols = in;  // one scale for the whole tensor
+  std::string kind = "tensor";
+  if (!c.fp8_block.empty() && n != 1) {
+    rows = static_cast<uint64_t>(c.fp8_block[0]), cols = static_cast<uint64_t>(c.fp8_block[1]);
+    kind = fmt::format("block{}x{}", rows, cols);
+    expect_tensor(scale, {(out + rows - 1) / rows, (in + cols - 1) / cols}, {DType::BF16, DType::F16, DType::F32},
+                  fmt::format("for {} blocks of weight {}, the scales", kind, shape_to_string(weight.shape)));
+  } else if (n == out && n != 1) {
+    rows = 1, kind = "channel";
+    if (!(scale.shape == Shape{out} || scale.shape == Shape{out, 1}))
+      expect_tensor(scale, {out, 1}, {DType::BF16, DType::F16, DType::F32}, "a per-channel FP8 scale");
+  } else if (n != 1) {
+    throw Error(ErrorCode::QuantTensorsInconsistent,
+                fmt::format("has {} values: neither one per tensor, one per each of the {} output rows, nor one per block "
+                            "(the config gives no weight_block_size)",
+                            n, out),
+                scale.file, scale.name);
+  }
+  if (scale.dtype != DType::BF16 && scale.dtype != DType::F16 && scale.dtype != DType::F32)
+    expect_tensor(scale, scale.shape, {DType::BF16, DType::F16, DType::F32}, "an FP8 scale");
+  auto decoder = std::make_shared<Fp8Decoder>("FP8-E4M3-" + kind, weight, rows, cols, raw,
+                                              std::vector<SideTensor>{{&scale, DType::F32}});
+  QuantLayer layer{dense_entry(weight.name, weight, weight.shape, decoder), {weight.name, scale.name}};
+  if (const TensorInfo* input = raw->find(prefix + ".input_scale")) layer.stored.push_back(input->name);
+  return layer;
+}
+
+}  // namespace wl::quant

@@ -1,0 +1,63 @@
+// The shared shape of the quantized-layer decoders: one block is the whole dense weight [out, in],
+// decoded from the packed tensor's bytes (the block the I/O engine reads) and small side tensors
+// (scales, zero points, g_idx, absmax) that prepare() reads once through the same source.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "formats/quantized/quant_config.hpp"
+#include "weightloader/source.hpp"
+#include "weightloader/tensor.hpp"
+
+namespace wl::quant {
+
+using RawSource = std::shared_ptr<const WeightSource>;
+
+// A side tensor to read, and the dtype to read it as.
+struct SideTensor {
+  const TensorInfo* info;
+  DType as;
+};
+
+class LayerDecoder : public Decoder {
+ public:
+  LayerDecoder(std::string name, const TensorInfo& packed, uint64_t dense_elems, RawSource raw, std::vector<SideTensor> side);
+  std::string name() const override { return name_; }
+  uint64_t block_elems() const override { return dense_elems_; }
+  uint64_t block_bytes() const override { return packed_bytes_; }
+  DType output_dtype() const override { return DType::F32; }
+  void prepare() const override;
+  void decode(const std::byte* src, uint64_t nblocks, void* dst) const override;
+
+ protected:
+  // Called once, after the side tensors are read: derive what decode_layer needs from them.
+  virtual void unpack_side(const std::vector<TensorView>& side) const = 0;
+  // One dense weight from the packed tensor's bytes.
+  virtual void decode_layer(const std::byte* packed, float* out) const = 0;
+
+ private:
+  std::string name_;
+  uint64_t dense_elems_, packed_bytes_;
+  RawSource raw_;
+  std::vector<SideTensor> side_;
+  mutable std::once_flag once_;
+};
+
+// One dense weight presented in place of a quantized layer's tensors.
+struct QuantLayer {
+  TensorInfo dense;                 // <prefix>.weight, F32 [out, in], decoded as it is read
+  std::vector<std::string> stored;  // the checkpoint tensors it stands for (hidden from the catalogue)
+};
+
+// The dense tensor's catalogue entry: the packed tensor's bytes, `shape`, `decoder`.
+TensorInfo dense_entry(const std::string& name, const TensorInfo& packed, Shape shape, std::shared_ptr<const Decoder> decoder);
+
+// `raw`'s tensor `name`, or QuantTensorsInconsistent saying which layer needs it.
+const TensorInfo& layer_tensor(const WeightSource& raw, const std::string& name, const std::string& layer);
+// Checks rank, dims (0 = any) and dtype; throws QuantTensorsInconsistent naming the tensor.
+void expect_tensor(const TensorInfo& t, const Shape& dims, std::initializer_list<DType> dtypes, const std::string& rule);
+
+}  // namespace wl::quant

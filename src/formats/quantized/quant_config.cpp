@@ -1,0 +1,182 @@
+#include "formats/quantized/quant_config.hpp"
+
+#include <fmt/format.h>
+
+#include "weightloader/error.hpp"
+
+namespace wl::quant {
+
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void invalid(const std::string& origin, const std::string& what) {
+  throw Error(ErrorCode::QuantConfigInvalid, "quantization_config: " + what, origin);
+}
+
+int64_t int_key(const json& j, const char* key, int64_t fallback, const std::string& origin) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (!j[key].is_number_integer()) invalid(origin, fmt::format("'{}' is {}, not an integer", key, j[key].dump()));
+  return j[key].get<int64_t>();
+}
+
+bool bool_key(const json& j, const char* key, bool fallback, const std::string& origin) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (!j[key].is_boolean()) invalid(origin, fmt::format("'{}' is {}, not true or false", key, j[key].dump()));
+  return j[key].get<bool>();
+}
+
+std::string string_key(const json& j, const char* key, const std::string& fallback, const std::string& origin) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (!j[key].is_string()) invalid(origin, fmt::format("'{}' is {}, not a string", key, j[key].dump()));
+  return j[key].get<std::string>();
+}
+
+std::vector<std::string> string_list(const json& j, const char* key, const std::string& origin) {
+  std::vector<std::string> out;
+  if (!j.contains(key) || j[key].is_null()) return out;
+  if (!j[key].is_array()) invalid(origin, fmt::format("'{}' is not a list", key));
+  for (const json& v : j[key]) {
+    if (!v.is_string()) invalid(origin, fmt::format("'{}' holds {}, not a string", key, v.dump()));
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+void read_gptq_awq(const json& j, QuantConfig& c) {
+  c.bits = static_cast<int>(int_key(j, "bits", c.method == Method::Awq ? int_key(j, "w_bit", 4, c.origin) : 4, c.origin));
+  c.group_size = int_key(j, "group_size", int_key(j, "q_group_size", -1, c.origin), c.origin);
+  if (c.group_size == 0 || c.group_size < -1) invalid(c.origin, fmt::format("group_size {} is neither -1 nor positive", c.group_size));
+  if (c.method == Method::Gptq) {
+    if (c.bits != 2 && c.bits != 3 && c.bits != 4 && c.bits != 8)
+      invalid(c.origin, fmt::format("GPTQ bits {} (GPTQ packs 2, 3, 4 or 8)", c.bits));
+    c.desc_act = bool_key(j, "desc_act", false, c.origin);
+    c.sym = bool_key(j, "sym", true, c.origin);
+    const std::string format = string_key(j, "checkpoint_format", "gptq", c.origin);
+    if (format == "gptq_v2") c.zeros_minus_one = false;
+    else if (format == "gptq") c.zeros_minus_one = true;
+    else throw Error(ErrorCode::QuantUnsupported, fmt::format("GPTQ checkpoint_format '{}' (known: gptq, gptq_v2)", format), c.origin);
+  } else {
+    if (c.bits != 4) invalid(c.origin, fmt::format("AWQ bits {} (AWQ packs 4)", c.bits));
+    c.sym = !bool_key(j, "zero_point", true, c.origin);
+    c.awq_version = string_key(j, "version", "gemm", c.origin);
+    for (char& ch : c.awq_version) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  c.ignore = string_list(j, "modules_to_not_convert", c.origin);
+}
+
+void read_bnb(const json& j, QuantConfig& c) {
+  const bool four = bool_key(j, "load_in_4bit", false, c.origin), eight = bool_key(j, "load_in_8bit", false, c.origin);
+  if (four == eight) invalid(c.origin, "bitsandbytes needs exactly one of load_in_4bit and load_in_8bit true");
+  c.method = four ? Method::Bnb4 : Method::Bnb8;
+  c.bits = four ? 4 : 8;
+  c.sym = true;
+  if (four) {
+    c.bnb_quant_type = string_key(j, "bnb_4bit_quant_type", "fp4", c.origin);
+    if (c.bnb_quant_type != "nf4" && c.bnb_quant_type != "fp4")
+      invalid(c.origin, fmt::format("bnb_4bit_quant_type '{}' (nf4 or fp4)", c.bnb_quant_type));
+    c.bnb_double_quant = bool_key(j, "bnb_4bit_use_double_quant", false, c.origin);
+  }
+  c.ignore = string_list(j, "llm_int8_skip_modules", c.origin);
+}
+
+void read_fp8(const json& j, QuantConfig& c) {
+  c.bits = 8;
+  const std::string fmt_name = string_key(j, "fmt", "e4m3", c.origin);
+  if (fmt_name != "e4m3") throw Error(ErrorCode::QuantUnsupported, fmt::format("FP8 fmt '{}' (e4m3 is decoded)", fmt_name), c.origin);
+  if (j.contains("weight_block_size") && !j["weight_block_size"].is_null()) {
+    const json& b = j["weight_block_size"];
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() || b[0].get<int64_t>() <= 0 ||
+        b[1].get<int64_t>() <= 0)
+      invalid(c.origin, fmt::format("weight_block_size {} is not two positive integers", b.dump()));
+    c.fp8_block = {b[0].get<int64_t>(), b[1].get<int64_t>()};
+  }
+  c.ignore = string_list(j, "modules_to_not_convert", c.origin);
+}
+
+void read_compressed_tensors(const json& j, QuantConfig& c) {
+  c.ct_format = string_key(j, "format", "", c.origin);
+  c.ignore = string_list(j, "ignore", c.origin);
+  if (!j.contains("config_groups") || !j["config_groups"].is_object() || j["config_groups"].empty())
+    invalid(c.origin, "compressed-tensors without config_groups");
+  // One scheme for every target: the groups of real checkpoints agree on the weights' scheme.
+  for (const auto& [name, group] : j["config_groups"].items()) {
+    if (!group.is_object() || !group.contains("weights") || !group["weights"].is_object())
+      invalid(c.origin, fmt::format("config_groups.{} has no 'weights' scheme", name));
+    const json& w = group["weights"];
+    const int bits = static_cast<int>(int_key(w, "num_bits", 8, c.origin));
+    const std::string type = string_key(w, "type", "int", c.origin), strategy = string_key(w, "strategy", "tensor", c.origin);
+    const std::string format = string_key(group, "format", c.ct_format, c.origin);
+    if (c.bits && (bits != c.bits || strategy != c.ct_strategy || format != c.ct_format))
+      throw Error(ErrorCode::QuantUnsupported, fmt::format("config_groups.{} uses another scheme than the first group", name), c.origin);
+    c.bits = bits, c.ct_strategy = strategy, c.ct_format = format;
+    c.sym = bool_key(w, "symmetric", true, c.origin);
+    c.group_size = int_key(w, "group_size", -1, c.origin);
+    if (type == "float" && bits != 8) invalid(c.origin, fmt::format("config_groups.{}: float weights of {} bits", name, bits));
+    if (w.contains("block_structure") && w["block_structure"].is_array() && w["block_structure"].size() == 2)
+      c.fp8_block = {w["block_structure"][0].get<int64_t>(), w["block_structure"][1].get<int64_t>()};
+  }
+  if (c.ct_format.empty()) invalid(c.origin, "compressed-tensors without a 'format'");
+}
+
+}  // namespace
+
+std::string QuantConfig::method_name() const {
+  switch (method) {
+    case Method::Gptq: return "gptq";
+    case Method::Awq: return "awq";
+    case Method::Bnb4: return "bitsandbytes-" + bnb_quant_type;
+    case Method::Bnb8: return "bitsandbytes-int8";
+    case Method::Fp8: return "fp8";
+    case Method::CompressedTensors: return "compressed-tensors";
+  }
+  return "?";
+}
+
+std::string QuantConfig::describe() const {
+  const std::string group = group_size < 0 ? "per layer" : fmt::format("{}", group_size);
+  switch (method) {
+    case Method::Gptq:
+      return fmt::format("gptq {}-bit, group {}, {}, desc_act {}, zeros {}", bits, group, sym ? "sym" : "asym", desc_act,
+                         zeros_minus_one ? "v1 (stored zero - 1)" : "v2");
+    case Method::Awq: return fmt::format("awq {} {}-bit, group {}, {}", awq_version, bits, group, sym ? "sym" : "zero point");
+    case Method::Bnb4:
+      return fmt::format("bitsandbytes {} 4-bit, blocks of {}{}", bnb_quant_type, bnb_block_size,
+                         bnb_double_quant ? ", double quant (nested absmax)" : "");
+    case Method::Bnb8: return "bitsandbytes LLM.int8 8-bit, per-row SCB";
+    case Method::Fp8:
+      return fp8_block.empty() ? "fp8 e4m3, per-tensor scale_inv"
+                               : fmt::format("fp8 e4m3, {}x{} block scale_inv", fp8_block[0], fp8_block[1]);
+    case Method::CompressedTensors:
+      return fmt::format("compressed-tensors {}, {}-bit, {} scale{}{}", ct_format, bits, ct_strategy,
+                         group_size > 0 ? fmt::format(", group {}", group_size) : "",
+                         ignore.empty() ? "" : fmt::format(", ignore {}", fmt::join(ignore, ",")));
+  }
+  return "?";
+}
+
+QuantConfig parse_quant_config(const json& block, const std::string& origin) {
+  if (!block.is_object()) invalid(origin, "not a JSON object");
+  QuantConfig c;
+  c.origin = origin;
+  // AutoGPTQ's quantize_config.json names no method; it has bits and group_size.
+  const std::string method = string_key(block, "quant_method", block.contains("bits") ? "gptq" : "", origin);
+  if (method == "gptq") c.method = Method::Gptq, read_gptq_awq(block, c);
+  else if (method == "awq") c.method = Method::Awq, read_gptq_awq(block, c);
+  else if (method == "bitsandbytes") read_bnb(block, c);
+  else if (method == "fp8") c.method = Method::Fp8, read_fp8(block, c);
+  else if (method == "compressed-tensors") c.method = Method::CompressedTensors, read_compressed_tensors(block, c);
+  else if (method.empty()) invalid(origin, "no quant_method");
+  else
+    throw Error(ErrorCode::QuantUnsupported,
+                fmt::format("quant_method '{}' (known: gptq, awq, bitsandbytes, fp8, compressed-tensors)", method), origin);
+  return c;
+}
+
+std::optional<QuantConfig> quant_config_of_config_json(const std::string& config_json, const std::string& origin) {
+  const json j = json::parse(config_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("quantization_config")) return std::nullopt;
+  return parse_quant_config(j["quantization_config"], origin);
+}
+
+}  // namespace wl::quant

@@ -1,0 +1,44 @@
+// What a Hugging Face quantization_config says: the method and the settings its decoder needs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace wl::quant {
+
+enum class Method { Gptq, Awq, Bnb4, Bnb8, Fp8, CompressedTensors };
+
+struct QuantConfig {
+  Method method = Method::Gptq;
+  std::string origin;          // the file it came from, for messages
+  int bits = 0;                // 4 / 8 (GPTQ, AWQ, bnb), 8 (FP8)
+  int64_t group_size = -1;     // GPTQ/AWQ: input features per group; -1: one group per layer
+  bool desc_act = false;       // GPTQ act-order: groups follow g_idx, not the input order
+  bool sym = true;
+  bool zeros_minus_one = true; // GPTQ v1 (checkpoint_format "gptq"): qzeros hold zero - 1; v2 holds zero
+  std::string awq_version;     // "gemm"
+  std::string bnb_quant_type;  // "nf4" / "fp4"
+  bool bnb_double_quant = false;
+  int64_t bnb_block_size = 64; // 4-bit blocks (each layer's quant_state says its own)
+  std::vector<int64_t> fp8_block;  // FP8 [rows, cols] per scale; empty: per tensor or per channel
+  std::string ct_format;       // compressed-tensors: float-quantized, pack-quantized, naive-quantized, ...
+  std::string ct_strategy;     // compressed-tensors weights: tensor, channel, group, block
+  std::vector<std::string> ignore;  // layers left dense (compressed-tensors ignore, modules_to_not_convert)
+
+  std::string method_name() const;  // "gptq", "awq", "bitsandbytes-nf4", "bitsandbytes-int8", "fp8", ...
+  std::string describe() const;     // one line for `inspect`: method, bits, group, conventions
+};
+
+// Reads a quantization_config block (config.json's, or a standalone quantize_config.json /
+// quantization_config.json). Throws QuantConfigInvalid naming `origin` and the key for a malformed
+// block, QuantUnsupported for a method weightloader does not know.
+QuantConfig parse_quant_config(const nlohmann::json& block, const std::string& origin);
+
+// The block from config.json text, if it has one.
+std::optional<QuantConfig> quant_config_of_config_json(const std::string& config_json, const std::string& origin);
+
+}  // namespace wl::quant
