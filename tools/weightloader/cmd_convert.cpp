@@ -3,6 +3,7 @@
 #include "cli_common.hpp"
 #include "weightloader/convert_checkpoint.hpp"
 #include "weightloader/error.hpp"
+#include "weightloader/quantize.hpp"
 #include "weightloader/tokenizer.hpp"
 
 namespace wl::cli {
@@ -14,7 +15,8 @@ void add_convert_command(CLI::App& app) {
       "extension says which (.safetensors one file, .gguf, .bin llama2.c, a directory: safetensors + config.json)");
   auto opts = std::make_shared<SourceOptions>();
   struct Args {
-    std::string out, to, dtype, gguf_type = "f16", tokenizer, shard_size;
+    std::string out, to, dtype, gguf_type = "f16", tokenizer, shard_size, quantize;
+    int64_t quantize_group = 128;
     bool no_tokenizer = false, quiet = false;
     int version = 1;
     uint64_t group = 64, heads = 0, kv_heads = 0, seq_len = 0;
@@ -42,6 +44,11 @@ void add_convert_command(CLI::App& app) {
                   "gguf: tokenizer to embed (llama2.c tokenizer.bin, tokenizer.model or a GGUF file; default: the one "
                   "found next to the input)");
   cmd->add_flag("--no-tokenizer", a->no_tokenizer, "gguf: embed no tokenizer");
+  cmd->add_option("--quantize", a->quantize,
+                  "safetensors: write the linear layers quantized, round-to-nearest: gptq-int4 (AutoGPTQ's layout, sym, v1 "
+                  "zeros) or fp8-channel (compressed-tensors float-quantized); quantized inputs are read dense first");
+  cmd->add_option("--quantize-group", a->quantize_group, "gptq-int4: input features per group (-1: one per layer)")
+      ->capture_default_str();
   cmd->add_flag("-q,--quiet", a->quiet, "no progress bar");
   cmd->callback([opts, a] {
     ConvertOptions o;
@@ -62,7 +69,13 @@ void add_convert_command(CLI::App& app) {
     o.progress = make_progress_bar(a->quiet);
     if (o.to == CheckpointFormat::Gguf && !a->no_tokenizer)
       o.tokenizer = a->tokenizer.empty() ? find_tokenizer_path(opts->path) : a->tokenizer;
-    auto source = normalised_weights(*loader, opts->path);
+    std::unique_ptr<WeightSource> source = normalised_weights(*loader, opts->path);
+    if (!a->quantize.empty()) {
+      if (o.to != CheckpointFormat::Safetensors)
+        throw Error(ErrorCode::InvalidArgument, "--quantize writes safetensors (a .safetensors file or a directory)");
+      source = quantize_checkpoint(*source, {parse_quantize_method(a->quantize), a->quantize_group});
+      o.dtype.reset();  // packed integers and scales are written as the method stores them
+    }
     const uint64_t bytes = convert_checkpoint(*source, a->out, o);
     fmt::print("converted {} tensors ({}) from {} to {} at {}\n", source->tensors().size(), human_bytes(bytes),
                source->format(), checkpoint_format_name(o.to), a->out);

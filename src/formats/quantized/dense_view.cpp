@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "formats/quantized/bnb.hpp"
 #include "formats/quantized/fp8.hpp"
@@ -121,6 +122,11 @@ std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw
     }
   }
   std::map<std::string, std::string> metadata = raw->metadata();
+  // The view is dense: its config.json says so, so that a conversion of it is not read as quantized.
+  if (auto it = metadata.find("config.json"); it != metadata.end()) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(it->second, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.erase("quantization_config")) it->second = j.dump(2);
+  }
   metadata["quantization"] =
       fmt::format("{}; {} layers dequantized on read (packed {}); dense size {} at 16 bits ({} parameters)", config.describe(),
                   layers.size(), human_bytes(stored_bytes), human_bytes(dense_elems * 2), dense_elems);
