@@ -55,6 +55,9 @@ struct SamplingParams {
   // Called with each piece of text as it is produced (the prompt's pieces too), e.g. to print it;
   // by rank 0 only (on its thread), when the ranks are spread over processes.
   std::function<void(const std::string& piece)> stream;
+  // Asked by rank 0 before each generated token; true stops every rank there (agreed through the
+  // token broadcast, so the ranks stay usable) and generate throws Cancelled.
+  std::function<bool()> cancelled;
 };
 
 struct GenerationOutput {
@@ -115,7 +118,8 @@ class WL_API LLM {
   std::unique_ptr<WeightSource> open();
   void load_held_ranks(const WeightSource& source);
   LlamaEngine& engine(unsigned rank) const;
-  GenerationOutput run_rank(LlamaEngine& engine, const std::vector<int32_t>& prompt, const SamplingParams& params,
+  // nullopt when params.cancelled stopped it.
+  std::optional<GenerationOutput> run_rank(LlamaEngine& engine, const std::vector<int32_t>& prompt, const SamplingParams& params,
                             uint64_t positions, uint64_t seed);
 };
 

@@ -56,8 +56,8 @@ ProgressCallback Interruptible::progress() const {
   };
 }
 
-void Interruptible::throw_if_cancelled() const {
-  if (state_->cancelled) throw Error(ErrorCode::Cancelled, "cancelled (Ctrl-C or an exception from a callback)");
+bool Interruptible::cancelled() const {
+  return state_->cancelled;
 }
 
 void Interruptible::run_erased(const std::function<void()>& work) {

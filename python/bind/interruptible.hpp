@@ -17,7 +17,7 @@ namespace wl::py {
 // run(work) therefore does `work` (C++ only: it takes the GIL itself when it calls back into
 // Python) on a helper thread while the calling thread, holding the GIL between 20 ms waits, calls
 // PyErr_CheckSignals(). When a handler raises (KeyboardInterrupt), the call is cancelled: progress()
-// returns false to the engine and throw_if_cancelled() throws; the work is joined (nothing keeps
+// returns false to the engine and cancelled() turns true; the work is joined (nothing keeps
 // running), its result or error dropped, and the handler's exception raised. An exception from the
 // progress callable cancels the same way and is raised instead of the work's. One object may run
 // several calls, one at a time (an LLM's loads and generations): each run() starts uncancelled.
@@ -28,8 +28,8 @@ class Interruptible {
   // For IoOptions::progress: false once cancelled; otherwise true, after calling the Python
   // callable (if any) with (done, total) at most ~10 times a second (False from it cancels).
   ProgressCallback progress() const;
-  // For work that reports no progress (generation, between tokens): throws Error(Cancelled) once cancelled.
-  void throw_if_cancelled() const;
+  // For work that reports no progress (generation, between tokens): true once cancelled.
+  bool cancelled() const;
 
   template <class F>
   std::invoke_result_t<F&> run(F&& work) {

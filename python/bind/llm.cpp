@@ -53,8 +53,8 @@ std::unique_ptr<Engine> make_llm(const std::string& model, const std::string& lo
   return std::make_unique<Engine>(Engine{calls, std::move(llm)});
 }
 
-// A generation stops between two tokens when interrupted (the stream is called after each, and
-// with it throwing, the engine stops its ranks).
+// A generation stops between two tokens when interrupted (the engine asks before each), its ranks
+// left ready for the next one.
 pyb::dict generate(Engine& e, const pyb::object& prompt, uint32_t max_tokens, float temperature, float top_p,
                    uint64_t seed, bool return_logits, pyb::object stream) {
   SamplingParams p;
@@ -63,12 +63,12 @@ pyb::dict generate(Engine& e, const pyb::object& prompt, uint32_t max_tokens, fl
   p.top_p = top_p;
   p.seed = seed;
   p.return_logits = return_logits;
-  p.stream = [&e, &stream](const std::string& piece) {
-    e.calls.throw_if_cancelled();
-    if (stream.is_none()) return;
-    pyb::gil_scoped_acquire gil;
-    stream(pyb::bytes(piece));  // bytes: a piece may end inside a UTF-8 character
-  };
+  p.cancelled = [&e] { return e.calls.cancelled(); };
+  if (!stream.is_none())
+    p.stream = [&stream](const std::string& piece) {
+      pyb::gil_scoped_acquire gil;
+      stream(pyb::bytes(piece));  // bytes: a piece may end inside a UTF-8 character
+    };
   GenerationOutput out;
   if (pyb::isinstance<pyb::str>(prompt)) {
     const std::string text = prompt.cast<std::string>();
@@ -101,6 +101,7 @@ void register_llm(pyb::module_& m) {
            pyb::arg("progress") = pyb::none())
       .def_property_readonly("ranks", [](const Engine& e) { return e.llm->ranks(); })
       .def_property_readonly("loader_name", [](const Engine& e) { return e.llm->loader_name(); })
+      .def_property_readonly("stop_token_ids", [](const Engine& e) { return e.llm->stop_token_ids(); })
       .def_property_readonly("has_tokenizer", [](const Engine& e) { return e.llm->tokenizer() != nullptr; })
       .def_property_readonly("config", [](const Engine& e) {
         const LlamaConfig& c = e.llm->config();
@@ -109,6 +110,7 @@ void register_llm(pyb::module_& m) {
         d["num_heads"] = c.num_heads, d["num_kv_heads"] = c.num_kv_heads, d["head_dim"] = c.head_dim;
         d["vocab_size"] = c.vocab_size, d["max_position_embeddings"] = c.max_position_embeddings;
         d["tie_word_embeddings"] = c.tie_word_embeddings, d["origin"] = c.origin;
+        d["architecture"] = c.architecture, d["features"] = c.features();
         return d;
       })
       // (name, dtype, shape, buffer, shards) of rank r's parameters; the buffers alias the engine's memory.

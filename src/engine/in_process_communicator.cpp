@@ -47,6 +47,13 @@ class Rendezvous {
     changed_.notify_all();
   }
 
+  // Only while no rank waits: ranks that threw mid-collective had already counted themselves.
+  void recover() {
+    std::lock_guard lock(mutex_);
+    why_.clear();
+    arrived_ = 0;
+  }
+
  private:
   void throw_if_aborted(unsigned rank) const {
     if (!why_.empty()) throw Error(ErrorCode::RankFailed, fmt::format("rank {} of {} stopped: {}", rank, size_, why_));
@@ -90,6 +97,7 @@ class InProcessCommunicator final : public Communicator {
   }
   void barrier() override { group_->wait(rank_); }
   void abort(const std::string& why) override { group_->abort(rank_, why); }
+  void recover() override { group_->recover(); }
 
  private:
   std::shared_ptr<Rendezvous> group_;

@@ -27,6 +27,9 @@ std::string printable(std::string piece) {
   return piece;
 }
 
+// What rank 0 broadcasts instead of a token when SamplingParams::cancelled says stop.
+constexpr int32_t kCancelledToken = -1;
+
 bool stopped_for_another(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
@@ -180,7 +183,7 @@ GenerationOutput LLM::generate(const std::vector<int32_t>& prompt, const Samplin
   // fails aborts the group, so the others stop instead of waiting for it (across processes,
   // MPI ends the job).
   const size_t n = engines_.size();
-  std::vector<GenerationOutput> outs(n);
+  std::vector<std::optional<GenerationOutput>> outs(n);
   std::vector<std::exception_ptr> errors(n);
   auto run = [&](size_t i) {
     try {
@@ -190,6 +193,7 @@ GenerationOutput LLM::generate(const std::vector<int32_t>& prompt, const Samplin
       engines_[i]->communicator().abort(e.what());
     }
   };
+  for (const auto& engine : engines_) engine->communicator().recover();  // a failed generate left no rank waiting
   std::vector<std::thread> others;
   for (size_t i = 1; i < n; ++i) others.emplace_back(run, i);
   run(0);
@@ -199,10 +203,11 @@ GenerationOutput LLM::generate(const std::vector<int32_t>& prompt, const Samplin
   for (const std::exception_ptr& e : errors)
     if (e && (!first || (stopped_for_another(first) && !stopped_for_another(e)))) first = e;
   if (first) std::rethrow_exception(first);
-  return std::move(outs[0]);
+  if (!outs[0]) throw Error(ErrorCode::Cancelled, "generation cancelled", options_.model);
+  return std::move(*outs[0]);
 }
 
-GenerationOutput LLM::run_rank(LlamaEngine& engine, const std::vector<int32_t>& prompt, const SamplingParams& params,
+std::optional<GenerationOutput> LLM::run_rank(LlamaEngine& engine, const std::vector<int32_t>& prompt, const SamplingParams& params,
                                uint64_t positions, uint64_t seed) {
   GenerationOutput out;
   out.prompt_token_ids = prompt;
@@ -228,8 +233,9 @@ GenerationOutput LLM::run_rank(LlamaEngine& engine, const std::vector<int32_t>& 
       next = prompt[pos + 1];
     } else {
       if (out.token_ids.empty()) started = std::chrono::steady_clock::now();
-      next = leader ? sampler.sample(logits) : 0;
+      next = leader ? (params.cancelled && params.cancelled() ? kCancelledToken : sampler.sample(logits)) : 0;
       engine.communicator().broadcast(&next, sizeof next, 0);
+      if (next == kCancelledToken) return std::nullopt;
       if (params.stop_at_eos && (next == eos || next == bos)) break;
       out.token_ids.push_back(next);
     }

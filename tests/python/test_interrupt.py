@@ -112,12 +112,7 @@ def test_ctrl_c_stops_load_into(many_tensors, concurrency):
 
 @pytest.mark.parametrize("concurrency", [2, 4])
 def test_ctrl_c_stops_llm_construction(tmp_path_factory, concurrency):
-    if not os.access(CLI, os.X_OK):
-        pytest.skip(f"no weightloader CLI at {CLI}")
-    model = tmp_path_factory.getbasetemp() / "interrupt-llm"
-    if not model.exists():
-        subprocess.run([CLI, "synth", str(model), "--preset", "small"], check=True, capture_output=True)
-    interrupt("llm", model, concurrency)
+    interrupt("llm", synth_small(tmp_path_factory), concurrency)
 
 
 def test_ctrl_c_stops_get_tensor_over_a_slow_server(tmp_path):
@@ -130,3 +125,50 @@ def test_ctrl_c_stops_get_tensor_over_a_slow_server(tmp_path):
         interrupt("get_tensor", server.url("big.safetensors"))
     finally:
         server.stop()
+
+
+
+def synth_small(tmp_path_factory):
+    if not os.access(CLI, os.X_OK):
+        pytest.skip(f"no weightloader CLI at {CLI}")
+    model = tmp_path_factory.getbasetemp() / "interrupt-llm"
+    if not model.exists():
+        subprocess.run([CLI, "synth", str(model), "--preset", "small"], check=True, capture_output=True)
+    return model
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_ctrl_c_stops_generate_and_the_llm_stays_usable(testdata, tp):
+    """A SIGINT during generate (sent from the stream, so that it lands mid-generation on any machine)
+    stops it within a few tokens, and the next generate on the same LLM works."""
+    import weightloader as wl
+    d = testdata / "llama2c-stories260K"
+    llm = wl.LLM(str(d / "stories260K.bin"), tokenizer=str(d / "tok512.bin"), tensor_parallel_size=tp)
+    greedy = wl.SamplingParams(temperature=0, max_tokens=200)
+    seen = []
+
+    def stream(piece):
+        seen.append(piece)
+        if len(seen) == 10:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)  # lets the main thread run the handler (the whole generation takes less)
+    with pytest.raises(KeyboardInterrupt):
+        llm.generate("", greedy, stream=stream)
+    assert 10 <= len(seen) < 200  # stopped before its end
+    assert llm.generate("", greedy)[0].full_text == (d / "expected_greedy_t0_n200.txt").read_text().rstrip("\n")
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_ctrl_c_stops_a_generate_of_token_ids(tmp_path_factory, tp):
+    """Without a tokenizer there is no stream: the engine asks before each token all the same."""
+    import threading
+    import weightloader as wl
+    llm = wl.LLM(str(synth_small(tmp_path_factory)), tensor_parallel_size=tp)
+    long = wl.SamplingParams(temperature=0, max_tokens=2000)  # tens of seconds on this model
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        llm.generate([1], long)
+    print(f"generate of ids (tp={tp}) interrupted after {time.monotonic() - start:.2f} s (SIGINT at 0.3 s)")
+    assert time.monotonic() - start < 0.3 + BOUND_S
+    assert len(llm.generate([1], wl.SamplingParams(temperature=0, max_tokens=3))[0].token_ids) == 3

@@ -33,6 +33,9 @@ class WL_API Communicator {
   // mid-collective would leave the others waiting forever). MPI ends the job; the ranks of one
   // process make the others' pending and later collectives throw.
   virtual void abort(const std::string& why) = 0;
+  // Makes the group usable again after an abort, once every rank of this process has stopped
+  // using it (the ranks of one process; across processes an abort has ended the job).
+  virtual void recover() {}
 };
 
 // Every rank's string, in rank order (lengths may differ).
