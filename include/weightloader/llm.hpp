@@ -1,4 +1,4 @@
-// vLLM's entry point: LLM(model, weight_loader, weight_loader_kwargs) loads a Llama-family model
+// vLLM's entry point: LLM(model, weight_loader, weight_loader_kwargs) loads a model of a family LlamaConfig describes
 // through any registered loader and generates from it on the CPU. The engine exists to make a
 // load's correctness visible (its output matches other implementations' exactly), while being
 // a real engine: KV cache, multithreaded products, tensor parallelism over threads of one process
@@ -51,7 +51,7 @@ struct SamplingParams {
   float top_p = 0.9f;          // nucleus sampling when in (0, 1)
   uint64_t seed = 0;           // 0 = from the clock
   bool return_logits = false;  // keep the logits of every position
-  bool stop_at_eos = true;     // stop at EOS (and, as llama2.c, at BOS)
+  bool stop_at_eos = true;     // stop at the model's stop tokens (LLM::stop_token_ids)
   // Called with each piece of text as it is produced (the prompt's pieces too), e.g. to print it;
   // by rank 0 only (on its thread), when the ranks are spread over processes.
   std::function<void(const std::string& piece)> stream;
@@ -91,6 +91,10 @@ class WL_API LLM {
   const std::vector<LoadReport>& load_reports() const noexcept { return reports_; }
   uint64_t parameter_bytes() const;  // all ranks' together
   const Tokenizer* tokenizer() const noexcept { return tokenizer_.get(); }
+  // Where generation stops: generation_config.json's or config.json's eos_token_id (an id or a
+  // list), GGUF's tokenizer.ggml.eos_token_id, else the tokenizer's EOS; llama2.c models stop at
+  // BOS and EOS as its run.c does (1 and 2 without a tokenizer).
+  const std::vector<int32_t>& stop_token_ids() const noexcept { return stop_ids_; }
 
   // Tensor-parallel ranks (all of them, wherever they run), the ranks this process holds, and rank
   // r's parameters (as the engine names them: fused qkv_proj and gate_up_proj, each rank holding
@@ -110,12 +114,14 @@ class WL_API LLM {
   std::string loader_name_;
   std::vector<LoadReport> reports_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<int32_t> stop_ids_;
   std::vector<std::unique_ptr<Communicator>> own_group_;  // the in-process ranks' communicators
   std::vector<std::unique_ptr<LlamaEngine>> engines_;     // the ranks held here, in rank order
   uint64_t parameter_bytes_ = 0;
 
   // The loader, the catalogue, the configuration, the held ranks' engines and the tokenizer.
   std::unique_ptr<WeightSource> open();
+  std::vector<int32_t> stop_tokens(const WeightSource& source) const;
   void load_held_ranks(const WeightSource& source);
   LlamaEngine& engine(unsigned rank) const;
   // nullopt when params.cancelled stopped it.

@@ -120,6 +120,11 @@ class LLM:
     def config(self):
         return self._core.config
 
+    @property
+    def stop_token_ids(self):
+        """Where generation stops: generation_config.json's / config.json's eos_token_id, else the tokenizer's EOS."""
+        return self._core.stop_token_ids
+
     def load_reports(self):
         return [LoadReport(json.loads(r)) for r in self._core.load_reports()]
 

@@ -5,11 +5,13 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "weightloader/error.hpp"
+#include "engine/config_fields.hpp"
 
 namespace wl {
 
@@ -25,43 +27,8 @@ constexpr uint64_t kMaxVocab = 1ull << 24;
 constexpr uint64_t kMaxPositions = 1ull << 24;
 
 Error invalid(const std::string& file, const std::string& field, const std::string& why) {
-  return Error(ErrorCode::ConfigInvalid, fmt::format("field '{}': {}", field, why), file);
+  return config_invalid(file, field, why);
 }
-
-// Typed access to config.json fields, with the field named in every error.
-class JsonFields {
- public:
-  JsonFields(const json& c, std::string file) : c_(c), file_(std::move(file)) {}
-
-  bool has(const char* key) const { return c_.contains(key) && !c_[key].is_null(); }
-  uint64_t uint(const char* key, std::optional<uint64_t> fallback = std::nullopt) const {
-    if (!has(key)) {
-      if (fallback) return *fallback;
-      throw invalid(file_, key, "missing");
-    }
-    if (!c_[key].is_number_unsigned()) throw invalid(file_, key, fmt::format("{} is not a non-negative integer", c_[key].dump()));
-    return c_[key].get<uint64_t>();
-  }
-  double number(const char* key, double fallback) const {
-    if (!has(key)) return fallback;
-    if (!c_[key].is_number()) throw invalid(file_, key, fmt::format("{} is not a number", c_[key].dump()));
-    return c_[key].get<double>();
-  }
-  bool boolean(const char* key, bool fallback) const {
-    if (!has(key)) return fallback;
-    if (!c_[key].is_boolean()) throw invalid(file_, key, fmt::format("{} is not true or false", c_[key].dump()));
-    return c_[key].get<bool>();
-  }
-  std::string string(const char* key) const {
-    if (!has(key)) return {};
-    if (!c_[key].is_string()) throw invalid(file_, key, fmt::format("{} is not a string", c_[key].dump()));
-    return c_[key].get<std::string>();
-  }
-
- private:
-  const json& c_;
-  std::string file_;
-};
 
 // Metadata values (GGUF keys, llama2.c header fields) are strings in the catalogue.
 class MetadataFields {
@@ -116,14 +83,14 @@ LlamaConfig from_gguf(const WeightSource& s) {
   c.num_heads = m.uint("llama.attention.head_count");
   c.num_kv_heads = m.uint("llama.attention.head_count_kv", c.num_heads);
   c.head_dim = m.uint("llama.attention.key_length", c.num_heads ? c.hidden_size / c.num_heads : 0);
-  if (m.has("llama.rope.dimension_count") && m.uint("llama.rope.dimension_count") != c.head_dim)
-    throw invalid(s.origin(), "llama.rope.dimension_count", "partial rotary embeddings are not supported");
+  c.rotary_dim = m.uint("llama.rope.dimension_count", c.head_dim);
   c.vocab_size = m.uint("llama.vocab_size", 0);
   c.max_position_embeddings = m.uint("llama.context_length", 2048);
   c.rms_norm_eps = m.number("llama.attention.layer_norm_rms_epsilon", 1e-5);
   c.rope_theta = m.number("llama.rope.freq_base", 10000.0);
   if (m.has("llama.rope.scaling.type") && m.string("llama.rope.scaling.type") != "none")
     throw invalid(s.origin(), "llama.rope.scaling.type", "rope scaling is not supported");
+  if (m.has("tokenizer.ggml.eos_token_id")) c.eos_token_ids = {int32_t(m.uint("tokenizer.ggml.eos_token_id"))};
   return c;
 }
 
@@ -169,7 +136,12 @@ void validate(const LlamaConfig& c, const std::string& file) {
   positive(c.max_position_embeddings, "max_position_embeddings", kMaxPositions);
   if (c.num_heads % c.num_kv_heads != 0)
     throw invalid(file, "num_key_value_heads", fmt::format("{} does not divide num_attention_heads {}", c.num_kv_heads, c.num_heads));
-  if (c.head_dim % 2 != 0) throw invalid(file, "head_dim", fmt::format("{} is odd: rotary embeddings need pairs", c.head_dim));
+  if (c.rotary_dims() % 2 != 0 || c.rotary_dims() > c.head_dim)
+    throw invalid(file, c.rotary_dims() != c.head_dim ? "partial_rotary_factor" : "head_dim",
+                  fmt::format("{} rotary dimensions of a {}-wide head: rotary embeddings need pairs", c.rotary_dims(), c.head_dim));
+  if (c.moe.num_experts > kMaxLayers) throw invalid(file, "num_experts", fmt::format("{} is above the supported maximum {}", c.moe.num_experts, kMaxLayers));
+  if (c.moe.num_experts) positive(c.moe.expert_intermediate_size, "moe_intermediate_size", kMaxWidth);
+  if (c.moe.shared_expert_intermediate_size > kMaxWidth) throw invalid(file, "shared_expert_intermediate_size", "is above the supported maximum");
   if (!(c.rms_norm_eps > 0) || !std::isfinite(c.rms_norm_eps)) throw invalid(file, "rms_norm_eps", "must be a positive number");
   if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) throw invalid(file, "rope_theta", "must be a positive number");
 }
@@ -202,51 +174,35 @@ LlamaConfig from_meta_params(const WeightSource& s) {
   return c;
 }
 
-}  // namespace
-
-LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string& file) {
-  const json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) throw Error(ErrorCode::ConfigInvalid, "config.json is not a JSON object", file);
-  const JsonFields f(doc, file);
-
-  static const std::set<std::string> model_types = {"llama", "mistral", "qwen2"};
-  static const std::set<std::string> architectures = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"};
-  const std::string model_type = f.string("model_type");
-  if (!model_type.empty() && !model_types.count(model_type))
-    throw invalid(file, "model_type", fmt::format("'{}' is not a Llama-family model (llama, mistral, qwen2)", model_type));
-  if (f.has("architectures")) {
-    if (!doc["architectures"].is_array()) throw invalid(file, "architectures", "is not a list");
-    for (const json& a : doc["architectures"])
-      if (!a.is_string() || !architectures.count(a.get<std::string>()))
-        throw invalid(file, "architectures",
-                      fmt::format("{} is not one the engine runs (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)", a.dump()));
+// Checks the configuration's widths against the first layer's tensors (of whichever MLP it has).
+void check_tensors(const WeightSource& s, const LlamaConfig& c) {
+  const std::string dims = fmt::format("hidden_size {}, heads {} x head_dim {}, kv heads {}, intermediate_size {}, vocab_size {}",
+                                       c.hidden_size, c.num_heads, c.head_dim, c.num_kv_heads, c.intermediate_size, c.vocab_size);
+  const std::string l0 = "model.layers.0.";
+  check_shape(s, "model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, dims);
+  check_shape(s, "lm_head.weight", {c.vocab_size, c.hidden_size}, dims);
+  check_shape(s, l0 + "self_attn.q_proj.weight", {c.q_dim(), c.hidden_size}, dims);
+  check_shape(s, l0 + "self_attn.k_proj.weight", {c.kv_dim(), c.hidden_size}, dims);
+  check_shape(s, l0 + "self_attn.qkv_proj.weight", {c.q_dim() + 2 * c.kv_dim(), c.hidden_size}, dims);
+  check_shape(s, l0 + "self_attn.o_proj.weight", {c.hidden_size, c.q_dim()}, dims);
+  if (c.moe_layer(0)) {
+    const uint64_t E = c.moe.num_experts, ff = c.moe.expert_intermediate_size;
+    const std::string moe = fmt::format("{}, {} experts of {} units", dims, E, ff);
+    const bool mixtral = c.architecture == "mixtral";
+    check_shape(s, l0 + (mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight"), {E, c.hidden_size}, moe);
+    check_shape(s, l0 + (mixtral ? "block_sparse_moe.experts.0.w1.weight" : "mlp.experts.0.gate_proj.weight"), {ff, c.hidden_size}, moe);
+    if (s.find(fmt::format("{}{}.experts.{}.", l0, mixtral ? "block_sparse_moe" : "mlp", E) + (mixtral ? "w1.weight" : "gate_proj.weight")))
+      throw invalid(s.origin(), mixtral ? "num_local_experts" : "num_experts", fmt::format("{} but the checkpoint has an expert {}", E, E));
+    check_shape(s, l0 + "mlp.shared_expert.gate_proj.weight", {c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
+  } else {
+    check_shape(s, l0 + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size}, dims);
+    check_shape(s, l0 + "mlp.gate_up_proj.weight", {2 * c.intermediate_size, c.hidden_size}, dims);
   }
-  if (const std::string act = f.string("hidden_act"); !act.empty() && act != "silu")
-    throw invalid(file, "hidden_act", fmt::format("'{}' is not supported (silu)", act));
-  if (f.has("rope_scaling")) throw invalid(file, "rope_scaling", "rope scaling is not supported");
-
-  LlamaConfig c;
-  c.origin = "config.json";
-  c.hidden_size = f.uint("hidden_size");
-  c.intermediate_size = f.uint("intermediate_size");
-  c.num_layers = f.uint("num_hidden_layers");
-  c.num_heads = f.uint("num_attention_heads");
-  c.num_kv_heads = f.uint("num_key_value_heads", c.num_heads);
-  c.head_dim = f.uint("head_dim", c.num_heads ? c.hidden_size / c.num_heads : 0);
-  c.vocab_size = f.uint("vocab_size", 0);
-  c.max_position_embeddings = f.uint("max_position_embeddings", 2048);
-  // Mistral's sliding window is not implemented: positions beyond it are refused instead.
-  if (f.has("sliding_window") && f.boolean("use_sliding_window", true))
-    c.max_position_embeddings = std::min(c.max_position_embeddings, f.uint("sliding_window"));
-  c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
-  c.rope_theta = f.number("rope_theta", 10000.0);
-  c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
-  const bool attention_bias = f.boolean("attention_bias", false);
-  c.qkv_bias = attention_bias || model_type == "qwen2";
-  c.o_bias = attention_bias;
-  c.mlp_bias = f.boolean("mlp_bias", false);
-  return c;
+  if (s.find(fmt::format("model.layers.{}.input_layernorm.weight", c.num_layers)))
+    throw invalid(s.origin(), "num_hidden_layers", fmt::format("{} but the checkpoint has a layer {}", c.num_layers, c.num_layers));
 }
+
+}  // namespace
 
 LlamaConfig llama_config_from_source(const WeightSource& s) {
   LlamaConfig c;
@@ -266,28 +222,64 @@ LlamaConfig llama_config_from_source(const WeightSource& s) {
   const TensorInfo* embed = s.find("model.embed_tokens.weight");
   if (c.vocab_size == 0 && embed && embed->shape.size() == 2) c.vocab_size = embed->shape[0];
   if (!s.find("lm_head.weight")) c.tie_word_embeddings = true;
+  // Phi-3 (and vLLM-fused checkpoints) store q/k/v and gate/up stacked: each rank reads its rows of each part.
+  c.fused_checkpoint = s.find("model.layers.0.self_attn.qkv_proj.weight") != nullptr;
+  if (c.fused_checkpoint && !c.moe_layer(0) && !s.find("model.layers.0.mlp.gate_up_proj.weight"))
+    throw invalid(s.origin(), "model.layers.0.mlp.gate_up_proj.weight",
+                  "the checkpoint fuses qkv_proj but not gate_up_proj; the engine reads both fused or both split");
   validate(c, s.origin());
-
-  const std::string dims = fmt::format("hidden_size {}, heads {} x head_dim {}, kv heads {}, intermediate_size {}, vocab_size {}",
-                                       c.hidden_size, c.num_heads, c.head_dim, c.num_kv_heads, c.intermediate_size, c.vocab_size);
-  check_shape(s, "model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, dims);
-  check_shape(s, "lm_head.weight", {c.vocab_size, c.hidden_size}, dims);
-  check_shape(s, "model.layers.0.self_attn.q_proj.weight", {c.q_dim(), c.hidden_size}, dims);
-  check_shape(s, "model.layers.0.self_attn.k_proj.weight", {c.kv_dim(), c.hidden_size}, dims);
-  check_shape(s, "model.layers.0.self_attn.o_proj.weight", {c.hidden_size, c.q_dim()}, dims);
-  check_shape(s, "model.layers.0.mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size}, dims);
-  if (s.find(fmt::format("model.layers.{}.input_layernorm.weight", c.num_layers)))
-    throw invalid(s.origin(), "num_hidden_layers",
-                  fmt::format("{} but the checkpoint has a layer {}", c.num_layers, c.num_layers));
+  check_tensors(s, c);
   return c;
 }
 
+uint64_t LlamaConfig::window_layer(uint64_t l) const {
+  if (!sliding_window || l < sliding_window_from || l % sliding_window_every != 0) return 0;
+  return sliding_window;
+}
+
+bool LlamaConfig::moe_layer(uint64_t l) const {
+  if (!moe.num_experts || (l + 1) % moe.decoder_sparse_step != 0) return false;
+  return std::find(moe.mlp_only_layers.begin(), moe.mlp_only_layers.end(), l) == moe.mlp_only_layers.end();
+}
+
+std::string LlamaConfig::features() const {
+  std::vector<std::string> f;
+  if (qkv_bias) f.push_back(o_bias ? "q/k/v/o biases" : "q/k/v biases");
+  if (mlp_bias) f.push_back("MLP biases");
+  if (num_kv_heads != num_heads) f.push_back(fmt::format("GQA ({} heads, {} kv)", num_heads, num_kv_heads));
+  if (head_dim * num_heads != hidden_size) f.push_back(fmt::format("head_dim {} ≠ hidden/heads", head_dim));
+  if (rotary_dims() != head_dim) f.push_back(fmt::format("partial rotary ({} of {})", rotary_dims(), head_dim));
+  if (!rope_scaling.type.empty()) f.push_back(fmt::format("rope scaling {} x{}", rope_scaling.type, rope_scaling.factor));
+  if (sliding_window)
+    f.push_back(fmt::format("sliding window {} ({})", sliding_window,
+                            sliding_window_every == 2 ? "alternate layers" : sliding_window_from ? fmt::format("from layer {}", sliding_window_from) : "all layers"));
+  if (attn_logit_softcapping) f.push_back(fmt::format("attention soft-cap {}", attn_logit_softcapping));
+  if (final_logit_softcapping) f.push_back(fmt::format("final logit soft-cap {}", final_logit_softcapping));
+  if (query_pre_attn_scalar) f.push_back(fmt::format("query_pre_attn_scalar {}", query_pre_attn_scalar));
+  if (norm_weight_offset) f.push_back("(1+w) RMSNorm");
+  if (scale_embeddings) f.push_back("embeddings x sqrt(hidden)");
+  if (sandwich_norms) f.push_back("four norms per block");
+  if (hidden_act != "silu") f.push_back(hidden_act);
+  if (fused_checkpoint) f.push_back("fused qkv_proj/gate_up_proj stored");
+  if (moe.num_experts)
+    f.push_back(fmt::format("{} experts, top-{}{}{}", moe.num_experts, moe.experts_per_token, moe.norm_topk_prob ? " renormalised" : "",
+                            moe.shared_expert_intermediate_size ? ", gated shared expert" : ""));
+  f.push_back(tie_word_embeddings ? "tied head" : "untied head");
+  return fmt::format("{}: {}", architecture, fmt::join(f, ", "));
+}
+
 std::string LlamaConfig::to_hf_config_json() const {
-  const bool qwen2 = qkv_bias && !o_bias;  // biased q/k/v only: how Qwen2 configs say it
+  const bool qwen2 = architecture == "llama" && qkv_bias && !o_bias;  // biased q/k/v only: how Qwen2 configs say it
+  const std::string type = qwen2 ? "qwen2" : architecture;
+  static const std::map<std::string, std::string> classes = {
+      {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"mixtral", "MixtralForCausalLM"},
+      {"qwen2", "Qwen2ForCausalLM"}, {"qwen2_moe", "Qwen2MoeForCausalLM"}, {"gemma", "GemmaForCausalLM"},
+      {"gemma2", "Gemma2ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}};
+  if (!classes.count(type)) throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json for architecture '{}'", architecture));
   json j = {
-      {"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
-      {"model_type", qwen2 ? "qwen2" : "llama"},
-      {"hidden_act", "silu"},
+      {"architectures", {classes.at(type)}},
+      {"model_type", type},
+      {type == "gemma" || type == "gemma2" ? "hidden_activation" : "hidden_act", hidden_act},
       {"hidden_size", hidden_size},
       {"intermediate_size", intermediate_size},
       {"num_hidden_layers", num_layers},
@@ -299,9 +291,33 @@ std::string LlamaConfig::to_hf_config_json() const {
       {"rms_norm_eps", rms_norm_eps},
       {"rope_theta", rope_theta},
       {"tie_word_embeddings", tie_word_embeddings},
-      {"attention_bias", qkv_bias && o_bias},
-      {"mlp_bias", mlp_bias},
   };
+  if (type == "llama" || type == "gemma" || type == "gemma2") j["attention_bias"] = qkv_bias && o_bias;
+  if (type == "llama") j["mlp_bias"] = mlp_bias;
+  if (rotary_dims() != head_dim) j["partial_rotary_factor"] = double(rotary_dims()) / double(head_dim);
+  if (!rope_scaling.type.empty()) {
+    j["rope_scaling"] = {{"rope_type", rope_scaling.type}, {"factor", rope_scaling.factor}};
+    if (rope_scaling.type == "llama3") {
+      j["rope_scaling"]["low_freq_factor"] = rope_scaling.low_freq_factor;
+      j["rope_scaling"]["high_freq_factor"] = rope_scaling.high_freq_factor;
+      j["rope_scaling"]["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
+    }
+  }
+  if (sliding_window) j["sliding_window"] = sliding_window;
+  if (sliding_window && (type == "qwen2" || type == "qwen2_moe")) j["use_sliding_window"] = true, j["max_window_layers"] = sliding_window_from;
+  if (type == "gemma2") {
+    j["attn_logit_softcapping"] = attn_logit_softcapping ? json(attn_logit_softcapping) : json();
+    j["final_logit_softcapping"] = final_logit_softcapping ? json(final_logit_softcapping) : json();
+    j["query_pre_attn_scalar"] = query_pre_attn_scalar;
+  }
+  if (type == "mixtral") j["num_local_experts"] = moe.num_experts, j["num_experts_per_tok"] = moe.experts_per_token;
+  if (type == "qwen2_moe") {
+    j["num_experts"] = moe.num_experts, j["num_experts_per_tok"] = moe.experts_per_token;
+    j["moe_intermediate_size"] = moe.expert_intermediate_size, j["norm_topk_prob"] = moe.norm_topk_prob;
+    j["shared_expert_intermediate_size"] = moe.shared_expert_intermediate_size;
+    j["decoder_sparse_step"] = moe.decoder_sparse_step, j["mlp_only_layers"] = moe.mlp_only_layers;
+  }
+  if (!eos_token_ids.empty()) j["eos_token_id"] = eos_token_ids.size() == 1 ? json(eos_token_ids[0]) : json(eos_token_ids);
   return j.dump(2) + "\n";
 }
 

@@ -2,36 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include <fmt/format.h>
 
+#include "engine/engine_math.hpp"
 #include "engine/matvec.hpp"
 #include "weightloader/convert.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {
-
-namespace {
-
-void rmsnorm(float* out, const float* x, const float* w, uint64_t n, float eps) {
-  float ss = 0;
-  for (uint64_t i = 0; i < n; ++i) ss += x[i] * x[i];
-  const float scale = 1.0f / std::sqrt(ss / float(n) + eps);
-  for (uint64_t i = 0; i < n; ++i) out[i] = w[i] * (scale * x[i]);
-}
-
-// Hugging Face's rotary layout: element j of a head turns with element j + head_dim / 2.
-void rope(float* v, uint64_t heads, uint64_t hd, const std::vector<float>& cos, const std::vector<float>& sin) {
-  const uint64_t half = hd / 2;
-  for (uint64_t h = 0; h < heads; ++h, v += hd)
-    for (uint64_t j = 0; j < half; ++j) {
-      const float a = v[j], b = v[j + half];
-      v[j] = a * cos[j] - b * sin[j];
-      v[j + half] = a * sin[j] + b * cos[j];
-    }
-}
-
-}  // namespace
 
 LlamaEngine::LlamaEngine(const LlamaConfig& config, Communicator& comm, DType dtype, unsigned threads)
     : config_(config), comm_(comm), part_(partition_rank(config, comm.rank(), comm.size())), dtype_(dtype), pool_(threads) {
@@ -44,6 +24,19 @@ LlamaEngine::LlamaEngine(const LlamaConfig& config, Communicator& comm, DType dt
   x_.resize(config_.hidden_size);
   xb_.resize(config_.hidden_size);
   logits_.resize(config_.vocab_size);
+  inv_freq_ = rotary_frequencies(config_);
+  cos_.resize(inv_freq_.size());
+  sin_.resize(inv_freq_.size());
+}
+
+LlamaEngine::Mlp LlamaEngine::bind_mlp(const std::string& at, uint64_t units) const {
+  auto raw = [&](const std::string& name) -> const std::byte* {
+    const Parameter* p = model_.find(name);
+    return p ? p->data.raw() : nullptr;
+  };
+  return Mlp{raw(at + "gate_up_proj.weight"), raw(at + "down_proj.weight"),
+             reinterpret_cast<const float*>(raw(at + "gate_up_proj.bias")), reinterpret_cast<const float*>(raw(at + "down_proj.bias")),
+             units};
 }
 
 void LlamaEngine::bind() {
@@ -57,27 +50,42 @@ void LlamaEngine::bind() {
   lm_head_ = c.tie_word_embeddings ? embed_ : raw("lm_head.weight");
   norm_ = f32("model.norm.weight");
   layers_.clear();
+  uint64_t widest_ff = part_.ff;
   for (uint64_t l = 0; l < c.num_layers; ++l) {
     const std::string at = fmt::format("model.layers.{}.", l);
     Layer L{};
     L.attn_norm = f32(at + "input_layernorm.weight");
-    L.ffn_norm = f32(at + "post_attention_layernorm.weight");
+    // Gemma 2 normalises each sublayer's output too; its MLP's input norm is pre_feedforward_layernorm.
+    L.post_attn_norm = c.sandwich_norms ? f32(at + "post_attention_layernorm.weight") : nullptr;
+    L.ffn_norm = f32(at + (c.sandwich_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"));
+    L.post_ffn_norm = c.sandwich_norms ? f32(at + "post_feedforward_layernorm.weight") : nullptr;
     L.qkv = raw(at + "self_attn.qkv_proj.weight");
     L.qkv_bias = f32(at + "self_attn.qkv_proj.bias");
     L.o = raw(at + "self_attn.o_proj.weight");
     L.o_bias = f32(at + "self_attn.o_proj.bias");
-    L.gate_up = raw(at + "mlp.gate_up_proj.weight");
-    L.gate_up_bias = f32(at + "mlp.gate_up_proj.bias");
-    L.down = raw(at + "mlp.down_proj.weight");
-    L.down_bias = f32(at + "mlp.down_proj.bias");
-    layers_.push_back(L);
+    L.window = c.window_layer(l);
+    if (c.moe_layer(l)) {
+      const std::string moe = moe_prefix(c, l);
+      L.router = f32(moe + "gate.weight");
+      for (uint64_t e = 0; e < c.moe.num_experts; ++e) L.experts.push_back(bind_mlp(fmt::format("{}experts.{}.", moe, e), part_.expert_ff));
+      if (c.moe.shared_expert_intermediate_size) {
+        L.shared = bind_mlp(moe + "shared_expert.", part_.shared_ff);
+        L.shared_gate = f32(moe + "shared_expert_gate.weight");
+      }
+      widest_ff = std::max({widest_ff, part_.expert_ff, part_.shared_ff});
+    } else {
+      L.mlp = bind_mlp(at + "mlp.", part_.ff);
+    }
+    layers_.push_back(std::move(L));
   }
   const uint64_t hd = c.head_dim;
   qkv_.resize((part_.q_heads + 2 * part_.kv_heads) * hd);
   att_.resize(part_.q_heads * hd);
   partial_.resize(c.hidden_size);
-  gate_up_.resize(2 * part_.ff);
-  hidden_.resize(part_.ff);
+  expert_out_.resize(c.hidden_size);
+  router_logits_.resize(c.moe.num_experts);
+  gate_up_.resize(2 * widest_ff);
+  hidden_.resize(widest_ff);
   uint64_t widest = 0;
   for (size_t r = 0; r + 1 < vocab_starts_.size(); ++r) widest = std::max(widest, vocab_starts_[r + 1] - vocab_starts_[r]);
   local_logits_.assign(widest, 0.0f);
@@ -96,42 +104,107 @@ void LlamaEngine::reset(uint64_t positions) {
   v_cache_.assign(n, 0.0f);
 }
 
-void LlamaEngine::add_all_reduced(const float* bias) {
+void LlamaEngine::add_all_reduced(const float* bias, const float* post_norm) {
   const uint64_t D = config_.hidden_size;
   if (bias)
     for (uint64_t i = 0; i < D; ++i) partial_[i] += bias[i];
   comm_.all_reduce_sum(partial_.data(), D);
+  if (post_norm) rmsnorm(partial_.data(), partial_.data(), post_norm, D, float(config_.rms_norm_eps), config_.norm_weight_offset ? 1.0f : 0.0f);
   for (uint64_t i = 0; i < D; ++i) x_[i] += partial_[i];
 }
 
-void LlamaEngine::attention(uint64_t l, uint64_t pos) {
+void LlamaEngine::attention(uint64_t l, uint64_t pos, uint64_t window) {
   const LlamaConfig& c = config_;
   const uint64_t hd = c.head_dim, kvw = part_.kv_heads * hd;
-  const float inv_sqrt_hd = 1.0f / std::sqrt(float(hd));
+  const float scale = 1.0f / std::sqrt(float(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(hd)));
+  // A sliding window shows a position itself and the window - 1 positions before it.
+  const uint64_t first = window && pos + 1 > window ? pos + 1 - window : 0;
   // One task per query head.
   pool_.run(part_.q_heads, [&](size_t h) {
     const uint64_t kv_local = (part_.q_head0 + h) / (c.num_heads / c.num_kv_heads) - part_.kv_head0;
     const float* q = qkv_.data() + h * hd;
     thread_local std::vector<float> scores;
     scores.resize(pos + 1);
-    float max = -INFINITY;
-    for (uint64_t t = 0; t <= pos; ++t) {
+    for (uint64_t t = first; t <= pos; ++t) {
       const float* k = k_cache_.data() + (l * positions_ + t) * kvw + kv_local * hd;
       float s = 0;
       for (uint64_t j = 0; j < hd; ++j) s += q[j] * k[j];
-      scores[t] = s * inv_sqrt_hd;
-      max = std::max(max, scores[t]);
+      scores[t] = s * scale;
     }
+    soft_cap(scores.data() + first, pos + 1 - first, c.attn_logit_softcapping);
+    const float max = *std::max_element(scores.begin() + first, scores.end());
     float sum = 0;
-    for (uint64_t t = 0; t <= pos; ++t) sum += scores[t] = std::exp(scores[t] - max);
+    for (uint64_t t = first; t <= pos; ++t) sum += scores[t] = std::exp(scores[t] - max);
     float* out = att_.data() + h * hd;
     std::fill(out, out + hd, 0.0f);
-    for (uint64_t t = 0; t <= pos; ++t) {
+    for (uint64_t t = first; t <= pos; ++t) {
       const float* v = v_cache_.data() + (l * positions_ + t) * kvw + kv_local * hd;
       const float a = scores[t] / sum;
       for (uint64_t j = 0; j < hd; ++j) out[j] += a * v[j];
     }
   });
+}
+
+void LlamaEngine::attention_block(const Layer& L, uint64_t l, uint64_t pos) {
+  const uint64_t D = config_.hidden_size, hd = config_.head_dim, kvw = part_.kv_heads * hd;
+  rmsnorm(xb_.data(), x_.data(), L.attn_norm, D, float(config_.rms_norm_eps), config_.norm_weight_offset ? 1.0f : 0.0f);
+  const MatVec qkv{L.qkv, dtype_, qkv_.size(), D, xb_.data(), qkv_.data()};
+  run_matvecs(pool_, {&qkv, 1});
+  if (L.qkv_bias)
+    for (uint64_t i = 0; i < qkv_.size(); ++i) qkv_[i] += L.qkv_bias[i];
+  float* q = qkv_.data();
+  float* k = q + part_.q_heads * hd;
+  const float* v = k + kvw;
+  rope(q, part_.q_heads, hd, cos_, sin_);
+  rope(k, part_.kv_heads, hd, cos_, sin_);
+  const uint64_t at = (l * positions_ + pos) * kvw;
+  std::copy(k, k + kvw, k_cache_.begin() + at);
+  std::copy(v, v + kvw, v_cache_.begin() + at);
+  attention(l, pos, L.window);
+  const MatVec o{L.o, dtype_, D, att_.size(), att_.data(), partial_.data()};
+  run_matvecs(pool_, {&o, 1});
+  add_all_reduced(L.o_bias, L.post_attn_norm);
+}
+
+void LlamaEngine::mlp(const Mlp& m, float* out) {
+  const uint64_t D = config_.hidden_size, ff = m.units;
+  const MatVec gate_up{m.gate_up, dtype_, 2 * ff, D, xb_.data(), gate_up_.data()};
+  run_matvecs(pool_, {&gate_up, 1});
+  if (m.gate_up_bias)
+    for (uint64_t i = 0; i < 2 * ff; ++i) gate_up_[i] += m.gate_up_bias[i];
+  gated_activation(config_.hidden_act, gate_up_.data(), gate_up_.data() + ff, hidden_.data(), ff);
+  const MatVec down{m.down, dtype_, D, ff, hidden_.data(), out};
+  run_matvecs(pool_, {&down, 1});
+}
+
+// Mixtral and Qwen2-MoE: a softmax over all experts' router logits, the top k kept (renormalised
+// to sum to 1 when norm_topk_prob), each chosen expert's output weighted by its probability.
+void LlamaEngine::experts(const Layer& L) {
+  const MoeConfig& moe = config_.moe;
+  const uint64_t D = config_.hidden_size, E = moe.num_experts;
+  const MatVec router{reinterpret_cast<const std::byte*>(L.router), DType::F32, E, D, xb_.data(), router_logits_.data()};
+  run_matvecs(pool_, {&router, 1});
+  const float max = *std::max_element(router_logits_.begin(), router_logits_.end());
+  float sum = 0;
+  for (float& v : router_logits_) sum += v = std::exp(v - max);
+  std::vector<uint64_t> order(E);
+  std::iota(order.begin(), order.end(), 0);
+  // Highest probability first; the lower expert index first among equals (as torch.topk).
+  std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) { return router_logits_[a] > router_logits_[b]; });
+  float chosen = 0;
+  for (uint64_t i = 0; i < moe.experts_per_token; ++i) chosen += router_logits_[order[i]];
+  std::fill(partial_.begin(), partial_.end(), 0.0f);
+  for (uint64_t i = 0; i < moe.experts_per_token; ++i) {
+    const float weight = router_logits_[order[i]] / (moe.norm_topk_prob ? chosen : sum);
+    mlp(L.experts[order[i]], expert_out_.data());
+    for (uint64_t j = 0; j < D; ++j) partial_[j] += weight * expert_out_[j];
+  }
+  if (!L.shared.units) return;
+  float g = 0;
+  for (uint64_t j = 0; j < D; ++j) g += L.shared_gate[j] * xb_[j];
+  const float weight = 1.0f / (1.0f + std::exp(-g));  // each rank scales its part: the sum is scaled alike
+  mlp(L.shared, expert_out_.data());
+  for (uint64_t j = 0; j < D; ++j) partial_[j] += weight * expert_out_[j];
 }
 
 // Each rank computed its vocabulary rows; every rank receives all of them (padded to the widest slice).
@@ -147,59 +220,40 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
   if (token < 0 || uint64_t(token) >= c.vocab_size)
     throw Error(ErrorCode::InvalidArgument, fmt::format("token id {} is outside the vocabulary [0, {})", token, c.vocab_size));
   if (pos >= positions_) throw Error(ErrorCode::InvalidArgument, fmt::format("position {} is beyond the {} reserved", pos, positions_));
-  const uint64_t D = c.hidden_size, hd = c.head_dim;
-  const float eps = float(c.rms_norm_eps);
+  const uint64_t D = c.hidden_size;
+  const float eps = float(c.rms_norm_eps), offset = c.norm_weight_offset ? 1.0f : 0.0f;
 
   // Vocabulary-parallel embedding: the rank that owns the row provides it.
   const unsigned owner = unsigned(std::upper_bound(vocab_starts_.begin(), vocab_starts_.end() - 1, uint64_t(token)) - vocab_starts_.begin() - 1);
   if (owner == part_.rank) convert(dtype_, embed_ + (token - part_.vocab0) * D * dtype_size(dtype_), DType::F32, x_.data(), D);
   comm_.broadcast(x_.data(), D * sizeof(float), owner);
-
-  std::vector<float> cos(hd / 2), sin(hd / 2);
-  for (uint64_t j = 0; j < hd / 2; ++j) {
-    const float freq = 1.0f / std::pow(float(c.rope_theta), float(2 * j) / float(hd));
-    const float angle = float(pos) * freq;
-    cos[j] = std::cos(angle);
-    sin[j] = std::sin(angle);
+  if (c.scale_embeddings) {
+    const float normalizer = float(std::sqrt(double(D)));
+    for (float& v : x_) v *= normalizer;
   }
-  auto product = [&](const std::byte* w, uint64_t rows, uint64_t cols, const float* in, float* out) {
-    const MatVec job{w, dtype_, rows, cols, in, out};
-    run_matvecs(pool_, {&job, 1});
-  };
+  for (size_t j = 0; j < inv_freq_.size(); ++j) {
+    const float angle = float(pos) * inv_freq_[j];
+    cos_[j] = std::cos(angle);
+    sin_[j] = std::sin(angle);
+  }
 
   for (uint64_t l = 0; l < c.num_layers; ++l) {
     const Layer& L = layers_[l];
-    rmsnorm(xb_.data(), x_.data(), L.attn_norm, D, eps);
-    product(L.qkv, qkv_.size(), D, xb_.data(), qkv_.data());
-    if (L.qkv_bias)
-      for (uint64_t i = 0; i < qkv_.size(); ++i) qkv_[i] += L.qkv_bias[i];
-    const uint64_t kvw = part_.kv_heads * hd;
-    float* q = qkv_.data();
-    float* k = q + part_.q_heads * hd;
-    const float* v = k + kvw;
-    rope(q, part_.q_heads, hd, cos, sin);
-    rope(k, part_.kv_heads, hd, cos, sin);
-    const uint64_t at = (l * positions_ + pos) * kvw;
-    std::copy(k, k + kvw, k_cache_.begin() + at);
-    std::copy(v, v + kvw, v_cache_.begin() + at);
-    attention(l, pos);
-    product(L.o, D, att_.size(), att_.data(), partial_.data());
-    add_all_reduced(L.o_bias);
-
-    rmsnorm(xb_.data(), x_.data(), L.ffn_norm, D, eps);
-    product(L.gate_up, gate_up_.size(), D, xb_.data(), gate_up_.data());
-    if (L.gate_up_bias)
-      for (uint64_t i = 0; i < gate_up_.size(); ++i) gate_up_[i] += L.gate_up_bias[i];
-    for (uint64_t i = 0; i < part_.ff; ++i) {
-      const float g = gate_up_[i];
-      hidden_[i] = g / (1.0f + std::exp(-g)) * gate_up_[part_.ff + i];
+    attention_block(L, l, pos);
+    rmsnorm(xb_.data(), x_.data(), L.ffn_norm, D, eps, offset);
+    if (L.router) {
+      experts(L);
+      add_all_reduced(nullptr, L.post_ffn_norm);
+    } else {
+      mlp(L.mlp, partial_.data());
+      add_all_reduced(L.mlp.down_bias, L.post_ffn_norm);
     }
-    product(L.down, D, part_.ff, hidden_.data(), partial_.data());
-    add_all_reduced(L.down_bias);
   }
 
-  rmsnorm(xb_.data(), x_.data(), norm_, D, eps);
-  product(lm_head_, part_.vocab, D, xb_.data(), local_logits_.data());
+  rmsnorm(xb_.data(), x_.data(), norm_, D, eps, offset);
+  const MatVec head{lm_head_, dtype_, part_.vocab, D, xb_.data(), local_logits_.data()};
+  run_matvecs(pool_, {&head, 1});
+  soft_cap(local_logits_.data(), part_.vocab, c.final_logit_softcapping);
   gather_logits();
   return logits_;
 }

@@ -1,4 +1,5 @@
-// The Llama forward pass of one tensor-parallel rank. The rank owns its slice of every weight
+// The forward pass of one tensor-parallel rank, for every family LlamaConfig describes (biases,
+// sliding windows, soft-caps, Gemma's norms, partial rotary, experts). The rank owns its slice of every weight
 // (declared by tensor_parallel.hpp) and its part of the KV cache; it meets the other ranks only
 // through its Communicator: the embedding row comes from the rank that owns it, the row-parallel
 // products' partial sums are all-reduced, and the vocabulary slices of the logits are gathered.
@@ -7,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/tensor_parallel.hpp"
@@ -36,9 +38,21 @@ class LlamaEngine {
   const std::vector<float>& forward(int32_t token, uint64_t pos);
 
  private:
+  struct Mlp {
+    const std::byte *gate_up = nullptr, *down = nullptr;
+    const float *gate_up_bias = nullptr, *down_bias = nullptr;
+    uint64_t units = 0;  // this rank's
+  };
   struct Layer {
-    const float *attn_norm, *ffn_norm, *qkv_bias = nullptr, *o_bias = nullptr, *gate_up_bias = nullptr, *down_bias = nullptr;
-    const std::byte *qkv, *o, *gate_up, *down;
+    const float *attn_norm, *post_attn_norm = nullptr, *ffn_norm, *post_ffn_norm = nullptr;
+    const float *qkv_bias = nullptr, *o_bias = nullptr;
+    const std::byte *qkv, *o;
+    Mlp mlp;                               // a dense layer's
+    const float* router = nullptr;         // [experts, hidden]: a sparse layer's
+    std::vector<Mlp> experts;
+    Mlp shared;                            // the shared expert (units 0: none)
+    const float* shared_gate = nullptr;    // [hidden]
+    uint64_t window = 0;
   };
   LlamaConfig config_;
   Communicator& comm_;
@@ -54,13 +68,21 @@ class LlamaEngine {
   bool bound_ = false;
   uint64_t positions_ = 0;
   // Per-token activations and this rank's KV cache: [layer][position][kv_heads * head_dim].
-  std::vector<float> x_, xb_, qkv_, att_, partial_, gate_up_, hidden_, k_cache_, v_cache_;
+  std::vector<float> x_, xb_, qkv_, att_, partial_, expert_out_, router_logits_, gate_up_, hidden_, k_cache_, v_cache_;
+  std::vector<float> inv_freq_, cos_, sin_;  // rotary frequencies (rope_scaling applied), this position's
   std::vector<float> local_logits_, gathered_logits_, logits_;
 
   void bind();
-  void attention(uint64_t layer, uint64_t pos);
-  // x += the sum over ranks of partial_ (+ the row-parallel bias, which rank 0 alone holds).
-  void add_all_reduced(const float* bias);
+  Mlp bind_mlp(const std::string& at, uint64_t units) const;
+  void attention_block(const Layer& L, uint64_t layer, uint64_t pos);
+  void attention(uint64_t layer, uint64_t pos, uint64_t window);
+  // out = this rank's part of mlp(xb_) (its down_proj columns' partial sum).
+  void mlp(const Mlp& m, float* out);
+  // partial_ = this rank's part of the experts' weighted sum (and the gated shared expert's).
+  void experts(const Layer& L);
+  // x += the sum over ranks of partial_ (+ the row-parallel bias, which rank 0 alone holds),
+  // normalised first by `post_norm` when the family has one there (Gemma 2).
+  void add_all_reduced(const float* bias, const float* post_norm);
   void gather_logits();
 };
 

@@ -27,6 +27,16 @@ std::string printable(std::string piece) {
   return piece;
 }
 
+// generation_config.json beside the weights, when there is one: its eos_token_id.
+std::vector<int32_t> generation_config_eos(const WeightSource& source) {
+  const Opener& opener = *source.opener();
+  const std::string dir = opener.is_directory(source.origin()) ? source.origin() : opener.parent(source.origin());
+  const std::string path = opener.join(dir, "generation_config.json");
+  if (!opener.exists(path) || opener.is_directory(path)) return {};
+  const std::shared_ptr<ByteSource> file = opener.open(path);
+  return eos_ids_from_generation_config(file->read_string(0, file->size()), path);
+}
+
 // What rank 0 broadcasts instead of a token when SamplingParams::cancelled says stop.
 constexpr int32_t kCancelledToken = -1;
 
@@ -117,7 +127,19 @@ std::unique_ptr<WeightSource> LLM::open() {
   loader_ = std::move(loader);
   // Beside the weights: origin() is where the loader found them (a model id resolves to its snapshot).
   tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin(), *source->opener()) : open_tokenizer(options_.tokenizer);
+  stop_ids_ = stop_tokens(*source);
   return source;
+}
+
+std::vector<int32_t> LLM::stop_tokens(const WeightSource& source) const {
+  // llama2.c's run.c stops at BOS and EOS (1 and 2 without a tokenizer).
+  if (config_.origin == "llama2c") return tokenizer_ ? std::vector<int32_t>{tokenizer_->bos_id(), tokenizer_->eos_id()} : std::vector<int32_t>{1, 2};
+  // Otherwise what the model says (generation_config.json over config.json, as transformers
+  // reads them; GGUF's tokenizer.ggml.eos_token_id), or else its tokenizer's EOS.
+  std::vector<int32_t> ids = config_.origin == "config.json" ? generation_config_eos(source) : std::vector<int32_t>{};
+  if (ids.empty()) ids = config_.eos_token_ids;
+  if (ids.empty() && tokenizer_ && tokenizer_->eos_id() >= 0) ids.push_back(tokenizer_->eos_id());
+  return ids;
 }
 
 void LLM::load_held_ranks(const WeightSource& source) {
@@ -216,7 +238,6 @@ std::optional<GenerationOutput> LLM::run_rank(LlamaEngine& engine, const std::ve
   const bool leader = engine.rank() == 0;
   Sampler sampler(params.temperature, params.top_p, seed);
   const int32_t bos = tokenizer_ ? tokenizer_->bos_id() : 1;
-  const int32_t eos = tokenizer_ ? tokenizer_->eos_id() : 2;
   auto emit = [&](const std::string& piece) {
     out.text += piece;
     if (leader && params.stream && !piece.empty()) params.stream(piece);
@@ -236,7 +257,7 @@ std::optional<GenerationOutput> LLM::run_rank(LlamaEngine& engine, const std::ve
       next = leader ? (params.cancelled && params.cancelled() ? kCancelledToken : sampler.sample(logits)) : 0;
       engine.communicator().broadcast(&next, sizeof next, 0);
       if (next == kCancelledToken) return std::nullopt;
-      if (params.stop_at_eos && (next == eos || next == bos)) break;
+      if (params.stop_at_eos && std::find(stop_ids_.begin(), stop_ids_.end(), next) != stop_ids_.end()) break;
       out.token_ids.push_back(next);
     }
     if (tokenizer_) {

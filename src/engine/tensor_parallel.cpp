@@ -1,10 +1,104 @@
 #include "engine/tensor_parallel.hpp"
 
+#include <tuple>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "weightloader/error.hpp"
 
 namespace wl {
+
+namespace {
+
+// Rank `rank`'s range of `units` MLP units: whole quantisation blocks (256 for K-quants, 32 for
+// the others) when the size allows, so row-parallel down_proj columns of a quantised GGUF file
+// stay readable.
+std::pair<uint64_t, uint64_t> unit_range(uint64_t units, unsigned rank, unsigned size) {
+  uint64_t granule = 1;
+  for (uint64_t g : {256u, 32u})
+    if (units % g == 0 && units / g >= size) {
+      granule = g;
+      break;
+    }
+  const uint64_t blocks = units / granule;
+  const uint64_t begin = granule * (blocks * rank / size);
+  return {begin, granule * (blocks * (rank + 1) / size) - begin};
+}
+
+ParameterShard rows(std::string from, uint64_t begin, uint64_t count, uint64_t at) {
+  return ParameterShard{std::move(from), Slice{0, begin, begin + count}, at};
+}
+
+ParameterShard columns(std::string from, uint64_t begin, uint64_t count) {
+  return ParameterShard{std::move(from), Slice{1, begin, begin + count}, 0};
+}
+
+// An MLP's gate_up_proj (gate rows then up rows of units [ff0, ff0 + ff) of `units`) and down_proj.
+// `gate`/`up`/`down` name the checkpoint's tensors; a fused checkpoint's gate_up holds gate then up.
+struct MlpNames {
+  std::string gate, up, down, fused;  // fused: non-empty when the checkpoint stores gate_up_proj
+};
+
+void declare_mlp(Model& m, const std::string& at, const MlpNames& from, uint64_t units, uint64_t ff0, uint64_t ff,
+                 uint64_t D, DType dtype, bool bias, bool rank0) {
+  for (const char* kind : {"weight", "bias"}) {
+    const bool is_bias = std::string(kind) == "bias";
+    if (is_bias && !bias) continue;
+    const Shape shape = is_bias ? Shape{2 * ff} : Shape{2 * ff, D};
+    std::vector<ParameterShard> parts;
+    if (!from.fused.empty())
+      parts = {rows(from.fused + "." + kind, ff0, ff, 0), rows(from.fused + "." + kind, units + ff0, ff, ff)};
+    else
+      parts = {rows(from.gate + "." + kind, ff0, ff, 0), rows(from.up + "." + kind, ff0, ff, ff)};
+    m.add_parameter(at + "gate_up_proj." + kind, shape, is_bias ? DType::F32 : dtype, std::move(parts));
+  }
+  m.add_parameter(at + "down_proj.weight", {D, ff}, dtype, {columns(from.down + ".weight", ff0, ff)});
+  if (bias && rank0) m.add_parameter(at + "down_proj.bias", {D}, DType::F32);
+}
+
+void declare_attention(Model& m, const LlamaConfig& c, const RankPartition& p, const std::string& attn, DType dtype) {
+  const uint64_t D = c.hidden_size, hd = c.head_dim;
+  const uint64_t q_rows = p.q_heads * hd, kv_rows = p.kv_heads * hd;
+  for (const char* kind : {"weight", "bias"}) {
+    const bool bias = std::string(kind) == "bias";
+    if (bias && !c.qkv_bias) continue;
+    const Shape shape = bias ? Shape{q_rows + 2 * kv_rows} : Shape{q_rows + 2 * kv_rows, D};
+    // A fused checkpoint's qkv_proj holds all q rows, then all k rows, then all v rows.
+    const std::string fused = attn + "qkv_proj." + kind;
+    auto from = [&](const char* split) { return c.fused_checkpoint ? fused : attn + split + "." + kind; };
+    const uint64_t k_at = c.fused_checkpoint ? c.q_dim() : 0, v_at = c.fused_checkpoint ? c.q_dim() + c.kv_dim() : 0;
+    m.add_parameter(fused, shape, bias ? DType::F32 : dtype,
+                    {rows(from("q_proj"), p.q_head0 * hd, q_rows, 0), rows(from("k_proj"), k_at + p.kv_head0 * hd, kv_rows, q_rows),
+                     rows(from("v_proj"), v_at + p.kv_head0 * hd, kv_rows, q_rows + kv_rows)});
+  }
+  m.add_parameter(attn + "o_proj.weight", {D, q_rows}, dtype, {columns(attn + "o_proj.weight", p.q_head0 * hd, q_rows)});
+  if (c.o_bias && p.rank == 0) m.add_parameter(attn + "o_proj.bias", {D}, DType::F32);
+}
+
+void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_t l, DType dtype) {
+  const std::string at = moe_prefix(c, l);
+  const uint64_t D = c.hidden_size;
+  const bool mixtral = c.architecture == "mixtral";
+  m.add_parameter(at + "gate.weight", {c.moe.num_experts, D}, DType::F32);
+  for (uint64_t e = 0; e < c.moe.num_experts; ++e) {
+    const std::string ex = fmt::format("{}experts.{}.", at, e);
+    const MlpNames names = mixtral ? MlpNames{ex + "w1", ex + "w3", ex + "w2", ""}
+                                   : MlpNames{ex + "gate_proj", ex + "up_proj", ex + "down_proj", ""};
+    declare_mlp(m, ex, names, c.moe.expert_intermediate_size, p.expert_ff0, p.expert_ff, D, dtype, false, false);
+  }
+  if (!c.moe.shared_expert_intermediate_size) return;
+  const std::string sh = at + "shared_expert.";
+  declare_mlp(m, sh, {sh + "gate_proj", sh + "up_proj", sh + "down_proj", ""}, c.moe.shared_expert_intermediate_size, p.shared_ff0,
+              p.shared_ff, D, dtype, false, false);
+  m.add_parameter(at + "shared_expert_gate.weight", {1, D}, DType::F32);
+}
+
+}  // namespace
+
+std::string moe_prefix(const LlamaConfig& c, uint64_t layer) {
+  return fmt::format("model.layers.{}.{}.", layer, c.architecture == "mixtral" ? "block_sparse_moe" : "mlp");
+}
 
 RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size) {
   auto refuse = [&](const std::string& why) {
@@ -15,6 +109,9 @@ RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size)
   if (c.num_kv_heads % size != 0 && size % c.num_kv_heads != 0)
     throw refuse(fmt::format("neither divides nor is a multiple of num_key_value_heads {}", c.num_kv_heads));
   if (size > c.intermediate_size || size > c.vocab_size) throw refuse("leaves a rank without MLP units or vocabulary");
+  if (c.moe.num_experts && (size > c.moe.expert_intermediate_size ||
+                            (c.moe.shared_expert_intermediate_size && size > c.moe.shared_expert_intermediate_size)))
+    throw refuse("leaves a rank without expert units");
   RankPartition p;
   p.rank = rank;
   p.size = size;
@@ -23,17 +120,10 @@ RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size)
   const uint64_t group = c.num_heads / c.num_kv_heads;  // query heads per kv head
   p.kv_head0 = p.q_head0 / group;
   p.kv_heads = c.num_kv_heads >= size ? c.num_kv_heads / size : 1;
-  // MLP units split in whole quantisation blocks (256 for K-quants, 32 for the others) when the size
-  // allows, so row-parallel down_proj columns of a quantised GGUF file stay readable.
-  uint64_t granule = 1;
-  for (uint64_t g : {256u, 32u})
-    if (c.intermediate_size % g == 0 && c.intermediate_size / g >= size) {
-      granule = g;
-      break;
-    }
-  const uint64_t units = c.intermediate_size / granule;
-  p.ff0 = granule * (units * rank / size);
-  p.ff = granule * (units * (rank + 1) / size) - p.ff0;
+  std::tie(p.ff0, p.ff) = unit_range(c.intermediate_size, rank, size);
+  if (c.moe.num_experts) std::tie(p.expert_ff0, p.expert_ff) = unit_range(c.moe.expert_intermediate_size, rank, size);
+  if (c.moe.shared_expert_intermediate_size)
+    std::tie(p.shared_ff0, p.shared_ff) = unit_range(c.moe.shared_expert_intermediate_size, rank, size);
   p.vocab0 = c.vocab_size * rank / size;
   p.vocab = c.vocab_size * (rank + 1) / size - p.vocab0;
   return p;
@@ -41,43 +131,26 @@ RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size)
 
 Model declare_rank_parameters(const LlamaConfig& c, const RankPartition& p, DType dtype) {
   Model m;
-  const uint64_t D = c.hidden_size, hd = c.head_dim;
-  const uint64_t q_rows = p.q_heads * hd, kv_rows = p.kv_heads * hd;
-  auto rows = [](std::string from, uint64_t begin, uint64_t count, uint64_t at) {
-    return ParameterShard{std::move(from), Slice{0, begin, begin + count}, at};
-  };
-  auto columns = [](std::string from, uint64_t begin, uint64_t count) {
-    return ParameterShard{std::move(from), Slice{1, begin, begin + count}, 0};
-  };
+  const uint64_t D = c.hidden_size;
   auto whole = [&](const std::string& name, uint64_t n) { m.add_parameter(name, {n}, DType::F32); };
 
-  m.add_parameter("model.embed_tokens.weight", {p.vocab, D}, dtype,
-                  {rows("model.embed_tokens.weight", p.vocab0, p.vocab, 0)});
+  m.add_parameter("model.embed_tokens.weight", {p.vocab, D}, dtype, {rows("model.embed_tokens.weight", p.vocab0, p.vocab, 0)});
   for (uint64_t l = 0; l < c.num_layers; ++l) {
     const std::string at = fmt::format("model.layers.{}.", l);
-    const std::string attn = at + "self_attn.", mlp = at + "mlp.";
     whole(at + "input_layernorm.weight", D);
     whole(at + "post_attention_layernorm.weight", D);
-    for (const char* kind : {"weight", "bias"}) {
-      const bool bias = std::string(kind) == "bias";
-      if (bias && !c.qkv_bias) continue;
-      const Shape shape = bias ? Shape{q_rows + 2 * kv_rows} : Shape{q_rows + 2 * kv_rows, D};
-      m.add_parameter(attn + "qkv_proj." + kind, shape, bias ? DType::F32 : dtype,
-                      {rows(attn + "q_proj." + kind, p.q_head0 * hd, q_rows, 0),
-                       rows(attn + "k_proj." + kind, p.kv_head0 * hd, kv_rows, q_rows),
-                       rows(attn + "v_proj." + kind, p.kv_head0 * hd, kv_rows, q_rows + kv_rows)});
+    if (c.sandwich_norms) {
+      whole(at + "pre_feedforward_layernorm.weight", D);
+      whole(at + "post_feedforward_layernorm.weight", D);
     }
-    m.add_parameter(attn + "o_proj.weight", {D, q_rows}, dtype, {columns(attn + "o_proj.weight", p.q_head0 * hd, q_rows)});
-    if (c.o_bias && p.rank == 0) whole(attn + "o_proj.bias", D);
-    for (const char* kind : {"weight", "bias"}) {
-      const bool bias = std::string(kind) == "bias";
-      if (bias && !c.mlp_bias) continue;
-      const Shape shape = bias ? Shape{2 * p.ff} : Shape{2 * p.ff, D};
-      m.add_parameter(mlp + "gate_up_proj." + kind, shape, bias ? DType::F32 : dtype,
-                      {rows(mlp + "gate_proj." + kind, p.ff0, p.ff, 0), rows(mlp + "up_proj." + kind, p.ff0, p.ff, p.ff)});
+    declare_attention(m, c, p, at + "self_attn.", dtype);
+    if (c.moe_layer(l)) {
+      declare_moe(m, c, p, l, dtype);
+      continue;
     }
-    m.add_parameter(mlp + "down_proj.weight", {D, p.ff}, dtype, {columns(mlp + "down_proj.weight", p.ff0, p.ff)});
-    if (c.mlp_bias && p.rank == 0) whole(mlp + "down_proj.bias", D);
+    const std::string mlp = at + "mlp.";
+    declare_mlp(m, mlp, {mlp + "gate_proj", mlp + "up_proj", mlp + "down_proj", c.fused_checkpoint ? mlp + "gate_up_proj" : ""},
+                c.intermediate_size, p.ff0, p.ff, D, dtype, c.mlp_bias, p.rank == 0);
   }
   whole("model.norm.weight", D);
   if (!c.tie_word_embeddings)

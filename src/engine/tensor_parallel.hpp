@@ -1,7 +1,9 @@
-// How a Llama model is split over tensor-parallel ranks (Megatron-style, as vLLM does it):
+// How a model is split over tensor-parallel ranks (Megatron-style, as vLLM does it):
 // q/k/v and gate/up are column-parallel (each rank owns whole heads and a range of the MLP's
 // intermediate units), o_proj and down_proj row-parallel (the matching input columns), the
 // embedding and lm_head vocabulary-parallel. kv heads are replicated when ranks outnumber them.
+// Experts split inside, as the dense MLP does (each rank holds its units of every expert); the
+// router and the shared expert's gate are replicated.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,8 @@ struct RankPartition {
   uint64_t q_head0 = 0, q_heads = 0;    // this rank's query heads
   uint64_t kv_head0 = 0, kv_heads = 0;  // the kv heads they read
   uint64_t ff0 = 0, ff = 0;             // intermediate units
+  uint64_t expert_ff0 = 0, expert_ff = 0;  // each expert's intermediate units
+  uint64_t shared_ff0 = 0, shared_ff = 0;  // the shared expert's
   uint64_t vocab0 = 0, vocab = 0;       // vocabulary rows
 };
 
@@ -24,9 +28,13 @@ struct RankPartition {
 RankPartition partition_rank(const LlamaConfig& config, unsigned rank, unsigned size);
 
 // Declares rank `p`'s parameters under vLLM's names (qkv_proj, gate_up_proj, ...), each shard
-// reading only its slice of the checkpoint's Hugging Face tensors. Matrices and the embedding are
-// stored in `dtype`; norms and biases in F32. Row-parallel biases live on rank 0 only (added once
-// after the all-reduce); lm_head is absent when the embeddings are tied.
+// reading only its slice of the checkpoint's Hugging Face tensors (of each part of a fused one).
+// Matrices and the embedding are stored in `dtype`; norms, biases and routers in F32.
+// Row-parallel biases live on rank 0 only (added once after the all-reduce); lm_head is absent
+// when the embeddings are tied.
 Model declare_rank_parameters(const LlamaConfig& config, const RankPartition& p, DType dtype);
+
+// Where layer l's experts live: "model.layers.{l}.block_sparse_moe." (Mixtral) or "...mlp." (Qwen2-MoE).
+std::string moe_prefix(const LlamaConfig& config, uint64_t layer);
 
 }  // namespace wl

@@ -36,7 +36,7 @@ TEST(LlamaConfig, ReadsHuggingFaceFields) {
   EXPECT_EQ(again, c);
 }
 
-TEST(LlamaConfig, Qwen2HasQkvBiasAndMistralWindowBoundsPositions) {
+TEST(LlamaConfig, Qwen2HasQkvBiasAndMistralsWindowIsNotItsContext) {
   const LlamaConfig q = llama_config_from_hf_json(
       R"({"model_type": "qwen2", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
           "num_attention_heads": 2, "vocab_size": 10, "sliding_window": 32, "use_sliding_window": false})", "q");
@@ -46,7 +46,9 @@ TEST(LlamaConfig, Qwen2HasQkvBiasAndMistralWindowBoundsPositions) {
   const LlamaConfig m = llama_config_from_hf_json(
       R"({"model_type": "mistral", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
           "num_attention_heads": 2, "vocab_size": 10, "sliding_window": 32, "max_position_embeddings": 4096})", "m");
-  EXPECT_EQ(m.max_position_embeddings, 32u);
+  EXPECT_EQ(m.max_position_embeddings, 4096u);
+  EXPECT_EQ(m.window_layer(0), 32u);
+  EXPECT_EQ(q.window_layer(0), 0u);
 }
 
 TEST(LlamaConfig, ErrorsNameTheField) {
@@ -58,8 +60,18 @@ TEST(LlamaConfig, ErrorsNameTheField) {
       {R"({"hidden_size": 8})", "intermediate_size"},
       {R"({"model_type": "gpt2", "hidden_size": 8})", "model_type"},
       {R"({"architectures": ["BertModel"]})", "architectures"},
-      {R"({"hidden_act": "gelu"})", "hidden_act"},
-      {R"({"rope_scaling": {"type": "linear", "factor": 2.0}})", "rope_scaling"},
+      {R"({"hidden_act": "relu"})", "hidden_act"},
+      {R"({"rope_scaling": {"type": "yarn", "factor": 2.0}})", "rope_scaling"},
+      {R"({"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})", "rope_scaling"},
+      {R"({"rope_scaling": {"rope_type": "longrope", "short_factor": [1]}})", "rope_scaling"},
+      {R"({"rope_scaling": {"rope_type": "linear", "factor": 0.5}})", "rope_scaling.factor"},
+      {R"({"model_type": "gemma2", "hidden_activation": "relu"})", "hidden_activation"},
+      {R"({"model_type": "llama", "sliding_window": 4096})", "sliding_window"},
+      {R"({"model_type": "llama", "attn_logit_softcapping": 50.0})", "attn_logit_softcapping"},
+      {R"({"model_type": "mistral", "num_local_experts": 8})", "num_local_experts"},
+      {R"({"model_type": "mixtral", "num_local_experts": 4, "num_experts_per_tok": 5, "hidden_size": 8})", "num_experts_per_tok"},
+      {R"({"model_type": "phi3", "partial_rotary_factor": 1.5})", "partial_rotary_factor"},
+      {R"({"model_type": "qwen2", "eos_token_id": "end"})", "eos_token_id"},
       {R"({"hidden_size": -8, "intermediate_size": 16})", "hidden_size"},
       {R"({"hidden_size": "8"})", "hidden_size"},
   };

@@ -5,6 +5,8 @@
 #include <set>
 
 #include "cli_common.hpp"
+#include "weightloader/engine/llama_config.hpp"
+#include "weightloader/error.hpp"
 #include "weightloader/name_schemes.hpp"
 
 namespace wl::cli {
@@ -15,6 +17,16 @@ namespace {
 std::string where(const TensorInfo& t) {
   if (t.parts.empty()) return t.file;
   return fmt::format("{} + {} more along dim {}", t.parts.front().file, t.parts.size() - 1, t.parts_dim);
+}
+
+// The model's architecture and what it exercises, as the engine reads its configuration; empty
+// when the checkpoint has none, and why not when the engine cannot run it.
+std::string model_summary(const WeightLoader& loader, const WeightSource& source) {
+  try {
+    return llama_config_from_source(*loader.canonical_source(source)).features();
+  } catch (const Error& e) {
+    return e.code() == ErrorCode::ConfigMissing ? std::string() : fmt::format("not one the engine runs: {}", e.what());
+  }
 }
 }  // namespace
 
@@ -47,6 +59,7 @@ void add_inspect_command(CLI::App& app) {
     std::vector<std::string> names;
     for (const TensorInfo& t : source->tensors()) names.push_back(t.name);
     const DetectedScheme scheme = detect_name_scheme(names);
+    const std::string model = model_summary(*loader, *source);
     if (*json) {
       nlohmann::json j;
       j["path"] = opts->path;
@@ -69,6 +82,7 @@ void add_inspect_command(CLI::App& app) {
       }
       j["names"] = {{"scheme", scheme.scheme}, {"prefix", scheme.prefix}, {"matched", scheme.matched},
                     {"total", scheme.total}, {"summary", scheme.to_string()}};
+      if (!model.empty()) j["model"] = model;
       j["total_tensors"] = source->tensors().size();
       j["total_parameters"] = params;
       j["total_bytes"] = source->total_bytes();
@@ -88,6 +102,7 @@ void add_inspect_command(CLI::App& app) {
     fmt::print("{} tensors, {} parameters, {} ({} bytes), format {}, loader {}\n", source->tensors().size(), params,
                human_bytes(source->total_bytes()), source->total_bytes(), source->format(), loader_name);
     fmt::print("names: {}\n", scheme.to_string());
+    if (!model.empty()) fmt::print("model: {}\n", model);
     for (const auto& [k, v] : source->metadata())
       fmt::print("metadata {} = {}\n", k, v.find('\n') == std::string::npos ? v : fmt::format("({} bytes; --json shows it)", v.size()));
     if (const uint64_t fetched = source->bytes_fetched())

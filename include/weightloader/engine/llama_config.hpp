@@ -1,34 +1,84 @@
-// The hyperparameters of a Llama-family model, read from the checkpoint itself: a Hugging Face
-// config.json (Llama, Mistral and Qwen2 fields), GGUF `llama.*` metadata, or a llama2.c header.
+// The model description the engine runs: the hyperparameters of a decoder-only transformer of the
+// Llama lineage, read from the checkpoint itself — a Hugging Face config.json (Llama, Mistral,
+// Qwen2, Qwen2-MoE, Mixtral, Gemma, Gemma 2, Phi-3), GGUF `llama.*` metadata, Meta's params.json
+// or a llama2.c header. Every field that changes the math is here; one a family's config.json
+// sets that the engine cannot honour is refused, naming it, never ignored.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "weightloader/source.hpp"
 #include "weightloader/export.hpp"
 
 namespace wl {
 
+// How rotary frequencies are rescaled for longer contexts (config.json's rope_scaling).
+struct WL_API RopeScaling {
+  std::string type;                 // empty (none), "linear" or "llama3"
+  double factor = 1.0;
+  double low_freq_factor = 1.0;     // llama3
+  double high_freq_factor = 4.0;    // llama3
+  uint64_t original_max_position_embeddings = 8192;  // llama3
+  bool operator==(const RopeScaling&) const = default;
+};
+
+// A mixture-of-experts MLP (Mixtral's block_sparse_moe, Qwen2-MoE's mlp with a shared expert).
+struct WL_API MoeConfig {
+  uint64_t num_experts = 0;          // 0: a dense MLP
+  uint64_t experts_per_token = 0;
+  uint64_t expert_intermediate_size = 0;
+  bool norm_topk_prob = true;        // renormalise the chosen experts' weights to sum to 1
+  uint64_t shared_expert_intermediate_size = 0;  // 0: no shared expert (it has a sigmoid gate)
+  uint64_t decoder_sparse_step = 1;  // layer l is sparse when (l + 1) % step == 0 ...
+  std::vector<uint64_t> mlp_only_layers;  // ... and it is not one of these
+  bool operator==(const MoeConfig&) const = default;
+};
+
 struct WL_API LlamaConfig {
+  std::string architecture = "llama";  // config.json's model_type
   uint64_t hidden_size = 0;
   uint64_t intermediate_size = 0;
   uint64_t num_layers = 0;
   uint64_t num_heads = 0;
   uint64_t num_kv_heads = 0;
   uint64_t head_dim = 0;
+  uint64_t rotary_dim = 0;  // the leading dimensions of each head that turn (partial_rotary_factor); 0: head_dim
   uint64_t vocab_size = 0;
   uint64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-5;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;   // q/k/v projections have biases (Llama attention_bias, Qwen2)
   bool o_bias = false;     // the output projection has a bias (Llama attention_bias)
   bool mlp_bias = false;   // gate/up/down projections have biases (Llama mlp_bias)
+  std::string hidden_act = "silu";  // silu, gelu (erf) or gelu_pytorch_tanh
+  // Sliding-window attention: a position sees itself and the sliding_window - 1 before it, on the
+  // layers window_layer() names (Mistral and Phi-3: all; Gemma 2: even ones; Qwen2: from max_window_layers).
+  uint64_t sliding_window = 0;  // 0: none
+  uint64_t sliding_window_every = 1;
+  uint64_t sliding_window_from = 0;
+  double attn_logit_softcapping = 0;   // 0: none; else scores become cap * tanh(scores / cap)
+  double final_logit_softcapping = 0;
+  double query_pre_attn_scalar = 0;    // 0: scores scale by 1/sqrt(head_dim), else 1/sqrt(this)
+  bool norm_weight_offset = false;     // Gemma: RMSNorm multiplies by (1 + w)
+  bool scale_embeddings = false;       // Gemma: embeddings times sqrt(hidden_size)
+  bool sandwich_norms = false;         // Gemma 2: post-attention, pre- and post-feedforward norms
+  bool fused_checkpoint = false;       // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
+  MoeConfig moe;
+  std::vector<int32_t> eos_token_ids;  // config.json / generation_config.json / GGUF; empty: the tokenizer's
   std::string origin;      // where it was read from: "config.json", "gguf" or "llama2c"
 
   uint64_t q_dim() const { return num_heads * head_dim; }
   uint64_t kv_dim() const { return num_kv_heads * head_dim; }
+  uint64_t rotary_dims() const { return rotary_dim ? rotary_dim : head_dim; }
+  // The window layer `l` attends within (0: the whole context).
+  uint64_t window_layer(uint64_t l) const;
+  bool moe_layer(uint64_t l) const;
+  // "qwen2: q/k/v biases, ..." — what this configuration exercises, for inspect.
+  std::string features() const;
   // A Hugging Face config.json (LlamaForCausalLM) describing this model, for converted checkpoints.
   std::string to_hf_config_json() const;
   bool operator==(const LlamaConfig&) const = default;
@@ -42,5 +92,8 @@ WL_API LlamaConfig llama_config_from_source(const WeightSource& source);
 
 // Parses a Hugging Face config.json text (`file` names it in errors).
 WL_API LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string& file);
+
+// The eos_token_id of a generation_config.json (an id or a list of them; none when absent).
+WL_API std::vector<int32_t> eos_ids_from_generation_config(const std::string& text, const std::string& file);
 
 }  // namespace wl

@@ -1,0 +1,214 @@
+// config.json of each family the engine runs, read into the one model description (LlamaConfig).
+// What a family's transformers implementation does with a field is what the engine does; a field
+// that would change the math in a way the engine cannot follow is refused, naming it.
+#include <array>
+#include <cmath>
+#include <string_view>
+
+#include "engine/config_fields.hpp"
+#include "weightloader/engine/llama_config.hpp"
+
+namespace wl {
+
+namespace {
+
+using nlohmann::json;
+
+struct Family {
+  std::string_view model_type, architecture;
+};
+constexpr std::array<Family, 8> kFamilies{{{"llama", "LlamaForCausalLM"},
+                                           {"mistral", "MistralForCausalLM"},
+                                           {"mixtral", "MixtralForCausalLM"},
+                                           {"qwen2", "Qwen2ForCausalLM"},
+                                           {"qwen2_moe", "Qwen2MoeForCausalLM"},
+                                           {"gemma", "GemmaForCausalLM"},
+                                           {"gemma2", "Gemma2ForCausalLM"},
+                                           {"phi3", "Phi3ForCausalLM"}}};
+
+std::string family_list(bool architectures) {
+  std::string out;
+  for (const Family& f : kFamilies) out += fmt::format("{}{}", out.empty() ? "" : ", ", architectures ? f.architecture : f.model_type);
+  return out;
+}
+
+// The model_type (from the architecture when only that is given; "llama" when neither is).
+std::string family_of(const JsonFields& f) {
+  std::string type = f.string("model_type");
+  bool known = type.empty();
+  for (const Family& fam : kFamilies) known = known || fam.model_type == type;
+  if (!known) throw config_invalid(f.file(), "model_type", fmt::format("'{}' is not a family the engine runs ({})", type, family_list(false)));
+  if (!f.has("architectures")) return type.empty() ? "llama" : type;
+  if (!f.at("architectures").is_array()) throw config_invalid(f.file(), "architectures", "is not a list");
+  for (const json& a : f.at("architectures")) {
+    const Family* match = nullptr;
+    for (const Family& fam : kFamilies)
+      if (a.is_string() && fam.architecture == a.get<std::string>()) match = &fam;
+    if (!match) throw config_invalid(f.file(), "architectures", fmt::format("{} is not one the engine runs ({})", a.dump(), family_list(true)));
+    if (type.empty()) type = match->model_type;
+  }
+  return type.empty() ? "llama" : type;
+}
+
+std::string activation(const JsonFields& f, const std::string& type) {
+  // Gemma's MLP reads hidden_activation and, without it, runs the tanh approximation whatever
+  // hidden_act says (how the models were trained; transformers and vLLM both do so).
+  const bool gemma = type == "gemma" || type == "gemma2";
+  const char* key = gemma ? "hidden_activation" : "hidden_act";
+  std::string act = f.string(key, gemma ? "gelu_pytorch_tanh" : "silu");
+  if (act == "gelu_new") act = "gelu_pytorch_tanh";  // the same tanh approximation
+  if (act != "silu" && act != "gelu" && act != "gelu_pytorch_tanh")
+    throw config_invalid(f.file(), key, fmt::format("'{}' is not supported (silu, gelu, gelu_pytorch_tanh, gelu_new)", act));
+  return act;
+}
+
+RopeScaling rope_scaling(const JsonFields& top) {
+  RopeScaling r;
+  if (!top.has("rope_scaling")) return r;
+  if (!top.at("rope_scaling").is_object()) throw config_invalid(top.file(), "rope_scaling", "is not an object");
+  const JsonFields f(top.at("rope_scaling"), top.file());
+  const std::string type = f.string("rope_type", f.string("type"));
+  if (type.empty() || type == "default") return r;
+  if (type != "linear" && type != "llama3")
+    throw config_invalid(top.file(), "rope_scaling", fmt::format("type '{}' is not supported (linear, llama3)", type));
+  r.type = type;
+  r.factor = f.number("factor", 0);
+  if (!(r.factor >= 1) || !std::isfinite(r.factor)) throw config_invalid(top.file(), "rope_scaling.factor", "must be a number of at least 1");
+  if (type == "llama3") {
+    r.low_freq_factor = f.number("low_freq_factor", 1.0);
+    r.high_freq_factor = f.number("high_freq_factor", 4.0);
+    r.original_max_position_embeddings = f.uint("original_max_position_embeddings", 8192);
+    if (!(r.high_freq_factor > r.low_freq_factor) || !(r.low_freq_factor > 0) || r.original_max_position_embeddings == 0)
+      throw config_invalid(top.file(), "rope_scaling", "llama3 needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0");
+  }
+  return r;
+}
+
+// Which layers slide, and by how much, as each family's transformers code decides it.
+void read_windows(const JsonFields& f, const std::string& type, LlamaConfig& c) {
+  if (type == "llama" || type == "gemma") {
+    if (f.has("sliding_window")) throw config_invalid(f.file(), "sliding_window", fmt::format("{} models have no sliding window", type));
+    return;
+  }
+  if (type == "qwen2" || type == "qwen2_moe") {
+    if (!f.boolean("use_sliding_window", false)) return;
+    c.sliding_window_from = f.uint("max_window_layers", 28);
+  }
+  c.sliding_window = f.uint("sliding_window", type == "gemma2" ? 4096 : 0);
+  if (type == "gemma2") c.sliding_window_every = 2;  // layers 0, 2, 4, ...
+}
+
+void read_gemma(const JsonFields& f, const std::string& type, LlamaConfig& c) {
+  const bool gemma2 = type == "gemma2";
+  c.norm_weight_offset = c.scale_embeddings = type == "gemma" || gemma2;
+  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"})
+    if (!gemma2 && f.has(key)) throw config_invalid(f.file(), key, fmt::format("is a Gemma 2 field; {} models do not apply it", type));
+  if (!gemma2) return;
+  c.sandwich_norms = true;
+  c.attn_logit_softcapping = f.number("attn_logit_softcapping", 0);
+  c.final_logit_softcapping = f.number("final_logit_softcapping", 0);
+  c.query_pre_attn_scalar = f.number("query_pre_attn_scalar", 256);
+  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"}) {
+    const double v = f.number(key, 0);
+    if (v < 0 || !std::isfinite(v)) throw config_invalid(f.file(), key, "must be a positive number");
+  }
+  if (c.query_pre_attn_scalar == 0) throw config_invalid(f.file(), "query_pre_attn_scalar", "must be a positive number");
+}
+
+// Mixtral's experts are intermediate_size wide: the caller sets that.
+MoeConfig read_moe(const JsonFields& f, const std::string& type) {
+  MoeConfig m;
+  if (type == "mixtral") {
+    m.num_experts = f.uint("num_local_experts", 8);
+    m.experts_per_token = f.uint("num_experts_per_tok", 2);
+  } else if (type == "qwen2_moe") {
+    m.num_experts = f.uint("num_experts", 60);
+    m.experts_per_token = f.uint("num_experts_per_tok", 4);
+    m.expert_intermediate_size = f.uint("moe_intermediate_size", 1408);
+    m.norm_topk_prob = f.boolean("norm_topk_prob", false);
+    m.shared_expert_intermediate_size = f.uint("shared_expert_intermediate_size", 5632);
+    m.decoder_sparse_step = f.uint("decoder_sparse_step", 1);
+    if (f.has("mlp_only_layers")) {
+      if (!f.at("mlp_only_layers").is_array()) throw config_invalid(f.file(), "mlp_only_layers", "is not a list");
+      for (const json& l : f.at("mlp_only_layers")) {
+        if (!l.is_number_unsigned()) throw config_invalid(f.file(), "mlp_only_layers", fmt::format("{} is not a layer number", l.dump()));
+        m.mlp_only_layers.push_back(l.get<uint64_t>());
+      }
+    }
+  } else {
+    for (const char* key : {"num_local_experts", "num_experts"})
+      if (f.uint(key, 0) > 1) throw config_invalid(f.file(), key, fmt::format("{} models have no experts", type));
+    return m;
+  }
+  if (m.num_experts == 0) throw config_invalid(f.file(), type == "mixtral" ? "num_local_experts" : "num_experts", "must be positive");
+  if (m.experts_per_token == 0 || m.experts_per_token > m.num_experts)
+    throw config_invalid(f.file(), "num_experts_per_tok", fmt::format("{} is not in [1, {}]", m.experts_per_token, m.num_experts));
+  if (type == "qwen2_moe" && m.expert_intermediate_size == 0) throw config_invalid(f.file(), "moe_intermediate_size", "must be positive");
+  if (m.decoder_sparse_step == 0) throw config_invalid(f.file(), "decoder_sparse_step", "must be positive");
+  return m;
+}
+
+std::vector<int32_t> token_ids(const JsonFields& f, const char* key) {
+  std::vector<int32_t> out;
+  if (!f.has(key)) return out;
+  const json& v = f.at(key);
+  for (const json& id : v.is_array() ? v : json::array({v})) {
+    if (!id.is_number_unsigned() || id.get<uint64_t>() > uint64_t(INT32_MAX))
+      throw config_invalid(f.file(), key, fmt::format("{} is not a token id or a list of them", v.dump()));
+    out.push_back(int32_t(id.get<uint64_t>()));
+  }
+  return out;
+}
+
+double partial_rotary_factor(const JsonFields& f) {
+  const double partial = f.number("partial_rotary_factor", 1.0);
+  if (!(partial > 0 && partial <= 1)) throw config_invalid(f.file(), "partial_rotary_factor", "must be in (0, 1]");
+  return partial;
+}
+
+}  // namespace
+
+LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string& file) {
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) throw Error(ErrorCode::ConfigInvalid, "config.json is not a JSON object", file);
+  const JsonFields f(doc, file);
+  const std::string type = family_of(f);
+  LlamaConfig c;
+  c.origin = "config.json";
+  c.architecture = type;
+  c.hidden_act = activation(f, type);
+  // What the engine may refuse first, then the sizes.
+  c.rope_scaling = rope_scaling(f);
+  const double partial = partial_rotary_factor(f);
+  read_windows(f, type, c);
+  read_gemma(f, type, c);
+  c.moe = read_moe(f, type);
+  c.eos_token_ids = token_ids(f, "eos_token_id");
+  c.hidden_size = f.uint("hidden_size");
+  c.intermediate_size = f.uint("intermediate_size");
+  if (type == "mixtral") c.moe.expert_intermediate_size = c.intermediate_size;
+  c.num_layers = f.uint("num_hidden_layers");
+  c.num_heads = f.uint("num_attention_heads");
+  c.num_kv_heads = f.uint("num_key_value_heads", c.num_heads);
+  c.head_dim = f.uint("head_dim", c.num_heads ? c.hidden_size / c.num_heads : 0);
+  c.rotary_dim = uint64_t(double(c.head_dim) * partial);  // transformers: int(head_dim * factor); validated with the rest
+  c.vocab_size = f.uint("vocab_size", 0);
+  c.max_position_embeddings = f.uint("max_position_embeddings", 2048);
+  c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
+  c.rope_theta = f.number("rope_theta", 10000.0);
+  c.tie_word_embeddings = f.boolean("tie_word_embeddings", type == "gemma" || type == "gemma2");
+  const bool attention_bias = f.boolean("attention_bias", false);
+  c.qkv_bias = attention_bias || type == "qwen2" || type == "qwen2_moe";
+  c.o_bias = attention_bias && type != "qwen2" && type != "qwen2_moe";
+  c.mlp_bias = f.boolean("mlp_bias", false);
+  if (c.mlp_bias && type != "llama") throw config_invalid(file, "mlp_bias", fmt::format("{} models have no MLP biases", type));
+  return c;
+}
+
+std::vector<int32_t> eos_ids_from_generation_config(const std::string& text, const std::string& file) {
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) throw Error(ErrorCode::ConfigInvalid, "generation_config.json is not a JSON object", file);
+  return token_ids(JsonFields(doc, file), "eos_token_id");
+}
+
+}  // namespace wl
