@@ -34,3 +34,36 @@ def test_stop_tokens_come_from_the_config(testdata):
     # phi3's config.json names eos_token_id 2; the others name none, so nothing stops them early.
     assert wl.LLM(str(testdata / "hf-tiny-arch" / "phi3")).stop_token_ids == [2]
     assert wl.LLM(str(testdata / "hf-tiny-arch" / "qwen2")).stop_token_ids == []
+
+
+def test_qwen2_moe_routes_as_mixtral_does(testdata, tmp_path):
+    """Mixtral's checkpoint under Qwen2-MoE's names and config (renormalised top-2, q/k/v biases of
+    zero, a shared expert whose output is zero) gives Mixtral's reference logits."""
+    from weightloader.safetensors.torch import load_file, save_file
+    import torch
+
+    mixtral = testdata / "hf-tiny-arch" / "mixtral"
+    cfg = json.loads((mixtral / "config.json").read_text())
+    tensors = {}
+    for name, t in load_file(str(mixtral / "model.safetensors")).items():
+        name = name.replace("block_sparse_moe.", "mlp.")
+        for old, new in (("w1", "gate_proj"), ("w3", "up_proj"), ("w2", "down_proj")):
+            name = name.replace(f".{old}.weight", f".{new}.weight")
+        tensors[name] = t
+    hidden, kv = cfg["hidden_size"], cfg["hidden_size"] // cfg["num_attention_heads"] * cfg["num_key_value_heads"]
+    for layer in range(cfg["num_hidden_layers"]):
+        at = f"model.layers.{layer}."
+        for proj, rows in (("q_proj", hidden), ("k_proj", kv), ("v_proj", kv)):
+            tensors[f"{at}self_attn.{proj}.bias"] = torch.zeros(rows)
+        for proj, shape in (("gate_proj", (4, hidden)), ("up_proj", (4, hidden)), ("down_proj", (hidden, 4))):
+            tensors[f"{at}mlp.shared_expert.{proj}.weight"] = torch.ones(shape) if proj != "down_proj" else torch.zeros(shape)
+        tensors[f"{at}mlp.shared_expert_gate.weight"] = torch.ones(1, hidden)
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    cfg.update(model_type="qwen2_moe", architectures=["Qwen2MoeForCausalLM"], num_experts=cfg.pop("num_local_experts"),
+               moe_intermediate_size=cfg["intermediate_size"], norm_topk_prob=True, shared_expert_intermediate_size=4)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "reference_logits.json").write_text((mixtral / "reference_logits.json").read_text())
+    for tp in (1, 2):
+        llm = wl.LLM(str(tmp_path), tensor_parallel_size=tp)
+        assert "gated shared expert" in llm.config["features"]
+        assert worst_error(llm, tmp_path) < 1e-5
