@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """weightloader's Python load_into for bench/run_all.py: an nn.Module with the checkpoint's shapes
-(allocated, not yet touched, as torch_peer.py's) filled in place from CHECKPOINT, in F32 or BF16.
+(allocated by torch, not yet touched, as torch_peer.py's; or, with `meta`, built on the meta
+device so that the loader allocates it) filled from CHECKPOINT, in F32 or BF16.
 Prints one JSON object: seconds, parameter_bytes, peak_rss_bytes, rss_before_load_bytes.
 
-Usage: PYTHONPATH=build/python bench/python_load_into.py CHECKPOINT SHAPES_JSON [f32|bf16]
+Usage: PYTHONPATH=build/python bench/python_load_into.py CHECKPOINT SHAPES_JSON [f32|bf16] [torch|meta]
 """
 import json
 import os
@@ -20,10 +21,14 @@ import weightloader as wl  # noqa: E402
 
 
 def main():
-    path, shapes_json, dtype = sys.argv[1], sys.argv[2], (sys.argv[3] if len(sys.argv) > 3 else "f32")
+    path, shapes_json = sys.argv[1], sys.argv[2]
+    dtype = sys.argv[3] if len(sys.argv) > 3 else "f32"
+    memory = sys.argv[4] if len(sys.argv) > 4 else "torch"
     with open(shapes_json) as f:
         shapes = {t["name"]: tuple(t["shape"]) for t in json.load(f)["tensors"]}
     model = module_for(shapes)
+    if memory == "meta":
+        model.to("meta")  # frees torch's allocation: the load allocates (and its time counts)
     if dtype == "bf16":
         model.to(torch.bfloat16)  # allocation only: the parameters are still untouched
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

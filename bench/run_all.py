@@ -12,7 +12,8 @@ shards), PyTorch .bin (Debian's torch) and GGUF (F32, and Q8_0 for dequantisatio
   before      with --baseline-build DIR: every "ours" figure also with an earlier build's binaries,
               each run alternating between the two, and a table of after / before per figure
   python      the Python module's load_into(module, path) into an nn.Module of the checkpoint's
-              shapes (F32, and a BF16 module from the F32 file): bench/python_load_into.py
+              shapes (F32, and a BF16 module from the F32 file), allocated by torch and built on the
+              meta device (the loader allocates): bench/python_load_into.py
   python-tp   with --python-tp: load_into on 1, 2 and 4 gloo ranks (loopback), each rank's module
               holding its slices, against every rank torch.loading the whole .bin and slicing:
               bench/python_tp_ranks.py
@@ -373,7 +374,7 @@ class Suite:
             f.write(run([self.wl, "inspect", self.st, "--json"]))
         env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
         for dtype in ("f32", "bf16"):
-            g, cli, r = [], [], None
+            g, meta, cli, r = [], [], [], None
             for _ in range(self.a.runs):  # each run beside a C++ CLI load, so that both meet the same machine
                 self.warm(self.st)
                 cli.append(run_json([self.wl, "load", self.st, "--dtype", dtype, "--json", "--quiet"])["gbps"])
@@ -381,10 +382,17 @@ class Suite:
                 r = run_json([sys.executable, os.path.join(ROOT, "bench", "python_load_into.py"), self.st, shapes, dtype],
                              env=env)
                 g.append(self.bytes / r["seconds"] / 1e9)
+                self.warm(self.st)
+                m = run_json([sys.executable, os.path.join(ROOT, "bench", "python_load_into.py"), self.st, shapes, dtype,
+                              "meta"], env=env)
+                meta.append(self.bytes / m["seconds"] / 1e9)
             label = "load_into(module, path) F32" if dtype == "f32" else "load_into(BF16 module, F32 file)"
-            self.add("python", f"C++ CLI load {dtype}, runs interleaved with the next row's", cli)
+            self.add("python", f"C++ CLI load {dtype}, runs interleaved with the next rows'", cli)
             self.add("python", label, g, **self.rss_note(r))
+            self.add("python", label.replace("module", "meta-device module") + ": the loader allocates", meta,
+                     **self.rss_note(m))
             self.python[dtype] = stat(g)[0]
+            self.python[("meta", dtype)] = stat(meta)[0]
             self.python[("cli", dtype)] = stat(cli)[0]
 
     def python_tp_group(self):
@@ -463,6 +471,10 @@ class Suite:
             ("Python load_into F32->BF16 >= 0.9x the C++ load (interleaved runs)",
              self.python["bf16"] / self.python[("cli", "bf16")], 0.9),
             ("Python load_into F32 >= 8x torch.load + load_state_dict", self.python["f32"] / p[("torch", "f32")], 8.0),
+            ("Python load_into, meta-device module, F32 >= 0.9x the C++ load (interleaved runs)",
+             self.python[("meta", "f32")] / self.python[("cli", "f32")], 0.9),
+            ("Python load_into, meta-device module, F32 >= 8x torch.load + load_state_dict",
+             self.python[("meta", "f32")] / p[("torch", "f32")], 8.0),
             ("diff (checkpoint vs its copy) >= 0.8x a plain warm load of both", self.tools["diff"] / self.tools["load"], 0.8),
             ("verify >= 0.8x a plain warm load of the same file", self.tools["verify"] / self.tools["load"], 0.8),
         ]

@@ -19,6 +19,7 @@ void register_sources(pybind11::module_& m);
 void register_loaders(pybind11::module_& m);
 void register_llm(pybind11::module_& m);
 void register_writers(pybind11::module_& m);
+void register_host_memory(pybind11::module_& m);
 
 // A Python object kept alive by C++ (a tensor's or array's owner): released with the GIL held.
 std::shared_ptr<const void> keep_alive(pybind11::object owner);

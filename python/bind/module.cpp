@@ -14,6 +14,7 @@ PYBIND11_MODULE(_core, m) {
   wl::py::register_loaders(m);
   wl::py::register_llm(m);
   wl::py::register_writers(m);
+  wl::py::register_host_memory(m);
 #ifdef WL_WITH_REMOTE
   wl::install_remote_openers();  // http://, https:// and s3:// names wherever a path goes
 #endif

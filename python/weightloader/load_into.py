@@ -2,7 +2,7 @@
 straight from the checkpoint into each tensor's memory, as load_state_dict would leave them."""
 from collections import namedtuple
 
-from . import _core, tensor_parallel
+from . import _core, materialize, tensor_parallel
 from .errors import _from_core
 from .loaders import WeightLoaderRegistry, CoreWeightLoader, BaseWeightLoader
 
@@ -38,7 +38,7 @@ def _name_map_kwargs(name_map):
 
 
 def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=None, progress=None,
-              tp_rank=None, tp_size=None, shard_dims=None, fused=None, tp_group=None, **kwargs):
+              tp_rank=None, tp_size=None, shard_dims=None, fused=None, tp_group=None, assign=False, **kwargs):
     """Fills `module` from `path` in place and returns (missing_keys, unexpected_keys), with the
     load's report as `.report`.
 
@@ -51,6 +51,13 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     recognises the checkpoint's naming scheme and the module's (Hugging Face, Meta, torchtune, GGUF,
     vLLM's fused qkv_proj/gate_up_proj; wrapper prefixes such as module. or _orig_mod.) and maps
     one onto the other, q/k rows included; or a dict of renames (see _name_map_kwargs).
+
+    A module built on torch's meta device (torch.device("meta"), vLLM's and transformers' way to
+    build big models) gets its memory from the loader: each parameter and persistent buffer is
+    allocated (huge-page backed, in its declared dtype and shape), installed in the module (tied
+    ones stay tied) and filled. assign=True does the same for a module that has memory (its tensors
+    are replaced, as load_state_dict(assign=True) replaces them), the fastest way to fill a module
+    that torch allocated.
 
     Tensor parallelism: `module` is rank tp_rank's of tp_size (default: torch.distributed's rank
     and world size of tp_group when it is initialised, else 0 and 1), its parameters holding only
@@ -65,6 +72,8 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     if dtype is not None:
         from . import dtypes
         module.to(dtypes.to_torch(dtypes.name_of(dtype)))
+    if assign or materialize.needs_memory(module):
+        materialize.allocate(module, replace_all=assign)
     kwargs.update(_name_map_kwargs(name_map))
     ranks = tensor_parallel.Ranks(tp_rank, tp_size, tp_group)
     with ranks.agreement("opening the checkpoint") as opened:

@@ -22,6 +22,7 @@ def load_into(module: torch.nn.Module, path: Union[str, os.PathLike[str]],
               dtype: _DTypeLike | None = None, name_map: Union[str, Mapping[str, str], None] = None,
               progress: _Progress = None, tp_rank: int | None = None, tp_size: int | None = None,
               shard_dims: Mapping[str, int | None] | None = None, fused: Mapping[str, Sequence[str]] | None = None,
-              tp_group: Any = None, **kwargs: Any) -> IncompatibleKeys:
+              tp_group: Any = None, assign: bool = False, **kwargs: Any) -> IncompatibleKeys:
     """Fills `module` from `path` in place and returns (missing_keys, unexpected_keys), with the
-    load's report as `.report`; tp_rank/tp_size (default: torch.distributed's) load one rank's slices."""
+    load's report as `.report`; tp_rank/tp_size (default: torch.distributed's) load one rank's slices.
+    A module on the meta device (or any, with assign=True) gets memory allocated by the loader."""
