@@ -167,7 +167,7 @@ TEST(MpiFaults, AMissingFileOnOneRankStopsEveryRankNamingIt) {
   WL_REQUIRE_TESTDATA();
   const std::string missing = "/nonexistent/rank" + std::to_string(last()) + "/stories260K.bin";
   const Error e = error_of([&] { LLM llm(over_mpi(rank() == last() ? missing : stories("stories260K.bin"))); });
-  EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();  // the failed rank's code, on every rank
+  EXPECT_EQ(e.code(), ErrorCode::FileNotFound) << e.what();  // the failed rank's code, on every rank
   const std::string what = e.what();
   EXPECT_NE(what.find("rank " + std::to_string(last()) + " of " + std::to_string(size()) + " failed opening the checkpoint"),
             std::string::npos) << what;
