@@ -36,6 +36,18 @@ class WL_API Decoder {
   // Called by WeightSource::read_all before any read, outside the reader threads: a decoder that
   // needs small tensors beside its own bytes (scales, zero points) reads them here, once.
   virtual void prepare() const {}
+  // A decoder that can also write `dtype` itself (converting cache-sized pieces of its output as it
+  // goes, so that no full-size intermediate passes through memory) says so here; the I/O engine
+  // then calls decode_as() instead of decode() plus a conversion. The values must be those of
+  // decode() converted to `dtype`.
+  virtual bool decodes_as(DType dtype) const {
+    (void)dtype;
+    return false;
+  }
+  virtual void decode_as(DType dtype, const std::byte* src, uint64_t nblocks, void* dst) const {
+    (void)dtype;
+    decode(src, nblocks, dst);
+  }
 };
 
 // One tensor of a checkpoint. Nothing of its data has been read.

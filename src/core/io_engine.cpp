@@ -60,7 +60,7 @@ struct Scratch {
 
 std::byte* decoded_buffer(const Chunk& c, Scratch& scratch) {
   const Decoder* d = c.tensor->decoder.get();
-  if (!d || d->output_dtype() == c.dst_dtype) return nullptr;
+  if (!d || d->output_dtype() == c.dst_dtype || d->decodes_as(c.dst_dtype)) return nullptr;
   const uint64_t blocks = std::min(c.elems / d->block_elems(), decoded_piece_blocks(*c.tensor));
   scratch.decoded.resize(std::max<size_t>(scratch.decoded.size(), blocks * d->block_elems() * dtype_size(d->output_dtype())));
   return scratch.decoded.data();
@@ -75,6 +75,10 @@ void transform(const Chunk& c, const std::byte* src, std::byte* out, std::byte* 
     return;
   }
   const uint64_t nblocks = c.elems / t.decoder->block_elems();
+  if (t.decoder->decodes_as(c.dst_dtype)) {
+    t.decoder->decode_as(c.dst_dtype, src, nblocks, out);
+    return;
+  }
   if (t.decoder->output_dtype() == c.dst_dtype) {
     t.decoder->decode(src, nblocks, out);
     return;

@@ -53,8 +53,11 @@ QuantState read_state(const WeightSource& raw, const TensorInfo& blob) {
 class Bnb4Decoder final : public LayerDecoder {
  public:
   Bnb4Decoder(std::string name, const TensorInfo& packed, QuantState state, bool nested, RawSource raw, std::vector<SideTensor> side)
-      : LayerDecoder(std::move(name), packed, shape_numel(state.shape), std::move(raw), std::move(side)), state_(std::move(state)),
-        nested_(nested) {}
+      : LayerDecoder(std::move(name), packed, state.shape.empty() ? 1 : state.shape[0],
+                     state.shape.empty() || state.shape[0] == 0 ? 1 : shape_numel(state.shape) / state.shape[0], std::move(raw),
+                     std::move(side)),
+        state_(std::move(state)), nested_(nested),
+        row_elems_(state_.shape.empty() || state_.shape[0] == 0 ? 1 : shape_numel(state_.shape) / state_.shape[0]) {}
 
  private:
   void unpack_side(const std::vector<TensorView>& side) const override {
@@ -73,17 +76,17 @@ class Bnb4Decoder final : public LayerDecoder {
       absmax_[b] = scaled + state_.nested_offset;  // two roundings, as bitsandbytes does (no fused multiply-add)
     }
   }
-  void decode_layer(const std::byte* packed, float* out) const override {
+  void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const override {
     const auto* bytes = reinterpret_cast<const uint8_t*>(packed);
-    const uint64_t n = shape_numel(state_.shape), bs = state_.blocksize;
-    for (uint64_t e = 0; e < n; e += 2) {
+    const uint64_t bs = state_.blocksize;
+    for (uint64_t e = row0 * row_elems_; e < row1 * row_elems_; ++e) {
       const uint8_t byte = bytes[e / 2];
-      out[e] = map_[byte >> 4] * absmax_[e / bs];
-      if (e + 1 < n) out[e + 1] = map_[byte & 15] * absmax_[(e + 1) / bs];
+      *out++ = map_[e % 2 ? byte & 15 : byte >> 4] * absmax_[e / bs];  // high nibble first
     }
   }
   QuantState state_;
   bool nested_;
+  uint64_t row_elems_;
   mutable float map_[16] = {};
   mutable std::vector<float> absmax_;
 };
@@ -91,20 +94,20 @@ class Bnb4Decoder final : public LayerDecoder {
 class Bnb8Decoder final : public LayerDecoder {
  public:
   Bnb8Decoder(const TensorInfo& weight, RawSource raw, std::vector<SideTensor> side)
-      : LayerDecoder("BNB-INT8", weight, weight.numel(), std::move(raw), std::move(side)), out_(weight.shape[0]),
+      : LayerDecoder("BNB-INT8", weight, weight.shape[0], weight.shape[1], std::move(raw), std::move(side)), out_(weight.shape[0]),
         in_(weight.shape[1]) {}
 
  private:
   void unpack_side(const std::vector<TensorView>& side) const override {
     scb_.assign(reinterpret_cast<const float*>(side[0].raw()), reinterpret_cast<const float*>(side[0].raw()) + out_);
   }
-  void decode_layer(const std::byte* packed, float* out) const override {
+  void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const override {
     const auto* q = reinterpret_cast<const int8_t*>(packed);
     constexpr float kInv127 = static_cast<float>(7.874015718698502e-3);
-    for (uint64_t o = 0; o < out_; ++o)
+    for (uint64_t o = row0; o < row1; ++o)
       for (uint64_t i = 0; i < in_; ++i) {
         const float scaled = static_cast<float>(q[o * in_ + i]) * scb_[o];
-        out[o * in_ + i] = scaled * kInv127;
+        *out++ = scaled * kInv127;
       }
   }
   uint64_t out_, in_;

@@ -35,7 +35,7 @@ class Fp8Decoder final : public LayerDecoder {
  public:
   Fp8Decoder(std::string name, const TensorInfo& weight, uint64_t block_rows, uint64_t block_cols, RawSource raw,
              std::vector<SideTensor> side)
-      : LayerDecoder(std::move(name), weight, weight.numel(), std::move(raw), std::move(side)), out_(weight.shape[0]),
+      : LayerDecoder(std::move(name), weight, weight.shape[0], weight.shape[1], std::move(raw), std::move(side)),
         in_(weight.shape[1]), block_rows_(block_rows), block_cols_(block_cols) {}
 
  private:
@@ -43,16 +43,16 @@ class Fp8Decoder final : public LayerDecoder {
     const auto* s = reinterpret_cast<const float*>(side[0].raw());
     scales_.assign(s, s + side[0].numel());
   }
-  void decode_layer(const std::byte* packed, float* out) const override {
+  void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const override {
     const auto* q = reinterpret_cast<const uint8_t*>(packed);
     const std::array<float, 256>& table = e4m3_table();
     const uint64_t scale_cols = (in_ + block_cols_ - 1) / block_cols_;
-    for (uint64_t o = 0; o < out_; ++o) {
+    for (uint64_t o = row0; o < row1; ++o) {
       const float* srow = scales_.data() + (o / block_rows_) * scale_cols;
-      for (uint64_t i = 0; i < in_; ++i) out[o * in_ + i] = table[q[o * in_ + i]] * srow[i / block_cols_];
+      for (uint64_t i = 0; i < in_; ++i) *out++ = table[q[o * in_ + i]] * srow[i / block_cols_];
     }
   }
-  uint64_t out_, in_, block_rows_, block_cols_;
+  uint64_t in_, block_rows_, block_cols_;
   mutable std::vector<float> scales_;
 };
 

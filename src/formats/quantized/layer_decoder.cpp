@@ -4,14 +4,16 @@
 
 #include <fmt/format.h>
 
+#include "weightloader/convert.hpp"
+
 #include "weightloader/error.hpp"
 
 namespace wl::quant {
 
-LayerDecoder::LayerDecoder(std::string name, const TensorInfo& packed, uint64_t dense_elems, RawSource raw,
+LayerDecoder::LayerDecoder(std::string name, const TensorInfo& packed, uint64_t rows, uint64_t cols, RawSource raw,
                            std::vector<SideTensor> side)
-    : name_(std::move(name)), dense_elems_(dense_elems), packed_bytes_(packed.nbytes), raw_(std::move(raw)),
-      side_(std::move(side)) {}
+    : name_(std::move(name)), rows_(rows), cols_(cols), dense_elems_(rows * cols), packed_bytes_(packed.nbytes),
+      raw_(std::move(raw)), side_(std::move(side)) {}
 
 void LayerDecoder::prepare() const {
   std::call_once(once_, [&] {
@@ -24,7 +26,22 @@ void LayerDecoder::prepare() const {
 
 void LayerDecoder::decode(const std::byte* src, uint64_t nblocks, void* dst) const {
   auto* out = static_cast<float*>(dst);
-  for (uint64_t b = 0; b < nblocks; ++b) decode_layer(src + b * packed_bytes_, out + b * dense_elems_);
+  for (uint64_t b = 0; b < nblocks; ++b) decode_rows(src + b * packed_bytes_, 0, rows_, out + b * dense_elems_);
+}
+
+void LayerDecoder::decode_as(DType dtype, const std::byte* src, uint64_t nblocks, void* dst) const {
+  constexpr uint64_t kTileBytes = 256u << 10;  // F32 values per tile: well inside L2
+  const uint64_t tile_rows = std::max<uint64_t>(16, kTileBytes / std::max<uint64_t>(1, cols_ * sizeof(float))) / 16 * 16;
+  thread_local std::vector<float> tile;
+  tile.resize(std::max<size_t>(tile.size(), std::min(tile_rows, rows_) * cols_));
+  auto* out = static_cast<std::byte*>(dst);
+  const size_t out_size = dtype_size(dtype);
+  for (uint64_t b = 0; b < nblocks; ++b)
+    for (uint64_t r = 0; r < rows_; r += tile_rows) {
+      const uint64_t end = std::min(rows_, r + tile_rows);
+      decode_rows(src + b * packed_bytes_, r, end, tile.data());
+      convert(DType::F32, tile.data(), dtype, out + (b * dense_elems_ + r * cols_) * out_size, (end - r) * cols_);
+    }
 }
 
 TensorInfo dense_entry(const std::string& name, const TensorInfo& packed, Shape shape, std::shared_ptr<const Decoder> decoder) {

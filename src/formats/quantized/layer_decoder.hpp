@@ -24,23 +24,27 @@ struct SideTensor {
 
 class LayerDecoder : public Decoder {
  public:
-  LayerDecoder(std::string name, const TensorInfo& packed, uint64_t dense_elems, RawSource raw, std::vector<SideTensor> side);
+  // The dense weight is `rows` x `cols` (row-major, the layout decode_rows writes).
+  LayerDecoder(std::string name, const TensorInfo& packed, uint64_t rows, uint64_t cols, RawSource raw, std::vector<SideTensor> side);
   std::string name() const override { return name_; }
   uint64_t block_elems() const override { return dense_elems_; }
   uint64_t block_bytes() const override { return packed_bytes_; }
   DType output_dtype() const override { return DType::F32; }
   void prepare() const override;
   void decode(const std::byte* src, uint64_t nblocks, void* dst) const override;
+  // Any other dtype: rows decoded a cache-sized tile at a time into F32, each tile converted once.
+  bool decodes_as(DType dtype) const override { return dtype != DType::F32; }
+  void decode_as(DType dtype, const std::byte* src, uint64_t nblocks, void* dst) const override;
 
  protected:
   // Called once, after the side tensors are read: derive what decode_layer needs from them.
   virtual void unpack_side(const std::vector<TensorView>& side) const = 0;
-  // One dense weight from the packed tensor's bytes.
-  virtual void decode_layer(const std::byte* packed, float* out) const = 0;
+  // Rows [row0, row1) of the dense weight from the packed tensor's bytes, into `out` (row0 first).
+  virtual void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const = 0;
 
  private:
   std::string name_;
-  uint64_t dense_elems_, packed_bytes_;
+  uint64_t rows_, cols_, dense_elems_, packed_bytes_;
   RawSource raw_;
   std::vector<SideTensor> side_;
   mutable std::once_flag once_;

@@ -34,7 +34,7 @@ class PackedIntDecoder : public LayerDecoder {
  public:
   PackedIntDecoder(std::string name, const TensorInfo& packed, uint64_t out, uint64_t in, uint64_t groups, int bits,
                    RawSource raw, std::vector<SideTensor> side)
-      : LayerDecoder(std::move(name), packed, out * in, std::move(raw), std::move(side)), out_(out), in_(in), groups_(groups),
+      : LayerDecoder(std::move(name), packed, out, in, std::move(raw), std::move(side)), out_(out), in_(in), groups_(groups),
         bits_(bits) {}
 
  protected:
@@ -71,14 +71,16 @@ class GptqDecoder final : public PackedIntDecoder {
   void unpack_side(const std::vector<TensorView>& side) const override {
     unpack_scales_zeros(side[0], side[1], nullptr, zero_add_);
     group_ = groups_of_inputs(g_idx_ ? &side[2] : nullptr, g_idx_, in_, group_size_, groups_);
+    uniform_ = words_share_groups(group_.data(), in_, bits_);
   }
-  void decode_layer(const std::byte* packed, float* out) const override {
-    decode_gptq(reinterpret_cast<const uint32_t*>(packed), PackedGrid{out_, in_, bits_, group_.data(), zeros_.data(), scales_.data()},
-                out);
+  void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const override {
+    decode_gptq(reinterpret_cast<const uint32_t*>(packed),
+                PackedGrid{out_, in_, bits_, group_.data(), zeros_.data(), scales_.data(), uniform_}, row0, row1, out);
   }
   uint32_t zero_add_;
   int64_t group_size_;
   const TensorInfo* g_idx_;
+  mutable bool uniform_ = false;
 };
 
 constexpr int kAwqSlot[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // nibble of column 8w + j
@@ -95,9 +97,9 @@ class AwqDecoder final : public PackedIntDecoder {
     unpack_scales_zeros(side[0], side[1], kAwqSlot, 0);
     group_ = groups_of_inputs(nullptr, nullptr, in_, group_size_, groups_);
   }
-  void decode_layer(const std::byte* packed, float* out) const override {
+  void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const override {
     decode_awq(reinterpret_cast<const uint32_t*>(packed), PackedGrid{out_, in_, 4, group_.data(), zeros_.data(), scales_.data()},
-               kAwqSlot, out);
+               kAwqSlot, row0, row1, out);
   }
   int64_t group_size_;
 };

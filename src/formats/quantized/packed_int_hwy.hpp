@@ -14,11 +14,15 @@ struct PackedGrid {
   const uint32_t* group;  // [in]: the group of each input feature
   const float* zeros;     // [groups, out], F32
   const float* scales;    // [groups, out], F32
+  bool words_share_groups = false;  // GPTQ: the inputs of every word are in one group (no act-order shuffle)
 };
 
-// GPTQ qweight [in / (32 / bits), out] → W [out, in].
-void decode_gptq(const uint32_t* qweight, const PackedGrid& grid, float* w);
-// AWQ qweight [in, out / 8] with column 8w + j in nibble slot[j] → W [out, in].
-void decode_awq(const uint32_t* qweight, const PackedGrid& grid, const int* slot, float* w);
+// Whether the 32 / bits inputs of each GPTQ word share a group, so that the vector kernel applies.
+bool words_share_groups(const uint32_t* group, uint64_t in, int bits);
+
+// GPTQ qweight [in / (32 / bits), out] → rows [o0, o1) of W [out, in], into w (row o0 first).
+void decode_gptq(const uint32_t* qweight, const PackedGrid& grid, uint64_t o0, uint64_t o1, float* w);
+// AWQ qweight [in, out / 8] with column 8w + j in nibble slot[j] → rows [o0, o1) of W [out, in].
+void decode_awq(const uint32_t* qweight, const PackedGrid& grid, const int* slot, uint64_t o0, uint64_t o1, float* w);
 
 }  // namespace wl::quant
