@@ -6,7 +6,9 @@
 #   - F32 with its tokenizer: llama-simple's greedy text from BOS must be run.c's, byte for byte;
 #   - F16 and Q8_0: llama-simple loads them and generates;
 #   - F32 without a tokenizer (tokenizer.ggml.model "none"): llama.cpp's loader reads it and the
-#     logits after ids 1,403,407,261 equal run.c's at position 3 within 1e-4.
+#     logits after ids 1,403,407,261 equal run.c's at position 3 within 1e-4;
+#   - the tiny Qwen2 of testdata/hf-tiny-arch as GGUF F32 (architecture qwen2): llama.cpp's logits
+#     after its first 16-token sequence equal transformers' within 1e-4 of the row's scale.
 # Usage: scripts/llama-cpp-check.sh LLAMA_CPP_SOURCE [BUILD_DIR]   (BUILD_DIR default: /tmp/llama.cpp-build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,5 +64,21 @@ if "$build/wl_llama_cpp_logits" "$work/s-none.gguf" 1 403 407 261 >"$work/none-l
   fi
 else
   report "F32, no tokenizer" FAIL "$(grep -m1 -i error "$work/none.log" || tail -1 "$work/none.log")"
+fi
+qwen2=../shared/testdata/hf-tiny-arch/qwen2
+build/weightloader convert "$qwen2" "$work/qwen2.gguf" --gguf-type f32 -q >/dev/null
+# The reference's first sequence and its last position's logits (python3 only reads the JSON).
+read -ra ids < <(python3 -c 'import json,sys; print(*json.load(open(sys.argv[1]))["sequences"][0])' "$qwen2/reference_logits.json")
+python3 -c 'import json,sys; print(*json.load(open(sys.argv[1]))["logits"][0][-1], sep="\n")' "$qwen2/reference_logits.json" >"$work/qwen2-ref.txt"
+if "$build/wl_llama_cpp_logits" "$work/qwen2.gguf" "${ids[@]}" >"$work/qwen2-logits.txt" 2>"$work/qwen2.log"; then
+  worst=$(paste "$work/qwen2-logits.txt" "$work/qwen2-ref.txt" |
+    awk '{d=$1-$2; if (d<0) d=-d; if (d>m) m=d; a=$2<0?-$2:$2; if (a>s) s=a} END {if (s<1) s=1; printf "%.2g", m/s}')
+  if awk -v w="$worst" 'BEGIN {exit !(w <= 1e-4)}'; then
+    report "tiny Qwen2, F32, no tokenizer" ok "architecture qwen2 loads; logits at position 15 = transformers' within $worst of the row's scale"
+  else
+    report "tiny Qwen2, F32, no tokenizer" FAIL "logits differ from transformers' by $worst of the row's scale"
+  fi
+else
+  report "tiny Qwen2, F32, no tokenizer" FAIL "$(grep -m1 -i error "$work/qwen2.log" || tail -1 "$work/qwen2.log")"
 fi
 exit $failed

@@ -48,32 +48,54 @@ const GgufTarget& gguf_target(const std::string& name) {
   throw Error(ErrorCode::InvalidArgument, fmt::format("gguf type '{}' is not f32, f16, bf16 or q8_0", name));
 }
 
-// The keys llama.cpp's loader reads for a Llama (as its own converter writes them), and the
-// tokenizer's when there is one: "none" without, so that llama.cpp loads the model without a vocabulary.
+// llama.cpp's architecture for the checkpoint, as its converter decides it: Llama and Mistral
+// without a sliding window are "llama", Qwen2 "qwen2". The other families are refused by name
+// rather than written as something llama.cpp would run differently.
+std::string gguf_architecture(const WeightSource& s) {
+  LlamaConfig c;
+  try {
+    c = llama_config_from_source(s);
+  } catch (const Error&) {
+    return "llama";  // no usable configuration: a Llama whose heads the overrides give
+  }
+  const bool plain = !c.sliding_window && c.rope_scaling.type.empty();
+  if (c.architecture == "qwen2" && plain) return "qwen2";
+  if ((c.architecture == "llama" || c.architecture == "mistral") && plain) return "llama";
+  throw Error(ErrorCode::InvalidArgument,
+              fmt::format("GGUF output is written for llama and qwen2 models without sliding windows or rope scaling; "
+                          "this one is not yet ({})", c.features()),
+              s.origin());
+}
+
+// The keys llama.cpp's loader reads for a Llama or a Qwen2 (as its own converter writes them:
+// Qwen2 without rope.dimension_count; vocab_size for both, which llama.cpp needs to size the
+// embedding when there is no vocabulary), and the tokenizer's when there is one: "none" without,
+// so that llama.cpp loads the model without a vocabulary.
 GgufMetadata gguf_llama_metadata(const WeightSource& s, const LlamaHeads& h, const GgufTarget& target,
-                                 const std::string& tokenizer) {
+                                 const std::string& tokenizer, const std::string& arch) {
   const Shape embed = shape_of(s, "model.embed_tokens.weight");
   uint64_t layers = 0;
   while (s.find(fmt::format("model.layers.{}.input_layernorm.weight", layers))) ++layers;
   std::string name = fs::path(s.origin()).filename().replace_extension().string();
   if (name.empty()) name = fs::path(s.origin()).parent_path().filename().string();  // "dir/"
+  const std::string a = arch + ".";
   GgufMetadata meta = {
-      {"general.architecture", std::string("llama")},
+      {"general.architecture", arch},
       {"general.name", name},
       {"general.alignment", uint32_t(32)},
       {"general.file_type", target.file_type},
       {"general.quantization_version", uint32_t(2)},
-      {"llama.embedding_length", uint32_t(embed[1])},
-      {"llama.block_count", uint32_t(layers)},
-      {"llama.feed_forward_length", uint32_t(shape_of(s, "model.layers.0.mlp.gate_proj.weight")[0])},
-      {"llama.attention.head_count", uint32_t(h.heads)},
-      {"llama.attention.head_count_kv", uint32_t(h.kv_heads)},
-      {"llama.rope.dimension_count", uint32_t(embed[1] / h.heads)},
-      {"llama.context_length", uint32_t(h.seq_len ? h.seq_len : 2048)},
-      {"llama.vocab_size", uint32_t(embed[0])},
-      {"llama.attention.layer_norm_rms_epsilon", float(h.rms_norm_eps)},
-      {"llama.rope.freq_base", float(h.rope_theta)},
+      {a + "embedding_length", uint32_t(embed[1])},
+      {a + "block_count", uint32_t(layers)},
+      {a + "feed_forward_length", uint32_t(shape_of(s, "model.layers.0.mlp.gate_proj.weight")[0])},
+      {a + "attention.head_count", uint32_t(h.heads)},
+      {a + "attention.head_count_kv", uint32_t(h.kv_heads)},
+      {a + "context_length", uint32_t(h.seq_len ? h.seq_len : 2048)},
+      {a + "attention.layer_norm_rms_epsilon", float(h.rms_norm_eps)},
+      {a + "rope.freq_base", float(h.rope_theta)},
+      {a + "vocab_size", uint32_t(embed[0])},
   };
+  if (arch == "llama") meta.emplace("llama.rope.dimension_count", uint32_t(embed[1] / h.heads));
   if (tokenizer.empty()) {
     meta.emplace("tokenizer.ggml.model", std::string("none"));
     return meta;
@@ -243,16 +265,18 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
       if (!h.heads)
         throw Error(ErrorCode::InvalidArgument, "the number of attention heads is unknown: pass --heads", s.origin());
       const GgufTarget& target = gguf_target(o.gguf_type);
-      const GgufMetadata meta = gguf_llama_metadata(s, h, target, o.tokenizer);
+      const std::string arch = gguf_architecture(s);
+      const GgufMetadata meta = gguf_llama_metadata(s, h, target, o.tokenizer, arch);
       std::vector<GgufWriteEntry> entries;
       // Matrices take the requested type; vectors stay F32; a Q8_0 matrix whose rows are not whole
       // 32-element blocks falls back to F16, as llama.cpp's converter does.
       for (const TensorInfo& t : s.tensors()) {
         GgmlType ty = t.shape.size() == 2 ? target.type : GgmlType::F32;
         if (ty == GgmlType::Q8_0 && t.shape.back() % 32 != 0) ty = GgmlType::F16;
-        entries.push_back({t.name, t.shape, ty});
+        // Qwen2 keeps Hugging Face's rotary halves (llama.cpp runs it NEOX-style): renamed, not permuted.
+        entries.push_back({arch == "llama" ? t.name : hf_llama_name_to_gguf(t.name).value_or(t.name), t.shape, ty});
       }
-      GgufStreamWriter writer(out, entries, meta, GgufWriteOptions{.hf_llama = true});
+      GgufStreamWriter writer(out, entries, meta, GgufWriteOptions{.hf_llama = arch == "llama"});
       for (const TensorInfo& t : s.tensors()) {
         TensorView v = s.load(t, DType::F32);
         writer.write_tensor(v);
