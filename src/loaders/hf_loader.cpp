@@ -75,8 +75,8 @@ std::vector<std::string> files_matching(const Opener& opener, const std::string&
 
 class HfLoader final : public WeightLoader {
  public:
-  HfLoader(std::string revision, std::string cache_dir, bool download)
-      : revision_(std::move(revision)), cache_dir_(std::move(cache_dir)), download_(download) {}
+  HfLoader(std::string revision, std::string cache_dir, bool download, bool as_stored)
+      : revision_(std::move(revision)), cache_dir_(std::move(cache_dir)), download_(download), as_stored_(as_stored) {}
 
   std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path) override {
     const std::shared_ptr<const Opener> session = session_opener();
@@ -86,9 +86,9 @@ class HfLoader final : public WeightLoader {
     if (!files.is_directory(dir)) {
       const FileFormat* f = formats().detect(*files.open(dir));
       if (!f) throw Error(ErrorCode::InvalidArgument, "not a Hugging Face model directory nor a checkpoint file", dir);
-      return dequantized_source(open_files(*f, {dir}, dir, session), files);
+      return dequantized_source(open_files(*f, {dir}, dir, session), files, as_stored_);
     }
-    return dequantized_source(open_weights(dir, session), files);
+    return dequantized_source(open_weights(dir, session), files, as_stored_);
   }
 
  private:
@@ -138,6 +138,7 @@ class HfLoader final : public WeightLoader {
   std::string revision_;
   std::string cache_dir_;
   bool download_;
+  bool as_stored_;
 };
 
 }  // namespace
@@ -152,10 +153,12 @@ void register_hf_loader(WeightLoaderRegistry& registry) {
           .kwargs = {{"revision", KwType::String, "branch, tag or full commit hash of a model id (default main)"},
                      {"cache_dir", KwType::String, "the hub cache (default HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)"},
                      {"download", KwType::Bool, "download a model id missing from the cache from HF_ENDPOINT (default true; "
-                                                "HF_HUB_OFFLINE=1 forbids it)"}},
+                                                "HF_HUB_OFFLINE=1 forbids it)"},
+                     {"quantized", KwType::String, kQuantizedKwargHelp}},
           .make = [](const Kwargs& kw) -> std::unique_ptr<WeightLoader> {
             return std::make_unique<HfLoader>(kwarg_string(kw, "revision", "main"), kwarg_string(kw, "cache_dir", ""),
-                                              kwarg_bool(kw, "download", true));
+                                              kwarg_bool(kw, "download", true),
+                                              quantized_as_stored(kwarg_string(kw, "quantized", "dequantize")));
           },
       });
 }

@@ -25,13 +25,13 @@ bool matches(const std::string& pattern, const std::string& name) {
 // Reads files of any format, or, for the loaders named after a format, only that one.
 class LocalLoader final : public WeightLoader {
  public:
-  LocalLoader(std::string pattern, std::string only_format = {})
-      : pattern_(std::move(pattern)), only_format_(std::move(only_format)) {}
+  LocalLoader(std::string pattern, std::string only_format = {}, bool as_stored = false)
+      : pattern_(std::move(pattern)), only_format_(std::move(only_format)), as_stored_(as_stored) {}
 
   std::unique_ptr<WeightSource> get_weights(const std::string& path) override {
     const std::shared_ptr<const Opener> files = session_opener();
     if (!files->exists(path)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
-    if (!files->is_directory(path)) return with_config(open_files(checked_format(path, *files), {path}, path, files), *files);
+    if (!files->is_directory(path)) return with_config(open_files(checked_format(path, *files), {path}, path, files), *files, as_stored_);
 
     // Each matching file's format, found once by content.
     std::vector<std::pair<std::string, const FileFormat*>> found;
@@ -50,7 +50,7 @@ class LocalLoader final : public WeightLoader {
       Catalogue c = read_sharded_catalogue(*files, name, format);
       attach_config_json(*files, path, c.metadata);
       return dequantized_source(std::make_unique<WeightSource>(format.name, path, std::move(c.tensors), std::move(c.metadata), files),
-                                *files);
+                                *files, as_stored_);
     }
     // Split GGUF models are opened through their first split, which reads the others.
     static const std::regex later_split(R"(-(\d{5})-of-\d{5}\.gguf$)");
@@ -66,16 +66,16 @@ class LocalLoader final : public WeightLoader {
                     path);
       names.push_back(name);
     }
-    return with_config(open_files(format, names, path, files), *files);
+    return with_config(open_files(format, names, path, files), *files, as_stored_);
   }
 
  private:
   // The source with the config.json of its directory, if there is one (seen dense if it is quantized).
-  static std::unique_ptr<WeightSource> with_config(std::unique_ptr<WeightSource> s, const Opener& files) {
+  static std::unique_ptr<WeightSource> with_config(std::unique_ptr<WeightSource> s, const Opener& files, bool as_stored) {
     std::map<std::string, std::string> metadata = s->metadata();
     attach_config_json(files, s->origin(), metadata);
     if (metadata.size() != s->metadata().size()) s = s->with_metadata(std::move(metadata));
-    return dequantized_source(std::move(s), files);
+    return dequantized_source(std::move(s), files, as_stored);
   }
 
   // What was looked for and what the directory holds instead (its first few names).
@@ -99,6 +99,7 @@ class LocalLoader final : public WeightLoader {
 
   std::string pattern_;
   std::string only_format_;
+  bool as_stored_;
 };
 
 }  // namespace
@@ -109,9 +110,11 @@ void register_local_loader(WeightLoaderRegistry& registry) {
       LoaderSpec{
           .description = "a checkpoint file in any format, or the files of a directory matching file_pattern "
                          "(formats found by content; an index.json restricts the load to the files it lists)",
-          .kwargs = {{"file_pattern", KwType::String, "glob for the files to read in a directory (default *.safetensors)"}},
+          .kwargs = {{"file_pattern", KwType::String, "glob for the files to read in a directory (default *.safetensors)"},
+                     {"quantized", KwType::String, kQuantizedKwargHelp}},
           .make = [](const Kwargs& kw) -> std::unique_ptr<WeightLoader> {
-            return std::make_unique<LocalLoader>(kwarg_string(kw, "file_pattern", "*.safetensors"));
+            return std::make_unique<LocalLoader>(kwarg_string(kw, "file_pattern", "*.safetensors"), "",
+                                                 quantized_as_stored(kwarg_string(kw, "quantized", "dequantize")));
           },
       });
   registry.register_loader(

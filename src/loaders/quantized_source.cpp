@@ -24,7 +24,13 @@ std::optional<quant::QuantConfig> config_beside(const WeightSource& source, cons
 
 }  // namespace
 
-std::unique_ptr<WeightSource> dequantized_source(std::unique_ptr<WeightSource> source, const Opener& files) {
+bool quantized_as_stored(const std::string& kwarg) {
+  if (kwarg == "dequantize") return false;
+  if (kwarg == "as_stored") return true;
+  throw Error(ErrorCode::InvalidKwarg, "quantized='" + kwarg + "': dequantize or as_stored");
+}
+
+std::unique_ptr<WeightSource> dequantized_source(std::unique_ptr<WeightSource> source, const Opener& files, bool as_stored) {
   std::optional<quant::QuantConfig> config;
   if (auto it = source->metadata().find("config.json"); it != source->metadata().end())
     config = quant::quant_config_of_config_json(it->second, source->origin() + " (config.json)");
@@ -33,6 +39,12 @@ std::unique_ptr<WeightSource> dequantized_source(std::unique_ptr<WeightSource> s
   const bool from_config_json = config.has_value();
   if (!config) config = config_beside(*source, files);
   if (!config) return source;
+  if (as_stored) {
+    std::map<std::string, std::string> metadata = source->metadata();
+    metadata["quantization"] = config->describe() + "; as stored (packed tensors)";
+    metadata["quantization_config"] = config->block_json;  // what packed_shard() reads
+    return source->with_metadata(std::move(metadata));
+  }
   return quant::dense_view(std::shared_ptr<const WeightSource>(std::move(source)), *config, from_config_json);
 }
 

@@ -8,9 +8,16 @@
 
 namespace wl {
 
-// `source` itself when it is not quantized; else its dense view (formats/quantized/dense_view.hpp).
+// The loaders' `quantized` kwarg: "dequantize" (default) or "as_stored"; InvalidKwarg otherwise.
+bool quantized_as_stored(const std::string& kwarg);
+inline constexpr const char* kQuantizedKwargHelp =
+    "quantized checkpoints (GPTQ, AWQ, bitsandbytes, FP8, compressed-tensors): dequantize (default: each quantized "
+    "layer one dense <layer>.weight, decoded as it is read) or as_stored (the packed tensors, byte for byte)";
+
+// `source` itself when it is not quantized; else its dense view (formats/quantized/dense_view.hpp),
+// or, `as_stored`, its packed tensors with metadata["quantization"] saying what they are.
 // The method comes from metadata["config.json"]'s quantization_config, else from a
 // quantization_config.json or quantize_config.json beside the checkpoint.
-std::unique_ptr<WeightSource> dequantized_source(std::unique_ptr<WeightSource> source, const Opener& files);
+std::unique_ptr<WeightSource> dequantized_source(std::unique_ptr<WeightSource> source, const Opener& files, bool as_stored = false);
 
 }  // namespace wl

@@ -159,6 +159,7 @@ QuantConfig parse_quant_config(const json& block, const std::string& origin) {
   if (!block.is_object()) invalid(origin, "not a JSON object");
   QuantConfig c;
   c.origin = origin;
+  c.block_json = block.dump();
   // AutoGPTQ's quantize_config.json names no method; it has bits and group_size.
   const std::string method = string_key(block, "quant_method", block.contains("bits") ? "gptq" : "", origin);
   if (method == "gptq") c.method = Method::Gptq, read_gptq_awq(block, c);

@@ -1,0 +1,94 @@
+#include "weightloader/packed_shard.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/quantized/quant_config.hpp"
+#include "weightloader/error.hpp"
+
+namespace wl {
+
+namespace {
+
+using quant::Method;
+using quant::QuantConfig;
+
+[[noreturn]] void refuse(const TensorInfo& t, const std::string& rule) {
+  throw Error(ErrorCode::QuantUnsupported, "cannot split for tensor parallelism: " + rule, t.file, t.name);
+}
+
+// Rank `rank`'s share of `dim`, in units of `unit` elements (a packed word's inputs, a group).
+Slice share(const TensorInfo& t, size_t dim, uint64_t unit, const std::string& unit_name, unsigned rank, unsigned world) {
+  if (dim >= t.shape.size()) refuse(t, fmt::format("it has no dimension {}", dim));
+  const uint64_t n = t.shape[dim];
+  if (n % world != 0) refuse(t, fmt::format("dimension {} of {} does not split into {} ranks", dim, n, world));
+  const uint64_t part = n / world;
+  if (part % unit != 0)
+    refuse(t, fmt::format("each rank's {} of dimension {} would cut a {} of {}", part, dim, unit_name, unit));
+  return Slice{dim, rank * part, (rank + 1) * part};
+}
+
+bool ends(const std::string& name, const char* suffix) { return name.ends_with(suffix); }
+
+Slice packed_int(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
+  const uint64_t pack = c.method == Method::Awq ? 8 : 32 / static_cast<uint64_t>(c.bits);
+  const uint64_t group = c.group_size < 0 ? 0 : static_cast<uint64_t>(c.group_size);
+  const bool gptq = c.method == Method::Gptq;
+  if (style == ParallelStyle::Column) {
+    if (ends(t.name, ".g_idx")) return {};
+    if (ends(t.name, ".bias")) return share(t, 0, 1, "row", rank, world);
+    // qweight's outputs are unpacked in GPTQ, packed 8 to a word in AWQ; qzeros' always packed.
+    if (ends(t.name, ".qweight")) return share(t, 1, gptq ? pack : 1, "packed word of zeros", rank, world);
+    if (ends(t.name, ".qzeros")) return share(t, 1, 1, "packed word", rank, world);
+    if (ends(t.name, ".scales")) return share(t, 1, pack, "packed word of zeros", rank, world);
+    refuse(t, "not a tensor of a GPTQ/AWQ layer");
+  }
+  if (ends(t.name, ".bias")) return {};
+  if (gptq && c.desc_act) refuse(t, "act-order (desc_act) GPTQ layers keep their groups in g_idx's order, not by input rows");
+  if (ends(t.name, ".scales") || ends(t.name, ".qzeros"))  // whole groups; one group per layer: every rank needs it
+    return group == 0 ? Slice{} : share(t, 0, 1, "group", rank, world);
+  if (ends(t.name, ".g_idx")) return share(t, 0, group ? group : pack, group ? "group" : "packed word", rank, world);
+  if (ends(t.name, ".qweight")) {
+    // Rows of qweight are pack inputs (GPTQ) or one input (AWQ); a rank's rows must be whole groups.
+    const uint64_t rows_per_group = group ? (gptq ? group / pack : group) : 1;
+    return share(t, 0, rows_per_group, "group", rank, world);
+  }
+  refuse(t, "not a tensor of a GPTQ/AWQ layer");
+}
+
+Slice fp8(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
+  const bool column = style == ParallelStyle::Column;
+  const bool scale = ends(t.name, "_scale") || ends(t.name, "_scale_inv");
+  if (ends(t.name, ".bias")) return column ? share(t, 0, 1, "row", rank, world) : Slice{};
+  if (!scale) {
+    const uint64_t unit = c.fp8_block.empty() ? 1 : static_cast<uint64_t>(c.fp8_block[column ? 0 : 1]);
+    return share(t, column ? 0 : 1, unit, "scale block", rank, world);
+  }
+  if (t.numel() <= 1 || ends(t.name, "input_scale")) return {};  // per tensor: every rank needs it
+  if (!c.fp8_block.empty() && t.shape.size() == 2 && t.shape[1] != 1) return share(t, column ? 0 : 1, 1, "block", rank, world);
+  return column ? share(t, 0, 1, "row", rank, world) : Slice{};  // per channel: one scale per output row
+}
+
+}  // namespace
+
+Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, ParallelStyle style, unsigned rank, unsigned world) {
+  if (world == 0 || rank >= world)
+    throw Error(ErrorCode::InvalidArgument, fmt::format("rank {} of {} ranks", rank, world), source.origin(), tensor.name);
+  auto it = source.metadata().find("quantization_config");
+  if (it == source.metadata().end())
+    throw Error(ErrorCode::QuantConfigInvalid, "the catalogue carries no quantization_config (load it with quantized=as_stored)",
+                source.origin(), tensor.name);
+  const QuantConfig c = quant::parse_quant_config(nlohmann::json::parse(it->second), source.origin());
+  if (world == 1) return {};
+  switch (c.method) {
+    case Method::Gptq:
+    case Method::Awq: return packed_int(tensor, c, style, rank, world);
+    case Method::Fp8:
+    case Method::CompressedTensors: return fp8(tensor, c, style, rank, world);
+    case Method::Bnb4:
+    case Method::Bnb8: break;
+  }
+  refuse(tensor, "bitsandbytes packs the flattened weight; load it dequantized, or whole");
+}
+
+}  // namespace wl
