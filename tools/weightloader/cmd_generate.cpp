@@ -75,8 +75,8 @@ void generate(const Options& o, LLMOptions& options, bool speaker) {
   LLM& llm = *llm_holder;
   if (!o.quiet && speaker) {
     const LlamaConfig& c = llm.config();
-    fmt::print(stderr, "model: {} layers, hidden {}, {} heads ({} kv), vocab {}, from {} via loader '{}'; {} of weights\n",
-               c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size, c.origin, llm.loader_name(),
+    fmt::print(stderr, "model: {}, {} layers, hidden {}, {} heads ({} kv), vocab {}, from {} via loader '{}'; {} of weights\n",
+               c.architecture, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size, c.origin, llm.loader_name(),
                human_bytes(llm.parameter_bytes()));
     for (size_t r = 0; r < llm.load_reports().size(); ++r)
       fmt::print(stderr, "rank {}: read {} in {:.3f} s\n", r, human_bytes(llm.load_reports()[r].bytes_read),
