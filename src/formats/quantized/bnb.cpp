@@ -1,5 +1,6 @@
 #include "formats/quantized/bnb.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -78,10 +79,13 @@ class Bnb4Decoder final : public LayerDecoder {
   }
   void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const override {
     const auto* bytes = reinterpret_cast<const uint8_t*>(packed);
-    const uint64_t bs = state_.blocksize;
-    for (uint64_t e = row0 * row_elems_; e < row1 * row_elems_; ++e) {
-      const uint8_t byte = bytes[e / 2];
-      *out++ = map_[e % 2 ? byte & 15 : byte >> 4] * absmax_[e / bs];  // high nibble first
+    const uint64_t bs = state_.blocksize, end = row1 * row_elems_;
+    for (uint64_t e = row0 * row_elems_; e < end;) {  // a block (one absmax) at a time
+      const float absmax = absmax_[e / bs];
+      for (const uint64_t block_end = std::min(end, (e / bs + 1) * bs); e < block_end; ++e) {
+        const uint8_t byte = bytes[e / 2];
+        *out++ = map_[e % 2 ? byte & 15 : byte >> 4] * absmax;  // high nibble first
+      }
     }
   }
   QuantState state_;

@@ -1,5 +1,6 @@
 #include "formats/quantized/fp8.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -49,7 +50,11 @@ class Fp8Decoder final : public LayerDecoder {
     const uint64_t scale_cols = (in_ + block_cols_ - 1) / block_cols_;
     for (uint64_t o = row0; o < row1; ++o) {
       const float* srow = scales_.data() + (o / block_rows_) * scale_cols;
-      for (uint64_t i = 0; i < in_; ++i) *out++ = table[q[o * in_ + i]] * srow[i / block_cols_];
+      const uint8_t* qrow = q + o * in_;
+      for (uint64_t b = 0; b < scale_cols; ++b) {  // one scale per run of block_cols_ values
+        const float scale = srow[b];
+        for (uint64_t i = b * block_cols_; i < std::min(in_, (b + 1) * block_cols_); ++i) *out++ = table[qrow[i]] * scale;
+      }
     }
   }
   uint64_t in_, block_rows_, block_cols_;
