@@ -24,10 +24,17 @@ class EngineModule(torch.nn.Module):
         self.wl_engine_rank = rank
         self._wl_core = core
         self._wl_slices = {}  # checkpoint name -> (dim, begin, end): the part of its tensor this rank holds
+        self._wl_parts = {}  # checkpoint name -> [(begin, end), ...]: its row ranges this rank holds, in order
         for name, dtype, shape, buffer, shards in core.rank_parameters(rank):
             tensor = torch.frombuffer(buffer, dtype=dtypes.to_torch(dtype)).view(tuple(shape))
             if not shards:
                 self._wl_add(name, tensor)
+            if len(shards) > 1 and len({s[0] for s in shards}) == 1:
+                # Fused in the checkpoint as in the engine (Phi-3's qkv_proj, gate_up_proj): the
+                # parameter is this rank's rows of each part, stacked.
+                self._wl_add(shards[0][0], tensor)
+                self._wl_parts[shards[0][0]] = [(begin, end) for _, _, begin, end, _ in sorted(shards, key=lambda s: s[4])]
+                continue
             for source, dim, begin, end, row_offset in shards:
                 extent = (tensor.shape[dim] if end is None else end - begin) if dim == 0 else tensor.shape[0]
                 self._wl_add(source, tensor.narrow(0, row_offset, extent) if dim == 0 else tensor)
@@ -66,6 +73,8 @@ class EngineModule(torch.nn.Module):
 
     def _wl_part(self, name, tensor, param):
         """This rank's part of the checkpoint tensor `name`."""
+        if name in self._wl_parts and tensor.dim() and all(end <= tensor.shape[0] for _, end in self._wl_parts[name]):
+            tensor = torch.cat([tensor.narrow(0, begin, end - begin) for begin, end in self._wl_parts[name]])
         if tuple(tensor.shape) != tuple(param.shape) and name in self._wl_slices:
             dim, begin, end = self._wl_slices[name]
             if dim < tensor.dim() and (end or tensor.shape[dim]) <= tensor.shape[dim]:

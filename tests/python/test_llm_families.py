@@ -67,3 +67,25 @@ def test_qwen2_moe_routes_as_mixtral_does(testdata, tmp_path):
         llm = wl.LLM(str(tmp_path), tensor_parallel_size=tp)
         assert "gated shared expert" in llm.config["features"]
         assert worst_error(llm, tmp_path) < 1e-5
+
+
+class StateDictLoader(wl.BaseWeightLoader):
+    """The seed's way: the checkpoint's tensors by name, then module.load_state_dict."""
+
+    def get_weights(self, path):
+        w = wl.LocalWeightLoader().get_weights(path + "/model.safetensors")
+        return {k: w[k] for k in w}
+
+    def load_weights(self, model, weights):
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+        assert missing == []
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_python_loader_fills_phi3s_fused_tensors(testdata, tp):
+    """Phi-3's qkv_proj and gate_up_proj are fused in the checkpoint as in the engine: the module
+    presents each under its checkpoint name, and load_state_dict fills this rank's rows of each part."""
+    folder = testdata / "hf-tiny-arch" / "phi3"
+    llm = wl.LLM(str(folder), weight_loader=StateDictLoader, tensor_parallel_size=tp)
+    assert "model.layers.0.self_attn.qkv_proj.weight" in llm.modules[0].state_dict()
+    assert worst_error(llm, folder) < 1e-5
