@@ -112,6 +112,7 @@ class Executor {
   void run_chunk(const Chunk& c, Scratch& scratch);
   void run_extent(const Chunk* c, const Extent& e, Scratch& scratch);
   void gather_strided(const ReadRequest& r, const ByteSource& source) const;
+  void gather_decoded(const ReadRequest& r, const ByteSource& source) const;
   void fetch(const Chunk& c, uint64_t offset, uint64_t length, std::byte* out, Scratch& scratch, uint64_t bounce) const;
   void read_direct(const Chunk& c, uint64_t offset, uint64_t length, std::byte* out, Scratch& scratch,
                    uint64_t bounce_bytes) const;
@@ -298,8 +299,35 @@ void Executor::run_extent(const Chunk* c, const Extent& e, Scratch& scratch) {
   for (size_t i = 0; i < e.count; ++i) finish(c[i], staging + (c[i].src_offset - offset), scratch);
 }
 
+// A slice of a one-block tensor: the block decoded whole into scratch, then each run of the slice
+// converted into place (or delivered).
+void Executor::gather_decoded(const ReadRequest& r, const ByteSource& source) const {
+  const TensorInfo& t = *r.tensor;
+  const Decoder& d = *t.decoder;
+  const Shape sliced = WeightSource::slice_shape(t, r.slice);
+  uint64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < r.slice.dim; ++i) outer *= t.shape[i];
+  for (size_t i = r.slice.dim + 1; i < t.shape.size(); ++i) inner *= t.shape[i];
+  const uint64_t run = sliced[r.slice.dim] * inner, stride = r.dst_outer_stride ? r.dst_outer_stride : run;
+  std::vector<std::byte> stored(t.nbytes), decoded(t.numel() * dtype_size(d.output_dtype()));
+  source.read_exact(t.offset, stored.data(), stored.size());
+  d.decode(stored.data(), 1, decoded.data());
+  const size_t in_size = dtype_size(d.output_dtype()), out_size = dtype_size(r.dst_dtype);
+  std::vector<std::byte> values(dest_.in_place() ? 0 : run * out_size);
+  for (uint64_t o = 0; o < outer; ++o) {
+    const std::byte* from = decoded.data() + ((o * t.shape[r.slice.dim] + r.slice.begin) * inner) * in_size;
+    std::byte* to = static_cast<std::byte*>(r.dst) + o * stride * out_size;
+    convert(d.output_dtype(), from, r.dst_dtype, dest_.in_place() ? to : values.data(), run);
+    if (!dest_.in_place()) dest_.deliver(to, values.data(), values.size(), t.name);
+  }
+}
+
 void Executor::gather_strided(const ReadRequest& r, const ByteSource& source) const {
   const TensorInfo& t = *r.tensor;
+  if (t.decoder) {
+    gather_decoded(r, source);
+    return;
+  }
   const size_t esize = dtype_size(t.dtype);
   const Shape out_shape = WeightSource::slice_shape(t, r.slice);
   const uint64_t n = shape_numel(out_shape);

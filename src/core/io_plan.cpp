@@ -63,7 +63,14 @@ void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint
   }
   const uint64_t granule = granule_elems(t);
   const uint64_t run_elems = g.len * g.inner;
-  if (run_elems % granule != 0 || (g.begin * g.inner) % granule != 0)
+  const bool off_blocks = run_elems % granule != 0 || (g.begin * g.inner) % granule != 0;
+  // A tensor that is one block (a quantized layer decoded whole) is decoded whole and sliced.
+  if (off_blocks && t.decoder && granule == t.numel() && t.decoder->aux_block_bytes() == 0 && t.row_order.empty()) {
+    plan.gathers.push_back({&r, source});
+    plan.total_bytes += t.nbytes;
+    return;
+  }
+  if (off_blocks)
     throw Error(ErrorCode::SliceOutOfBounds,
                 fmt::format("slice [{}, {}) of dim {} does not fall on {}-element block boundaries", g.begin,
                             g.begin + g.len, r.slice.dim, granule),

@@ -25,7 +25,8 @@ struct Chunk {
   bool needs_transform() const { return tensor->decoder || tensor->dtype != dst_dtype; }
 };
 
-// A strided (non-contiguous) tensor: its stored span is read whole and gathered.
+// A strided (non-contiguous) tensor: its stored span is read whole and gathered. Also a slice of a
+// tensor that is one decoder block: decoded whole, the slice copied out.
 struct Gather {
   const ReadRequest* request;
   size_t source;

@@ -64,3 +64,30 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+// A slice of a dense view (a tensor-parallel rank's rows or columns, a diff window) is the same
+// slice of the whole decoded weight.
+TEST(QuantizedReferenceSlices, RowsAndColumnsOfADecodedLayer) {
+  WL_REQUIRE_TESTDATA();
+  const std::string dir = (test::testdata_dir() / "quantized" / "gptq-llama3.2-1b-int4").string();
+  auto quantized = WeightLoaderRegistry::global().create("local")->get_weights(dir + "/quantized.safetensors");
+  auto expected = WeightLoaderRegistry::global().create("local")->get_weights(dir + "/expected.safetensors");
+  const TensorInfo& got = quantized->tensors()[0];
+  const TensorView want = expected->load(expected->tensors()[0]);
+  const auto* w = reinterpret_cast<const uint16_t*>(want.raw());
+  for (size_t dim : {0, 1}) {
+    std::vector<uint16_t> part(256 * 96);
+    quantized->read(got, DType::BF16, part.data(), Slice{dim, 64, 160});
+    for (uint64_t r = 0; r < (dim == 0 ? 96u : 256u); ++r)
+      for (uint64_t c = 0; c < (dim == 0 ? 256u : 96u); ++c) {
+        const uint64_t row = dim == 0 ? r + 64 : r, col = dim == 0 ? c : c + 64;
+        ASSERT_EQ(part[r * (dim == 0 ? 256 : 96) + c], w[row * 256 + col]) << dim << ": " << r << ", " << c;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace wl
