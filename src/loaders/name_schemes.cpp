@@ -31,7 +31,8 @@ struct Scheme {
 };
 
 // Canonical stems of norms: their last component is the scheme's norm_suffix.
-constexpr std::array<std::string_view, 3> kNorms{"model.norm", "input_layernorm", "post_attention_layernorm"};
+constexpr std::array<std::string_view, 5> kNorms{"model.norm", "input_layernorm", "post_attention_layernorm",
+                                                 "pre_feedforward_layernorm", "post_feedforward_layernorm"};
 
 // vLLM's fused parameters and their parts, stacked along dim 0 in this order.
 const std::map<std::string_view, std::vector<std::string_view>>& fused_stems() {
@@ -57,7 +58,10 @@ const std::vector<Scheme>& schemes() {
         {"mlp.up_proj", "mlp.up_proj"},
         {"mlp.down_proj", "mlp.down_proj"},
         {"self_attn.qkv_proj", "self_attn.qkv_proj"},
-        {"mlp.gate_up_proj", "mlp.gate_up_proj"}},
+        {"mlp.gate_up_proj", "mlp.gate_up_proj"},
+        // Gemma 2's norms around the MLP (its post_attention_layernorm normalises the attention's output).
+        {"pre_feedforward_layernorm", "pre_feedforward_layernorm"},
+        {"post_feedforward_layernorm", "post_feedforward_layernorm"}},
        "weight",
        false,
        {"self_attn.rotary_emb.inv_freq"}},
