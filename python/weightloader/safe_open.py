@@ -131,12 +131,14 @@ def _catalogue(source):
 
 def _open_source(path):
     """A catalogue of `path`: the "local" loader for a file, the loader detected by content for a
-    directory (hf, or local with the pattern of the files found)."""
+    directory (hf, or local with the pattern of the files found). Quantized checkpoints (GPTQ, AWQ,
+    bitsandbytes, FP8) show their tensors as stored, as safetensors' safe_open does."""
     if not os.path.isdir(path):
-        return _core.create_loader("local", {}).get_weights(path)
+        return _core.create_loader("local", {"quantized": "as_stored"}).get_weights(path)
     name, kwargs = _core.detect_loader(path)
+    stored = {**kwargs, "quantized": "as_stored"} if name in ("local", "hf") else kwargs
     try:
-        return _core.create_loader(name, kwargs).get_weights(path)
+        return _core.create_loader(name, stored).get_weights(path)
     except InvalidArgumentError as err:
         # A llama2.c model beside its tokenizer, both *.bin: the loaders named after a format
         # skip the files of other formats.

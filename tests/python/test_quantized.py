@@ -77,3 +77,15 @@ def test_cli_converts_gptq_to_dense_and_back(testdata, tmp_path):
     groups = want.float().reshape(want.shape[0], -1, 64)
     bound = groups.abs().amax(dim=2, keepdim=True) / 15 * (1 + 8 / 1024)
     assert ((got.reshape(groups.shape) - groups).abs() <= bound).all()
+
+
+def test_as_stored_gives_the_packed_tensors_byte_for_byte(testdata):
+    path = testdata / "quantized" / "awq-falcon3-1b" / "quantized.safetensors"
+    stored = wl.WeightLoaderRegistry.create("local", quantized="as_stored").get_weights(str(path))
+    dense = wl.WeightLoaderRegistry.create("local").get_weights(str(path))
+    prefix = "model.layers.0.mlp.gate_proj."
+    assert sorted(stored.keys()) == [prefix + n for n in ("qweight", "qzeros", "scales")]
+    assert list(dense.keys()) == [prefix + "weight"]
+    with wl.safe_open(str(path), framework="pt") as f:
+        for name in stored.keys():
+            assert torch.equal(stored[name], f.get_tensor(name))
