@@ -78,3 +78,27 @@ TEST(PackedShard, AwqFp8AndRefusals) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+// Each rank reads its share of a layer's packed bytes (within 5%), whichever way it is split.
+TEST(PackedShard, EachRankReadsItsShare) {
+  WL_REQUIRE_TESTDATA();
+  auto s = as_stored("gptq-falcon3-1b-int4");
+  for (ParallelStyle style : {ParallelStyle::Column, ParallelStyle::Row})
+    for (unsigned rank : {0u, 1u}) {
+      uint64_t read = 0, total = 0;
+      for (const TensorInfo& t : s->tensors()) {
+        const Slice slice = packed_shard(*s, t, style, rank, 2);
+        const Shape shape = WeightSource::slice_shape(t, slice);
+        std::vector<std::byte> out(shape_numel(shape) * dtype_size(t.dtype));
+        read += s->read(t, t.dtype, out.data(), slice);
+        total += t.nbytes;
+      }
+      EXPECT_LE(read, total / 2 * 105 / 100 + 4 * 256) << "style " << static_cast<int>(style) << " rank " << rank;  // + g_idx whole
+    }
+}
+
+}  // namespace
+}  // namespace wl
