@@ -73,6 +73,10 @@ class LLM:
                  load_format: Union[str, type[BaseWeightLoader], BaseWeightLoader, None] = None,
                  model_loader_extra_config: Mapping[str, Any] | None = None) -> None: ...
     @property
+    def stop_token_ids(self) -> list[int]:
+        """Where generation stops: generation_config.json's or config.json's eos_token_id, GGUF's, else
+        the tokenizer's EOS (llama2.c models: BOS and EOS, as run.c)."""
+    @property
     def config(self) -> _LlamaConfig:
         """The model's configuration (hidden_size, num_layers, num_heads, vocab_size, ...)."""
     def load_reports(self) -> list[LoadReport]:

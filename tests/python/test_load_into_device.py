@@ -26,12 +26,6 @@ def checkpoint(tmp_path):
     return reference, tmp_path
 
 
-def test_tensors_on_a_device_that_is_neither_cpu_nor_cuda_are_refused_by_name(checkpoint):
-    _, directory = checkpoint
-    with pytest.raises(ValueError, match=r"'a.weight' is on meta; only CPU and CUDA tensors"):
-        wl.load_into(Pair(device="meta"), directory)
-
-
 def test_a_module_split_over_devices_is_refused():
     module = Pair()
     module.b.to("meta")
