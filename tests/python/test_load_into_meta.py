@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import weightloader as wl
-from test_load_into import TinyLlama
+from test_load_into import TinyLlama, checkpoint  # noqa: F401  (the fixture: a torch.save of a TinyLlama)
 
 
 class Tied(torch.nn.Module):
@@ -24,14 +24,6 @@ class Flagged(torch.nn.Parameter):
 def on_meta(cls):
     """cls() with its tensors on the meta device (torch 1.13 has no device context: build, then move)."""
     return cls().to("meta")
-
-
-@pytest.fixture
-def checkpoint(tmp_path):
-    torch.manual_seed(3)
-    reference = TinyLlama()
-    torch.save(reference.state_dict(), tmp_path / "pytorch_model.bin")
-    return reference, tmp_path
 
 
 def test_a_meta_module_is_allocated_and_filled(checkpoint):

@@ -122,3 +122,12 @@ def serialize_file(tensor_dict, filename, metadata=None):
         if isinstance(err, OSError):
             raise SafetensorError(f"Error while serializing: {err}") from err
         raise
+
+
+def save_specs(specs_and_owners, metadata=None, filename=None):
+    """serialize (filename None: returns the bytes) or serialize_file of ({name: TensorSpec}, the
+    objects owning the memory the specs point at), keeping the owners alive until the bytes are copied."""
+    specs, owners = specs_and_owners
+    out = serialize(specs, metadata=metadata) if filename is None else serialize_file(specs, filename, metadata=metadata)
+    del owners
+    return out

@@ -4,7 +4,7 @@ import sys
 import numpy as np
 
 from ._open import deserialize, safe_open
-from ._serialize import TensorSpec, serialize, serialize_file
+from ._serialize import TensorSpec, save_specs, serialize, serialize_file  # noqa: F401  (the reference module has them too)
 
 # safetensors code to NumPy dtype (NumPy has no BF16 nor float8)
 _TYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "U64": np.uint64,
@@ -33,17 +33,12 @@ def _specs(tensor_dict):
 
 def save(tensor_dict, metadata=None):
     """The safetensors bytes of a dict of arrays."""
-    specs, owners = _specs(tensor_dict)
-    out = serialize(specs, metadata=metadata)
-    del owners  # the memory had to live until the bytes were copied
-    return out
+    return save_specs(_specs(tensor_dict), metadata)
 
 
 def save_file(tensor_dict, filename, metadata=None):
     """Writes a dict of arrays as a safetensors file."""
-    specs, owners = _specs(tensor_dict)
-    serialize_file(specs, filename, metadata=metadata)
-    del owners
+    save_specs(_specs(tensor_dict), metadata, filename)
 
 
 def load(data):

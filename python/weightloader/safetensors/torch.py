@@ -6,7 +6,7 @@ from collections import defaultdict
 import torch
 
 from ._open import deserialize, safe_open
-from ._serialize import TensorSpec, serialize, serialize_file
+from ._serialize import TensorSpec, save_specs, serialize, serialize_file  # noqa: F401  (the reference module has them too)
 
 _SIZE = {t: torch.empty((), dtype=t).element_size() for t in (
     torch.int64, torch.float32, torch.int32, torch.bfloat16, torch.float16, torch.int16, torch.uint8, torch.int8,
@@ -151,17 +151,12 @@ def _specs(tensors):
 
 def save(tensors, metadata=None):
     """The safetensors bytes of a dict of contiguous, dense tensors that share no memory."""
-    specs, owners = _specs(tensors)
-    out = serialize(specs, metadata=metadata)
-    del owners  # the memory had to live until the bytes were copied
-    return out
+    return save_specs(_specs(tensors), metadata)
 
 
 def save_file(tensors, filename, metadata=None):
     """Writes a dict of contiguous, dense tensors that share no memory as a safetensors file."""
-    specs, owners = _specs(tensors)
-    serialize_file(specs, filename, metadata=metadata)
-    del owners
+    save_specs(_specs(tensors), metadata, filename)
 
 
 def load_file(filename, device="cpu", *, backend="mmap"):
