@@ -42,6 +42,8 @@ elif kind == "llm":
 elif kind == "get_tensor":
     reader = wl.safe_open(path, framework="pt")
     run = lambda: reader.get_tensor("w")
+elif kind == "get_weights":  # a model id missing from the cache: downloaded from HF_ENDPOINT over HTTP
+    run = lambda: wl.HfWeightLoader(concurrency=concurrency).get_weights(path)
 before = threads()
 print("ready", flush=True)
 start = time.monotonic()
@@ -56,9 +58,9 @@ except KeyboardInterrupt:
 """.replace("import os,", "import json, os,")
 
 
-def interrupt(kind, path, concurrency=1):
+def interrupt(kind, path, concurrency=1, env=None):
     """Runs the child, sends SIGINT 0.1 s after it starts the call; returns (its report, latency in s)."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**(env or os.environ), "PYTHONUNBUFFERED": "1"}
     child = subprocess.Popen([sys.executable, "-c", CHILD, kind, str(path), str(concurrency)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -172,3 +174,26 @@ def test_ctrl_c_stops_a_generate_of_token_ids(tmp_path_factory, tp):
     print(f"generate of ids (tp={tp}) interrupted after {time.monotonic() - start:.2f} s (SIGINT at 0.3 s)")
     assert time.monotonic() - start < 0.3 + BOUND_S
     assert len(llm.generate([1], wl.SamplingParams(temperature=0, max_tokens=3))[0].token_ids) == 3
+
+
+@pytest.mark.parametrize("concurrency", [2, 4])
+def test_ctrl_c_stops_a_hub_download_in_get_weights(tmp_path, concurrency):
+    """HfWeightLoader().get_weights of a model id the cache lacks downloads it over HTTP (the tests'
+    hub, its LFS file from nginx at 16 MB/s per connection: seconds); Ctrl-C stops it and leaves only
+    a partial blob, never a file under its final name."""
+    from hub_server import FakeHub
+    cdn = Nginx(tmp_path / "nginx", limit_rate=16_000_000)
+    if cdn.exe is None:
+        pytest.skip("nginx is not installed")
+    hub = FakeHub(tmp_path / "cdn", cdn=cdn).start()
+    try:
+        hub.add_repo("org/big", {"config.json": b"{}", "model.safetensors": os.urandom(96 << 20)})
+        cache = tmp_path / "cache"
+        env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(cache), WL_HUB_PIECE_BYTES=str(8 << 20))
+        env.pop("HF_HUB_OFFLINE", None)
+        interrupt("get_weights", "org/big", concurrency, env)
+        assert not list(cache.glob("models--org--big/snapshots/*/model.safetensors"))
+        whole = [b for b in cache.glob("models--org--big/blobs/*") if b.stat().st_size == 96 << 20 and "partial" not in b.name]
+        assert whole == []  # the big file only ever under its partial name
+    finally:
+        hub.stop()
