@@ -67,9 +67,9 @@ else
 fi
 qwen2=../shared/testdata/hf-tiny-arch/qwen2
 build/weightloader convert "$qwen2" "$work/qwen2.gguf" --gguf-type f32 -q >/dev/null
-# The reference's first sequence and its last position's logits (python3 only reads the JSON).
-read -ra ids < <(python3 -c 'import json,sys; print(*json.load(open(sys.argv[1]))["sequences"][0])' "$qwen2/reference_logits.json")
-python3 -c 'import json,sys; print(*json.load(open(sys.argv[1]))["logits"][0][-1], sep="\n")' "$qwen2/reference_logits.json" >"$work/qwen2-ref.txt"
+# The reference's first sequence and its last position's logits (Debian's interpreter only reads the JSON).
+read -ra ids < <(/usr/bin/python3 -c 'import json,sys; print(*json.load(open(sys.argv[1]))["sequences"][0])' "$qwen2/reference_logits.json")
+/usr/bin/python3 -c 'import json,sys; print(*json.load(open(sys.argv[1]))["logits"][0][-1], sep="\n")' "$qwen2/reference_logits.json" >"$work/qwen2-ref.txt"
 if "$build/wl_llama_cpp_logits" "$work/qwen2.gguf" "${ids[@]}" >"$work/qwen2-logits.txt" 2>"$work/qwen2.log"; then
   worst=$(paste "$work/qwen2-logits.txt" "$work/qwen2-ref.txt" |
     awk '{d=$1-$2; if (d<0) d=-d; if (d>m) m=d; a=$2<0?-$2:$2; if (a>s) s=a} END {if (s<1) s=1; printf "%.2g", m/s}')
