@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "weightloader/llm.hpp"
+#include "weightloader/engine/llm.hpp"
 #include "weightloader/loader.hpp"
-#include "weightloader/mpi.hpp"
+#include "weightloader/engine/mpi.hpp"
 #include "weightloader/registry.hpp"
 
 namespace {

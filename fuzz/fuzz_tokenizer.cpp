@@ -4,7 +4,7 @@
 
 #include "fuzz_input.hpp"
 #include "weightloader/error.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

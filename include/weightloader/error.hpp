@@ -15,6 +15,7 @@ enum class ErrorCode {
   Io,                    // a read, open or write failed at the OS level
   FileNotFound,          // a named file or directory does not exist
   Truncated,             // a file ended before the bytes its own structure promises
+  UnknownFormat,         // a file that no format recognises (nor the start of one cut short)
   InvalidArgument,       // an API or CLI argument is invalid
   UnsupportedDType,      // a dtype name weightloader does not support
   Cancelled,             // the progress callback asked to stop

@@ -6,7 +6,7 @@
 #include "bind/bindings.hpp"
 #include "bind/interruptible.hpp"
 #include "weightloader/error.hpp"
-#include "weightloader/llm.hpp"
+#include "weightloader/engine/llm.hpp"
 #include "weightloader/registry.hpp"
 
 namespace wl::py {

@@ -33,6 +33,11 @@ class FormatError(Error):
     """A file that breaks its format's rules (truncated, corrupt, hostile)."""
 
 
+class UnknownFormatError(FormatError, InvalidArgumentError):
+    """A file no format recognises (code "UnknownFormat"; a corrupt or hostile header often looks
+    like that): a FormatError, and a ValueError as a wrong path argument is."""
+
+
 class IoError(Error, OSError):
     """The operating system refused a read, open or write; `errno` is its error number when the
     message names one."""
@@ -75,6 +80,8 @@ def _error_class(code, message=""):
         return NotFoundError
     if code in _INVALID:
         return InvalidArgumentError
+    if code == "UnknownFormat":
+        return UnknownFormatError
     if code == "Io":
         return PermissionDeniedError if _os_errno(message) in _DENIED else IoError
     if code == "Cancelled":

@@ -20,6 +20,9 @@ class InvalidArgumentError(Error, ValueError):
 class FormatError(Error):
     """A file that breaks its format's rules (truncated, corrupt, hostile)."""
 
+class UnknownFormatError(FormatError, InvalidArgumentError):
+    """A file no format recognises (code "UnknownFormat"): a FormatError and a ValueError."""
+
 class IoError(Error, OSError):
     """The operating system refused a read, open or write; `errno` is its error number when the
     message names one."""

@@ -54,7 +54,7 @@ import numpy as np
 import torch
 
 from . import _core, dtypes
-from .errors import Error, FormatError, InvalidArgumentError, NotFoundError
+from .errors import Error, FormatError, InvalidArgumentError, NotFoundError, UnknownFormatError
 
 __all__ = ["safe_open", "load_file", "load", "save_file", "save", "TensorNotFoundError", "UnknownFormatError"]
 
@@ -63,24 +63,15 @@ class TensorNotFoundError(NotFoundError, KeyError):
     """A tensor name the checkpoint does not hold (code "TensorNotFound"); also a KeyError."""
 
 
-class UnknownFormatError(FormatError, InvalidArgumentError):
-    """A file no format recognises (a corrupt or hostile header often looks like that): a
-    FormatError, and the ValueError (code "InvalidArgument") the library raises for it."""
-
-
 def _recognised(open_fn, *args):
-    """open_fn(*args), with "not a checkpoint in any known format" raised as UnknownFormatError,
-    and an error whose message quotes bytes that are not UTF-8 (a hostile name) as a FormatError."""
+    """open_fn(*args), with an error whose message quotes bytes that are not UTF-8 (a hostile name)
+    raised as a FormatError."""
     try:
         return open_fn(*args)
     except UnicodeDecodeError as err:  # the library's message could not become a str
         where = args[0] if isinstance(args[0], str) else "<checkpoint>"
         raise FormatError(f"{where}: the file was rejected; its error message quotes bytes that are not UTF-8 "
                           f"({err.reason}) [InvalidHeader]", "InvalidHeader", where) from None
-    except InvalidArgumentError as err:
-        if "not a checkpoint in any known format" not in str(err):
-            raise
-        raise UnknownFormatError(str(err), err.code, err.file, err.tensor, err.retryable) from None
 
 
 _SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "I16": 2, "F16": 2, "BF16": 2, "U32": 4,
@@ -139,10 +130,10 @@ def _open_source(path):
     stored = {**kwargs, "quantized": "as_stored"} if name in ("local", "hf") else kwargs
     try:
         return _core.create_loader(name, stored).get_weights(path)
-    except InvalidArgumentError as err:
+    except UnknownFormatError:
         # A llama2.c model beside its tokenizer, both *.bin: the loaders named after a format
         # skip the files of other formats.
-        if name != "local" or "not a checkpoint in any known format" not in str(err):
+        if name != "local":
             raise
         for only in ("llama2c", "gguf"):
             try:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from .dtypes import _DTypeLike
-from .errors import FormatError, InvalidArgumentError, NotFoundError
+from .errors import FormatError, InvalidArgumentError, NotFoundError, UnknownFormatError as UnknownFormatError
 
 __all__ = ["safe_open", "load_file", "load", "save_file", "save", "TensorNotFoundError", "UnknownFormatError"]
 
@@ -20,10 +20,6 @@ _Tensor = Any
 
 class TensorNotFoundError(NotFoundError, KeyError):
     """A tensor name the checkpoint does not hold (code "TensorNotFound"); also a KeyError."""
-
-class UnknownFormatError(FormatError, InvalidArgumentError):
-    """A file no format recognises: a FormatError, and the ValueError (code "InvalidArgument") the
-    library raises for it."""
 
 class _SafeSlice:
     """A tensor not read yet: get_shape(), get_dtype(), and [index] reading only what it selects."""

@@ -16,7 +16,7 @@
 #include "weightloader/formats/gguf.hpp"
 #include "weightloader/formats/llama2c.hpp"
 #include "weightloader/formats/safetensors.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 namespace wl {
 

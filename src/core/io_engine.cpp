@@ -18,7 +18,7 @@
 
 #include "core/io_plan.hpp"
 #include "core/sigbus_guard.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {

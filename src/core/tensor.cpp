@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "weightloader/byte_source.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {

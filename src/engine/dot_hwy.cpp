@@ -7,7 +7,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace wl::HWY_NAMESPACE {

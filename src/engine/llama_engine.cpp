@@ -8,7 +8,7 @@
 
 #include "engine/engine_math.hpp"
 #include "engine/matvec.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {

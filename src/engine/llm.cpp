@@ -1,11 +1,10 @@
-#include "weightloader/llm.hpp"
+#include "weightloader/engine/llm.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <ctime>
 #include <exception>
-#include <filesystem>
 #include <thread>
 
 #include <fmt/format.h>
@@ -93,9 +92,9 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
 LLM::~LLM() = default;
 
 std::unique_ptr<WeightSource> LLM::open() {
-  std::error_code ec;
   LoaderChoice choice{options_.weight_loader, {}};
-  if (choice.name == "auto") choice = std::filesystem::exists(options_.model, ec) ? detect_loader(options_.model) : LoaderChoice{"hf", {}};
+  // Through the opener: a URL (http, https, s3) is a path as a local one is; a model id means hf.
+  if (choice.name == "auto") choice = detect_loader(options_.model);
   for (const auto& [k, v] : options_.weight_loader_kwargs) choice.kwargs[k] = v;
   loader_name_ = choice.name;
   const WeightLoaderRegistry& registry = options_.registry ? *options_.registry : WeightLoaderRegistry::global();

@@ -68,7 +68,7 @@ const FileFormat& FormatList::detect_or_throw(const ByteSource& source) const {
                   source.name());
   std::vector<std::string> tried;
   for (const FileFormat& f : formats_) tried.push_back(f.name);
-  throw Error(ErrorCode::InvalidArgument,
+  throw Error(ErrorCode::UnknownFormat,
               fmt::format("not a checkpoint in any known format (tried: {})", fmt::join(tried, ", ")),
               source.name());
 }

@@ -1,4 +1,4 @@
-#include "weightloader/mpi.hpp"
+#include "weightloader/engine/mpi.hpp"
 
 #include <algorithm>
 #include <climits>

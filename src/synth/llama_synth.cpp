@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/custom_binary.hpp"
 #include "weightloader/formats/safetensors.hpp"

@@ -13,7 +13,7 @@
 
 #include "core/io_engine.hpp"
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 namespace wl {
 namespace {

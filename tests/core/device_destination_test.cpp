@@ -11,7 +11,7 @@
 #include "core/emulated_device.hpp"
 #include "core/io_engine.hpp"
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {

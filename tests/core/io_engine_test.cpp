@@ -12,7 +12,7 @@
 
 #include "core/sigbus_guard.hpp"
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/formats/gguf.hpp"
 #include "weightloader/source.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/loader.hpp"
 #include "weightloader/model.hpp"

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
-#include "weightloader/llm.hpp"
+#include "weightloader/engine/llm.hpp"
 
 namespace wl {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "test_util.hpp"
 #include "weightloader/convert_checkpoint.hpp"
-#include "weightloader/llm.hpp"
+#include "weightloader/engine/llm.hpp"
 #include "weightloader/registry.hpp"
 #include "weightloader/synth.hpp"
 

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 
 #include "test_util.hpp"
-#include "tools/cli_run.hpp"
+#include "cli/cli_run.hpp"
 #include "weightloader/convert_checkpoint.hpp"
-#include "weightloader/llm.hpp"
+#include "weightloader/engine/llm.hpp"
 
 namespace wl {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/matvec.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 namespace wl {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "npy_dir_loader.hpp"
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/registry.hpp"
 
 namespace npy_example {

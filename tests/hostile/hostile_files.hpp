@@ -77,12 +77,12 @@ inline std::vector<HostileCase> hostile_cases() {
   // Not checkpoints at all.
   file("empty.bin", "", ErrorCode::HeaderTooSmall);  // "the file is empty", a FormatError in Python
   static constexpr char kPng[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0";
-  file("image.png", std::string(kPng, sizeof kPng - 1), ErrorCode::InvalidArgument);  // a PNG's first 29 bytes
+  file("image.png", std::string(kPng, sizeof kPng - 1), ErrorCode::UnknownFormat);  // a PNG's first 29 bytes
   folder("empty_dir", {}, ErrorCode::NoMatchingFiles);
 
   // safetensors.
   // Auto detection takes a lone file with an impossible header length for no checkpoint at all
-  // (InvalidArgument); in a Hugging Face directory the name says safetensors and the reader says why.
+  // (UnknownFormat); in a Hugging Face directory the name says safetensors and the reader says why.
   const auto hf_dir = [&](const std::string& name, const std::string& bytes, ErrorCode code) {
     folder(name, {{"model.safetensors", bytes}}, code);
   };

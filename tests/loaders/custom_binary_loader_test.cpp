@@ -5,7 +5,7 @@
 
 #include "loaders/builtin_loaders.hpp"
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/formats/custom_binary.hpp"
 #include "weightloader/registry.hpp"
 

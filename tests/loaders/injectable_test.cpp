@@ -54,7 +54,7 @@ TEST(Injectable, AFormatListPassedToARegistryIsWhatItsLoadersDetect) {
   loader->load_weights(model, *source);
   EXPECT_EQ(model.find("toy")->data.data<float>()[2], 3.5f);
   // The global registry and formats never saw it.
-  test::expect_error(ErrorCode::InvalidArgument, [&] { WeightLoaderRegistry::global().create("local")->get_weights(path); });
+  test::expect_error(ErrorCode::UnknownFormat, [&] { WeightLoaderRegistry::global().create("local")->get_weights(path); });
   EXPECT_EQ(FormatList::global().find("toy"), nullptr);
   EXPECT_EQ(detect_loader(dir.path().string(), *default_opener(), *formats).kwargs.at("file_pattern"), KwValue(std::string("*.toy")));
 }

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/formats/safetensors.hpp"
 #include "weightloader/registry.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "mpi_world.hpp"
 #include "test_util.hpp"
-#include "weightloader/llm.hpp"
+#include "weightloader/engine/llm.hpp"
 
 namespace wl {
 namespace {

@@ -13,7 +13,7 @@
 #include "mpi_world.hpp"
 #include "test_util.hpp"
 #include "weightloader/error.hpp"
-#include "weightloader/llm.hpp"
+#include "weightloader/engine/llm.hpp"
 
 namespace wl {
 namespace {
@@ -181,7 +181,7 @@ TEST(MpiFaults, ACorruptCopyOnOneRankStopsEveryRank) {
   std::ofstream(dir.file("model.bin"), std::ios::binary).write(bin.data(), std::streamsize(bin.size() - 4096));
   const std::string corrupt = dir.file("model.bin");  // the last rank's only: the others see no such file
   const Error e = error_of([&] { LLM llm(over_mpi(rank() == last() ? corrupt : stories("stories260K.bin"))); });
-  EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
+  EXPECT_EQ(e.code(), ErrorCode::UnknownFormat) << e.what();
   const std::string what = e.what();
   EXPECT_NE(what.find("rank " + std::to_string(last()) + " of " + std::to_string(size()) + " failed opening the checkpoint: "), std::string::npos) << what;
   EXPECT_NE(what.find("model.bin: not a checkpoint"), std::string::npos) << what;

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "weightloader/mpi.hpp"
+#include "weightloader/engine/mpi.hpp"
 
 namespace wl::test {
 

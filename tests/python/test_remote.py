@@ -553,6 +553,20 @@ def test_the_cli_inspects_and_loads_a_url(remote, ckpt):
     assert not got.get("missing") and not got.get("unexpected")
 
 
+@pytest.mark.parametrize("name", ["stories260K.bin", "model.safetensors"])
+def test_generate_runs_a_model_at_a_url(http_remote, stories, tmp_path, name):
+    """`generate --model URL` detects the loader through the opener, as for a local path (a lone
+    .safetensors file carries its config.json in __metadata__); run.c's text comes out."""
+    src = stories
+    if name == "model.safetensors":
+        src = tmp_path / name
+        assert cli("convert", stories, src).returncode == 0
+    url = http_remote.publish(src)
+    r = cli("generate", "--model", url, "--tokenizer", stories.parent / "tok512.bin", "-t", "0", "-n", "200")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (stories.parent / "expected_greedy_t0_n200.txt").read_text()
+
+
 def test_zero_size_and_scalar_tensors(remote, ckpt):
     url = remote.publish(ckpt["edge"])
     assert_identical(as_dict(wl.LocalWeightLoader().get_weights(ckpt["edge"])),

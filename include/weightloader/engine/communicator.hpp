@@ -1,6 +1,6 @@
 // How tensor-parallel ranks combine (the engine's only contact with other ranks). One forward pass
 // runs over any implementation: the ranks of one process (threads, in_process_group) or one rank
-// per process (MPI, the optional weightloader_mpi component, weightloader/mpi.hpp).
+// per process (MPI, the optional weightloader_mpi component, weightloader/engine/mpi.hpp).
 //
 // Every rank calls the same collectives in the same order with the same sizes. A communicator is
 // used by one thread at a time (its rank's). Collectives are deterministic: all_reduce_sum adds the

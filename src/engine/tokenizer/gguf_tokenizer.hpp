@@ -7,7 +7,7 @@
 
 #include "engine/tokenizer/pieces.hpp"
 #include "weightloader/formats/gguf.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 namespace wl::tok {
 

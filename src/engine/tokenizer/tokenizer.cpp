@@ -1,5 +1,5 @@
 // Opening a tokenizer by content, and finding the one that goes with a model.
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 #include <algorithm>
 

@@ -8,7 +8,7 @@
 
 #include "formats/gguf/ggml_types.hpp"
 #include "formats/gguf/quants.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 namespace wl::gguf {
 namespace {

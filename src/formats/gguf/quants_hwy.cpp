@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "formats/gguf/quants.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "formats/gguf/quants_hwy.cpp"

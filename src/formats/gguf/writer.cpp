@@ -11,7 +11,7 @@
 
 #include "core/file.hpp"
 #include "formats/gguf/ggml_types.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 #include "weightloader/error.hpp"
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "engine/tokenizer/tokenizer_test_util.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 namespace wl {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/tokenizer/tokenizer_test_util.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 namespace wl {
 namespace {

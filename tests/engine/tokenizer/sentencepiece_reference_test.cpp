@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "engine/tokenizer/tokenizer_test_util.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 namespace wl {
 namespace {

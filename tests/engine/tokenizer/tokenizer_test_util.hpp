@@ -11,7 +11,7 @@
 
 #include "test_util.hpp"
 #include "weightloader/formats/gguf.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 namespace wl::test {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/formats/custom_binary.hpp"
 
 namespace wl {

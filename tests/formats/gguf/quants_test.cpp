@@ -5,7 +5,7 @@
 #include <random>
 
 #include "formats/gguf/gguf_test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 namespace wl::test {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "formats/quantized/dense_view.hpp"
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 namespace wl::quant {
 namespace {

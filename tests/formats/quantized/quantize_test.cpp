@@ -6,7 +6,7 @@
 #include <random>
 
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/convert_checkpoint.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/quantize.hpp"

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "test_util.hpp"
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 #include "weightloader/registry.hpp"
 
 namespace wl {

@@ -1,4 +1,4 @@
-#include "tools/tensor_stream.hpp"
+#include "checks/tensor_stream.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,7 +1,7 @@
 // The scalar reference against independent facts (hand-written values, the CPU's own float
 // conversions, nearest-value search), then the SIMD kernels against the scalar reference, bit
 // for bit, on every Highway target this CPU runs.
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "core/convert_hwy.hpp"
+#include "core/dtype_convert_hwy.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

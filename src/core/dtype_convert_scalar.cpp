@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 namespace wl {
 

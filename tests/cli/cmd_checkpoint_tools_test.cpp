@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
-#include "tools/cli_run.hpp"
+#include "cli/cli_run.hpp"
 #include "weightloader/formats/safetensors.hpp"
 
 namespace wl {

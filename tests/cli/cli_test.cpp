@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
-#include "tools/cli_run.hpp"
+#include "cli/cli_run.hpp"
 
 namespace wl {
 namespace {

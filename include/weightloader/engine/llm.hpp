@@ -17,7 +17,7 @@
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/registry.hpp"
 #include "weightloader/report.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 #include "weightloader/export.hpp"
 
 namespace wl {
@@ -36,7 +36,7 @@ struct LLMOptions {
   // before generating. The Python module does this for loaders written in Python.
   bool defer_load = false;
   // Where the ranks run. Null: tensor_parallel_size ranks as threads of this process. A communicator
-  // (e.g. wl::MpiCommunicator, weightloader/mpi.hpp): this process is rank communicator->rank() of
+  // (e.g. wl::MpiCommunicator, weightloader/engine/mpi.hpp): this process is rank communicator->rank() of
   // communicator->size() and declares and reads only that rank's slice; tensor_parallel_size must be
   // 1 or the communicator's size. Every rank then constructs its LLM and calls generate() with the
   // same arguments. A rank that fails to open or load the checkpoint, or that sees a different one

@@ -1,9 +1,9 @@
 // convert(): copies, SIMD kernels for the hot float pairs, the scalar reference for the rest.
-#include "weightloader/convert.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 #include <cstring>
 
-#include "core/convert_hwy.hpp"
+#include "core/dtype_convert_hwy.hpp"
 
 namespace wl {
 

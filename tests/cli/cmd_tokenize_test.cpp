@@ -3,8 +3,8 @@
 
 #include "engine/tokenizer/tokenizer_test_util.hpp"
 #include "test_util.hpp"
-#include "tools/cli_run.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "cli/cli_run.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 namespace wl {
 namespace {

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include "core/convert_hwy.hpp"
+#include "core/dtype_convert_hwy.hpp"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "core/convert_hwy.cpp"
+#define HWY_TARGET_INCLUDE "core/dtype_convert_hwy.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 

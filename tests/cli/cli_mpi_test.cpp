@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "test_util.hpp"
-#include "tools/cli_run.hpp"
+#include "cli/cli_run.hpp"
 
 namespace wl {
 namespace {

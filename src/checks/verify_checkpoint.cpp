@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "tools/tensor_stream.hpp"
+#include "checks/tensor_stream.hpp"
 #include "weightloader/content_digest.hpp"
 
 namespace wl {

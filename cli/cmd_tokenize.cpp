@@ -6,7 +6,7 @@
 
 #include "cli_common.hpp"
 #include "weightloader/error.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 namespace wl::cli {
 

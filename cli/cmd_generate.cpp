@@ -6,9 +6,9 @@
 
 #include "cli_common.hpp"
 #include "weightloader/error.hpp"
-#include "weightloader/llm.hpp"
+#include "weightloader/engine/llm.hpp"
 #ifdef WL_WITH_MPI
-#include "weightloader/mpi.hpp"
+#include "weightloader/engine/mpi.hpp"
 #endif
 
 namespace wl::cli {

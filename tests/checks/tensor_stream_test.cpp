@@ -1,5 +1,5 @@
 // stream_tensors: every value of every group exactly once, in element order, within the window.
-#include "tools/tensor_stream.hpp"
+#include "checks/tensor_stream.hpp"
 
 #include <gtest/gtest.h>
 

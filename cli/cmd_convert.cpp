@@ -4,7 +4,7 @@
 #include "weightloader/convert_checkpoint.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/quantize.hpp"
-#include "weightloader/tokenizer.hpp"
+#include "weightloader/engine/tokenizer.hpp"
 
 namespace wl::cli {
 
