@@ -13,23 +13,28 @@
 
 namespace wl::cli {
 
-void SourceOptions::add_to(CLI::App& app) {
-  app.add_option(
-         "path", path,
-         "checkpoint file or directory, an http(s):// or s3:// URL, or a Hugging Face model id org/name (from the hub "
-         "cache, downloaded into it when missing: see `weightloader download --help`)")
-      ->required();
-  app.add_option("--loader", loader, "loader name from `weightloader loaders` (default: auto, by content)");
-  app.add_option("--kw", kw, "loader kwarg key=value (repeatable), e.g. --kw dtype=bf16 --kw strip_prefix=model.");
-  add_name_map_option(app, name_map);
-}
+namespace {
 
+// --name-map: the name_map kwarg.
 void add_name_map_option(CLI::App& app, std::string& name_map) {
   app.add_option("--name-map", name_map,
                  "auto: recognise the checkpoint's naming scheme (hf, meta, torchtune, gguf; wrapper prefixes such as "
                  "module. or _orig_mod.) and map it onto Hugging Face's / the model's, q/k rows included; explicit: "
                  "only --kw strip_prefix/rename/... (same as --kw name_map=)")
       ->check(CLI::IsMember({"auto", "explicit"}));
+}
+
+}  // namespace
+
+void SourceOptions::add_to(CLI::App& app, const std::string& path_option) {
+  app.add_option(
+         path_option, path,
+         "checkpoint file or directory, an http(s):// or s3:// URL, or a Hugging Face model id org/name (from the hub "
+         "cache, downloaded into it when missing: see `weightloader download --help`)")
+      ->required();
+  app.add_option("--loader", loader, "loader name from `weightloader loaders` (default: auto, by content)");
+  app.add_option("--kw", kw, "loader kwarg key=value (repeatable), e.g. --kw dtype=bf16 --kw strip_prefix=model.");
+  add_name_map_option(app, name_map);
 }
 
 Kwargs parse_kw_items(const std::vector<std::string>& items) {
@@ -43,10 +48,15 @@ Kwargs parse_kw_items(const std::vector<std::string>& items) {
   return kwargs;
 }
 
+Kwargs SourceOptions::kwargs() const {
+  Kwargs out = parse_kw_items(kw);
+  if (!name_map.empty()) out["name_map"] = name_map;
+  return out;
+}
+
 LoaderChoice SourceOptions::choice() const {
   LoaderChoice c = loader == "auto" ? detect_loader(path) : LoaderChoice{loader, {}};
-  for (auto& [k, v] : parse_kw_items(kw)) c.kwargs[k] = v;
-  if (!name_map.empty()) c.kwargs["name_map"] = name_map;
+  for (auto& [k, v] : kwargs()) c.kwargs[k] = v;
   return c;
 }
 

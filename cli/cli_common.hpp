@@ -11,21 +11,25 @@
 
 namespace wl::cli {
 
-// The options every command that opens a checkpoint takes: --loader and --kw.
+// Every command is built one way: a `struct Args` of its flags (a SourceOptions `source` among them
+// when it opens a checkpoint), held in a shared_ptr that the options write into, and a callback that
+// runs the command from it.
+
+// The options every command that opens a checkpoint takes: the path, --loader, --kw, --name-map.
 struct SourceOptions {
   std::string path;
   std::string loader = "auto";
   std::vector<std::string> kw;  // key=value
   std::string name_map;         // --name-map: auto or explicit (the name_map kwarg)
 
-  void add_to(CLI::App& app);
-  // The loader to use ("auto" resolved by content) and its kwargs: --kw items, over the ones
-  // detection suggests. InvalidArgument for an item without '='.
+  // The path is positional ("path") or an option (e.g. "--model").
+  void add_to(CLI::App& app, const std::string& path_option = "path");
+  // --kw items and --name-map as kwargs. InvalidArgument for an item without '='.
+  Kwargs kwargs() const;
+  // The loader to use ("auto" resolved by content) and its kwargs: kwargs() over the ones
+  // detection suggests.
   LoaderChoice choice() const;
 };
-
-// --name-map on a command: the name_map kwarg.
-void add_name_map_option(CLI::App& app, std::string& name_map);
 
 // The checkpoint at `path` under the names a comparison or a conversion should see: with
 // name_map=auto the loader's canonical (Hugging Face) names and rotary rows; otherwise its explicit

@@ -13,8 +13,8 @@ void add_convert_command(CLI::App& app) {
       "convert",
       "convert a checkpoint of any readable format into safetensors, gguf, llama2c or custom_binary; the output's "
       "extension says which (.safetensors one file, .gguf, .bin llama2.c, a directory: safetensors + config.json)");
-  auto opts = std::make_shared<SourceOptions>();
   struct Args {
+    SourceOptions source;
     std::string out, to, dtype, gguf_type = "f16", tokenizer, shard_size, quantize;
     int64_t quantize_group = 128;
     bool no_tokenizer = false, quiet = false;
@@ -22,7 +22,7 @@ void add_convert_command(CLI::App& app) {
     uint64_t group = 64, heads = 0, kv_heads = 0, seq_len = 0;
   };
   auto a = std::make_shared<Args>();
-  opts->add_to(*cmd);
+  a->source.add_to(*cmd);
   cmd->add_option("out", a->out,
                   "output: NAME.safetensors, NAME.gguf, NAME.bin (llama2.c), or a directory (existing, ending in '/' or "
                   "without extension: safetensors + config.json, or custom_binary with --to); written under a temporary "
@@ -50,11 +50,11 @@ void add_convert_command(CLI::App& app) {
   cmd->add_option("--quantize-group", a->quantize_group, "gptq-int4: input features per group (-1: one per layer)")
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", a->quiet, "no progress bar");
-  cmd->callback([opts, a] {
+  cmd->callback([a] {
     ConvertOptions o;
     o.to = output_format_for(a->out, a->to.empty() ? std::nullopt : std::optional(parse_checkpoint_format(a->to)));
     if (!a->shard_size.empty()) o.shard_bytes = parse_byte_size(a->shard_size);
-    const LoaderChoice choice = opts->choice();
+    const LoaderChoice choice = a->source.choice();
     auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
     if (!a->dtype.empty()) {
       o.dtype = parse_dtype_alias(a->dtype);
@@ -68,8 +68,8 @@ void add_convert_command(CLI::App& app) {
     o.heads = {a->heads, a->kv_heads, a->seq_len};
     o.progress = make_progress_bar(a->quiet);
     if (o.to == CheckpointFormat::Gguf && !a->no_tokenizer)
-      o.tokenizer = a->tokenizer.empty() ? find_tokenizer_path(opts->path) : a->tokenizer;
-    std::unique_ptr<WeightSource> source = normalised_weights(*loader, opts->path);
+      o.tokenizer = a->tokenizer.empty() ? find_tokenizer_path(a->source.path) : a->tokenizer;
+    std::unique_ptr<WeightSource> source = normalised_weights(*loader, a->source.path);
     if (!a->quantize.empty()) {
       if (o.to != CheckpointFormat::Safetensors)
         throw Error(ErrorCode::InvalidArgument, "--quantize writes safetensors (a .safetensors file or a directory)");

@@ -14,8 +14,12 @@ void add_download_command(CLI::App& app) {
       "its sha256 / git sha1. Environment: HF_ENDPOINT (default https://huggingface.co), HF_TOKEN, HF_HUB_OFFLINE=1 "
       "(no requests), HF_HUB_CACHE / HF_HOME, WL_HTTP_RETRIES, WL_HTTP_BACKOFF_MS, WL_HUB_PIECE_BYTES (range size for "
       "parallel pieces of one file, default 64 MiB), WL_CA_BUNDLE");
-  auto request = std::make_shared<HfDownload>();
-  auto quiet = std::make_shared<bool>(false);
+  struct Args {
+    HfDownload request;
+    bool quiet = false;
+  };
+  auto a = std::make_shared<Args>();
+  HfDownload* request = &a->request;
   cmd->add_option("model", request->model_id, "model id, org/name")->required();
   cmd->add_option("--revision", request->revision, "branch, tag or commit (default main)");
   cmd->add_option("--include", request->include,
@@ -26,10 +30,10 @@ void add_download_command(CLI::App& app) {
   cmd->add_option("--cache-dir", request->cache_dir, "the hub cache (default HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)");
   cmd->add_option("--concurrency", request->concurrency, "transfers at once: files, and ranges of a large file (default 8)")
       ->check(CLI::Range(1u, 256u));
-  cmd->add_flag("-q,--quiet", *quiet, "no progress bar");
-  cmd->callback([request, quiet] {
-    request->progress = make_progress_bar(*quiet);
-    fmt::print("{}\n", download_hf_snapshot(*request));
+  cmd->add_flag("-q,--quiet", a->quiet, "no progress bar");
+  cmd->callback([a] {
+    a->request.progress = make_progress_bar(a->quiet);
+    fmt::print("{}\n", download_hf_snapshot(a->request));
   });
 }
 

@@ -36,9 +36,9 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-struct Options {
-  std::string model, tokenizer, loader = "auto", prompt, prompt_ids, dtype = "f32", name_map;
-  std::vector<std::string> kw;
+struct Args {
+  SourceOptions source;  // --model, --loader, --kw, --name-map
+  std::string tokenizer, prompt, prompt_ids, dtype = "f32";
   uint32_t steps = 256;
   float temperature = 1.0f, top_p = 0.9f;
   uint64_t seed = 0;
@@ -47,11 +47,10 @@ struct Options {
 };
 
 // Loads and generates as one rank of `options.communicator`, or as every rank when it is null.
-void generate(const Options& o, LLMOptions& options, bool speaker) {
-  options.model = o.model;
-  options.weight_loader = o.loader;
-  options.weight_loader_kwargs = parse_kw_items(o.kw);
-  if (!o.name_map.empty()) options.weight_loader_kwargs["name_map"] = o.name_map;
+void generate(const Args& o, LLMOptions& options, bool speaker) {
+  options.model = o.source.path;
+  options.weight_loader = o.source.loader;  // "auto": LLM detects it
+  options.weight_loader_kwargs = o.source.kwargs();
   const std::optional<DType> dtype = parse_dtype_alias(o.dtype);
   if (!dtype) throw Error(ErrorCode::UnsupportedDType, fmt::format("--dtype '{}' is not a dtype", o.dtype));
   if (!o.prompt_ids.empty() && !o.prompt.empty()) throw Error(ErrorCode::InvalidArgument, "give --prompt or --prompt-ids, not both");
@@ -113,14 +112,11 @@ void add_generate_command(CLI::App& app) {
       "Under mpirun (`mpirun -np N weightloader generate ...`, in builds with MPI; detected from the launcher's environment:\n"
       "OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK) each process is one tensor-parallel rank: it reads only its\n"
       "slice of the checkpoint, the ranks combine through MPI, and rank 0 prints the text and every rank's load report.");
-  auto o = std::make_shared<Options>();
-  cmd->add_option("--model", o->model, "checkpoint file or directory, or a cached Hugging Face model id")->required();
+  auto o = std::make_shared<Args>();
+  o->source.add_to(*cmd, "--model");
   cmd->add_option("--tokenizer", o->tokenizer,
                   "tokenizer file (llama2.c tokenizer.bin, SentencePiece tokenizer.model, or a GGUF file); default: the "
                   "one beside the model or inside its GGUF file");
-  cmd->add_option("--loader", o->loader, "loader name from `weightloader loaders` (default: auto, by content)");
-  cmd->add_option("--kw", o->kw, "loader kwarg key=value (repeatable)");
-  add_name_map_option(*cmd, o->name_map);
   cmd->add_option("-i,--prompt", o->prompt, "prompt text (default: empty, generation starts from BOS)");
   cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids, instead of text");
   cmd->add_option("-n,--max-tokens", o->steps, "tokens to generate (vLLM's max_tokens; stops early at EOS)")->capture_default_str();

@@ -11,19 +11,19 @@ void add_verify_command(CLI::App& app) {
       "read every tensor once and report NaN/Inf counts, all-zero tensors, files shorter than their headers claim, "
       "Hugging Face cache blobs whose sha256 is not their name, and an index total_size that disagrees; exit status "
       "0 when sound, 1 on any finding or error");
-  auto opts = std::make_shared<SourceOptions>();
   struct Args {
+    SourceOptions source;
     bool json = false, quiet = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
-  opts->add_to(*cmd);
+  a->source.add_to(*cmd);
   cmd->add_flag("--json", a->json, "print every tensor's and file's check and the findings as JSON");
   cmd->add_flag("-q,--quiet", a->quiet, "no progress bar");
   cmd->add_flag("-v,--verbose", a->verbose, "list every tensor and file");
-  cmd->callback([opts, a] {
-    const LoaderChoice choice = opts->choice();
+  cmd->callback([a] {
+    const LoaderChoice choice = a->source.choice();
     auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
-    auto source = loader->get_weights(opts->path);
+    auto source = loader->get_weights(a->source.path);
     VerifyOptions o;
     o.io = loader->options().io;  // --kw io=, concurrency=, ...
     o.io.progress = make_progress_bar(a->quiet || a->json);
