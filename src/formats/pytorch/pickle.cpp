@@ -196,14 +196,14 @@ class Unpickler {
   }
   ObjId pop_kind(Kind kind, const char* role) {
     const ObjId id = pop();
-    if (obj(id).kind != kind) invalid(fmt::format("{} must be {}, not {}", role, a_kind(kind), a_kind(obj(id).kind)));
+    if (obj(id).kind != kind) invalid(fmt::format("{} must be {}, not {}", role, kind_with_article(kind), kind_with_article(obj(id).kind)));
     return id;
   }
   // Appends `items` to the container on top of the stack, which must be of `kind`.
   void extend_top(Kind kind, const std::vector<ObjId>& items) {
     const ObjId target = top();
     if (obj(target).kind != kind)
-      invalid(fmt::format("adds items to {}, which is not {}", a_kind(obj(target).kind), a_kind(kind)));
+      invalid(fmt::format("adds items to {}, which is not {}", kind_with_article(obj(target).kind), kind_with_article(kind)));
     if (kind == Kind::Dict && items.size() % 2 != 0) invalid("a dict needs key/value pairs but got an odd count");
     count_values(items.size());
     obj(target).items.insert(obj(target).items.end(), items.begin(), items.end());
@@ -284,11 +284,11 @@ class Unpickler {
 
   std::vector<int64_t> int_tuple(ObjId id, const char* role) {
     const Object& t = obj(id);
-    if (t.kind != Kind::Tuple) invalid(fmt::format("the tensor's {} must be a tuple, not {}", role, a_kind(t.kind)));
+    if (t.kind != Kind::Tuple) invalid(fmt::format("the tensor's {} must be a tuple, not {}", role, kind_with_article(t.kind)));
     std::vector<int64_t> out;
     for (ObjId item : t.items) {
       if (obj(item).kind != Kind::Int)
-        invalid(fmt::format("the tensor's {} holds {}, not an int", role, a_kind(obj(item).kind)));
+        invalid(fmt::format("the tensor's {} holds {}, not an int", role, kind_with_article(obj(item).kind)));
       out.push_back(obj(item).integer);
     }
     return out;
@@ -312,7 +312,7 @@ class Unpickler {
   // Arguments are copied: creating objects may move the one they came from.
   ObjId call(ObjId callable_id, std::vector<ObjId> args) {
     const Object& callable = obj(callable_id);
-    if (callable.kind != Kind::Global) invalid(fmt::format("calls {}, which is not callable", a_kind(callable.kind)));
+    if (callable.kind != Kind::Global) invalid(fmt::format("calls {}, which is not callable", kind_with_article(callable.kind)));
     const Global global = callable.global;
     switch (global) {
       case Global::OrderedDict:
@@ -362,37 +362,53 @@ class Unpickler {
     return make(Kind::Storage, it->second);
   }
 
+  // One opcode: the groups below each handle theirs and return false for the rest.
   void step() {
+    if (framing_op() || scalar_op() || container_op() || object_op()) return;
+    invalid(fmt::format("opcode 0x{:02x} ({}) is not supported: torch.save writes pickles of protocol 2 to 5 "
+                        "without it",
+                        op_, opcode_name(op_)));
+  }
+
+  // PROTO, FRAME and the stack's MARK / POP / DUP.
+  bool framing_op() {
     switch (op_) {
       case PROTO: {
         const uint64_t v = uint_le(1);
         if (v < 2 || v > 5) invalid(fmt::format("protocol {}; only protocols 2 to 5 are supported", v));
-        return;
+        return true;
       }
       case FRAME: {
         const uint64_t n = uint_le(8);
         if (n > in_.size() - pos_) invalid(fmt::format("a frame of {} bytes runs past the end of the pickle", n));
-        return;
+        return true;
       }
       case MARK:
         if (marks_.size() >= limits_.max_marks) limit(fmt::format("more than {} MARKs open at once", limits_.max_marks));
         marks_.push_back(stack_.size());
-        return;
-      case POP: pop(); return;
-      case POP_MARK: pop_mark(); return;
-      case DUP: push(top()); return;
-      case NONE: push(make(Kind::None)); return;
-      case NEWTRUE: push(make(Kind::Bool, 1)); return;
-      case NEWFALSE: push(make(Kind::Bool, 0)); return;
-      case BININT: push(make(Kind::Int, static_cast<int32_t>(uint_le(4)))); return;
-      case BININT1: push(make(Kind::Int, static_cast<int64_t>(uint_le(1)))); return;
-      case BININT2: push(make(Kind::Int, static_cast<int64_t>(uint_le(2)))); return;
-      case LONG1: push_long(take(uint_le(1))); return;
+        return true;
+      case POP: pop(); return true;
+      case POP_MARK: pop_mark(); return true;
+      case DUP: push(top()); return true;
+      default: return false;
+    }
+  }
+
+  // None, bools, ints, floats, strings and bytes.
+  bool scalar_op() {
+    switch (op_) {
+      case NONE: push(make(Kind::None)); return true;
+      case NEWTRUE: push(make(Kind::Bool, 1)); return true;
+      case NEWFALSE: push(make(Kind::Bool, 0)); return true;
+      case BININT: push(make(Kind::Int, static_cast<int32_t>(uint_le(4)))); return true;
+      case BININT1: push(make(Kind::Int, static_cast<int64_t>(uint_le(1)))); return true;
+      case BININT2: push(make(Kind::Int, static_cast<int64_t>(uint_le(2)))); return true;
+      case LONG1: push_long(take(uint_le(1))); return true;
       case LONG4: {
         const auto n = static_cast<int32_t>(uint_le(4));
         if (n < 0) invalid("negative LONG4 length");
         push_long(take(static_cast<uint64_t>(n)));
-        return;
+        return true;
       }
       case BINFLOAT: {
         uint64_t bits = 0;  // big-endian on the wire
@@ -401,78 +417,80 @@ class Unpickler {
         o.kind = Kind::Float;
         o.real = std::bit_cast<double>(bits);
         push(make(std::move(o)));
-        return;
+        return true;
       }
-      case SHORT_BINUNICODE: push_text(Kind::String, uint_le(1)); return;
-      case BINUNICODE: push_text(Kind::String, uint_le(4)); return;
-      case BINUNICODE8: push_text(Kind::String, uint_le(8)); return;
-      case SHORT_BINBYTES: push_text(Kind::Bytes, uint_le(1)); return;
-      case BINBYTES: push_text(Kind::Bytes, uint_le(4)); return;
+      case SHORT_BINUNICODE: push_text(Kind::String, uint_le(1)); return true;
+      case BINUNICODE: push_text(Kind::String, uint_le(4)); return true;
+      case BINUNICODE8: push_text(Kind::String, uint_le(8)); return true;
+      case SHORT_BINBYTES: push_text(Kind::Bytes, uint_le(1)); return true;
+      case BINBYTES: push_text(Kind::Bytes, uint_le(4)); return true;
       case BINBYTES8:
-      case BYTEARRAY8: push_text(Kind::Bytes, uint_le(8)); return;
-      case EMPTY_TUPLE: push(make(Kind::Tuple)); return;
-      case TUPLE: push(container(Kind::Tuple, pop_mark())); return;
+      case BYTEARRAY8: push_text(Kind::Bytes, uint_le(8)); return true;
+      default: return false;
+    }
+  }
+
+  // Tuples, lists, dicts and sets, built at once or item by item.
+  bool container_op() {
+    switch (op_) {
+      case EMPTY_TUPLE: push(make(Kind::Tuple)); return true;
+      case TUPLE: push(container(Kind::Tuple, pop_mark())); return true;
       case TUPLE1:
       case TUPLE2:
       case TUPLE3: {
         std::vector<ObjId> items(op_ - TUPLE1 + 1);
         for (size_t i = items.size(); i-- > 0;) items[i] = pop();
         push(container(Kind::Tuple, std::move(items)));
-        return;
+        return true;
       }
-      case EMPTY_LIST: push(make(Kind::List)); return;
-      case LIST: push(container(Kind::List, pop_mark())); return;
+      case EMPTY_LIST: push(make(Kind::List)); return true;
+      case LIST: push(container(Kind::List, pop_mark())); return true;
       case APPEND: {
         const ObjId v = pop();
         extend_top(Kind::List, {v});
-        return;
+        return true;
       }
-      case APPENDS: {
-        const std::vector<ObjId> items = pop_mark();
-        extend_top(Kind::List, items);
-        return;
-      }
-      case EMPTY_DICT: push(make(Kind::Dict)); return;
-      case DICT: push(container(Kind::Dict, pop_mark())); return;
+      case APPENDS: extend_top(Kind::List, pop_mark()); return true;
+      case EMPTY_DICT: push(make(Kind::Dict)); return true;
+      case DICT: push(container(Kind::Dict, pop_mark())); return true;
       case SETITEM: {
         const ObjId v = pop(), k = pop();
         extend_top(Kind::Dict, {k, v});
-        return;
+        return true;
       }
-      case SETITEMS: {
-        const std::vector<ObjId> items = pop_mark();
-        extend_top(Kind::Dict, items);
-        return;
-      }
-      case EMPTY_SET: push(make(Kind::Set)); return;
-      case ADDITEMS: {
-        const std::vector<ObjId> items = pop_mark();
-        extend_top(Kind::Set, items);
-        return;
-      }
-      case FROZENSET: push(container(Kind::Set, pop_mark())); return;
-      case BINPUT: put(uint_le(1)); return;
-      case LONG_BINPUT: put(uint_le(4)); return;
-      case MEMOIZE: put(memo_.size()); return;
-      case BINGET: get(uint_le(1)); return;
-      case LONG_BINGET: get(uint_le(4)); return;
+      case SETITEMS: extend_top(Kind::Dict, pop_mark()); return true;
+      case EMPTY_SET: push(make(Kind::Set)); return true;
+      case ADDITEMS: extend_top(Kind::Set, pop_mark()); return true;
+      case FROZENSET: push(container(Kind::Set, pop_mark())); return true;
+      default: return false;
+    }
+  }
+
+  // The memo, globals, persistent ids (storages) and the calls that build tensors.
+  bool object_op() {
+    switch (op_) {
+      case BINPUT: put(uint_le(1)); return true;
+      case LONG_BINPUT: put(uint_le(4)); return true;
+      case MEMOIZE: put(memo_.size()); return true;
+      case BINGET: get(uint_le(1)); return true;
+      case LONG_BINGET: get(uint_le(4)); return true;
       case GLOBAL: {
         const std::string_view module = line();
         push_global(module, line());
-        return;
+        return true;
       }
       case STACK_GLOBAL: {
         const ObjId name = pop_kind(Kind::String, "STACK_GLOBAL's name");
         const ObjId module = pop_kind(Kind::String, "STACK_GLOBAL's module");
         push_global(obj(module).text, obj(name).text);
-        return;
+        return true;
       }
-      case BINPERSID: push(persistent_load(pop())); return;
+      case BINPERSID: push(persistent_load(pop())); return true;
       case REDUCE: {
         const ObjId args = pop_kind(Kind::Tuple, "REDUCE's arguments");
         const ObjId callable = pop();
         push(call(callable, obj(args).items));
-        return;
+        return true;
       }
       case NEWOBJ: {
         const ObjId args = pop_kind(Kind::Tuple, "NEWOBJ's arguments");
@@ -480,19 +498,16 @@ class Unpickler {
         if (obj(cls).kind != Kind::Global || obj(cls).global != Global::OrderedDict)
           invalid("NEWOBJ may only create an OrderedDict");
         push(call(cls, obj(args).items));
-        return;
+        return true;
       }
       case BUILD: {
         pop();  // the state: attributes of the object, which carry no tensor data
         const Kind kind = obj(top()).kind;
         if (kind != Kind::Dict && kind != Kind::Tensor)
-          invalid(fmt::format("BUILD on {}; only dicts and tensors may carry state", a_kind(kind)));
-        return;
+          invalid(fmt::format("BUILD on {}; only dicts and tensors may carry state", kind_with_article(kind)));
+        return true;
       }
-      default:
-        invalid(fmt::format("opcode 0x{:02x} ({}) is not supported: torch.save writes pickles of protocol 2 to 5 "
-                            "without it",
-                            op_, opcode_name(op_)));
+      default: return false;
     }
   }
 
@@ -531,7 +546,7 @@ std::string_view kind_name(Kind kind) {
   return "?";
 }
 
-std::string a_kind(Kind kind) {
+std::string kind_with_article(Kind kind) {
   if (kind == Kind::None) return "None";
   return fmt::format("{} {}", kind == Kind::Int || kind == Kind::BigInt ? "an" : "a", kind_name(kind));
 }

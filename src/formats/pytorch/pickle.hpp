@@ -80,6 +80,6 @@ Pickle unpickle(std::string_view bytes, const std::string& file, const PickleLim
 // "str", "dict", "torch.Tensor", ...: how a value is named in messages.
 std::string_view kind_name(Kind kind);
 // The same with its article ("an int", "a dict"), for sentences.
-std::string a_kind(Kind kind);
+std::string kind_with_article(Kind kind);
 
 }  // namespace wl::pytorch

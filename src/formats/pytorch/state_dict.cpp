@@ -20,7 +20,7 @@ class Finder {
     const Object& root = p_.at(p_.root);
     if (root.kind != Kind::Dict)
       throw Error(ErrorCode::StateDictNotFound,
-                  fmt::format("the checkpoint holds {}, not a dict of tensors", a_kind(root.kind)), file_);
+                  fmt::format("the checkpoint holds {}, not a dict of tensors", kind_with_article(root.kind)), file_);
     if (!key.empty()) return under_key(root, key);
     for (size_t i = 0; i < root.items.size(); i += 2)
       if (p_.at(root.items[i + 1]).kind == Kind::Tensor) return flattened(p_.root, "");
@@ -63,7 +63,7 @@ class Finder {
       const Object& v = p_.at(root.items[i + 1]);
       if (v.kind != Kind::Dict)
         throw Error(ErrorCode::StateDictNotFound,
-                    fmt::format("the value under key '{}' is {}, not a dict of tensors", key, a_kind(v.kind)), file_);
+                    fmt::format("the value under key '{}' is {}, not a dict of tensors", key, kind_with_article(v.kind)), file_);
       StateDict sd = flattened(root.items[i + 1], key);
       if (sd.tensors.empty() && !v.items.empty())
         throw Error(ErrorCode::StateDictNotFound, fmt::format("the dict under key '{}' holds no tensors", key), file_);
@@ -138,7 +138,7 @@ class Finder {
     for (size_t i = 0; i < dict.items.size() && parts.size() < kMaxListedKeys; i += 2) {
       const Object& k = p_.at(dict.items[i]);
       const Object& v = p_.at(dict.items[i + 1]);
-      const std::string key = k.kind == Kind::String ? fmt::format("'{}'", k.text) : fmt::format("{} key", a_kind(k.kind));
+      const std::string key = k.kind == Kind::String ? fmt::format("'{}'", k.text) : fmt::format("{} key", kind_with_article(k.kind));
       parts.push_back(fmt::format("{} ({})", key, kind_name(v.kind)));
     }
     if (parts.empty()) return "nothing";
