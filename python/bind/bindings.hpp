@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "loaders/rank_shards.hpp"
 #include "weightloader/byte_source.hpp"
 #include "weightloader/registry.hpp"
 #include "weightloader/source.hpp"
@@ -20,6 +21,7 @@ void register_loaders(pybind11::module_& m);
 void register_llm(pybind11::module_& m);
 void register_writers(pybind11::module_& m);
 void register_host_memory(pybind11::module_& m);
+void register_tensor_parallel(pybind11::module_& m);
 
 // A Python object kept alive by C++ (a tensor's or array's owner): released with the GIL held.
 std::shared_ptr<const void> keep_alive(pybind11::object owner);
@@ -42,6 +44,14 @@ class BorrowedStorage final : public Storage {
  private:
   Device device_;
 };
+
+// The shard planner's layout from Python's arguments: shard_dims as (pattern, dim or None) pairs,
+// fused as {component: parts} (None: vLLM's).
+RankLayout to_rank_layout(int64_t rank, int64_t size, const std::vector<std::pair<std::string, std::optional<int64_t>>>& shard_dims,
+                          const std::optional<FusedParts>& fused);
+
+// {parameter: [(source, dim, begin, end, row offset)]}: what tensor_parallel.Shard holds.
+pybind11::dict shards_to_python(const ParameterShards& planned);
 
 // A dtype name as the library spells it ("F32", "BF16", ...); ValueError if unknown.
 DType dtype_from_name(const std::string& name);

@@ -57,17 +57,6 @@ pyb::list mirror(const Loader& l, const WeightSource& source) {
   return out;
 }
 
-// (checkpoint name, name after the loader's name mapping or None when it drops the tensor, shape)
-// for every tensor: what a caller planning parameters from slices needs, without allocating any.
-pyb::list mapped_tensors(const Loader& l, const WeightSource& source) {
-  pyb::list out;
-  for (const TensorInfo& t : source.tensors()) {
-    const std::optional<std::string> mapped = l.loader->options().names.map(t.name);
-    out.append(pyb::make_tuple(t.name, mapped ? pyb::object(pyb::str(*mapped)) : pyb::none(), t.shape));
-  }
-  return out;
-}
-
 // A parameter's parts: (checkpoint name, dim, begin, end, row offset) for each ParameterShard.
 std::vector<ParameterShard> to_shards(const pyb::handle& parts) {
   std::vector<ParameterShard> out;
@@ -80,12 +69,9 @@ std::vector<ParameterShard> to_shards(const pyb::handle& parts) {
 }
 
 // params: (name, dtype, shape, data pointer, nbytes[, parts]) for every parameter, contiguous and
-// writable; parts (see to_shards), when given and not None, fill it instead of the whole tensor of
-// its name. strict: None keeps the loader's own setting. device: where every pointer is ("cpu",
-// "cuda:N"; None keeps the loader's). Returns the report as JSON text.
-std::string load(Loader& l, const WeightSource& source, const pyb::list& params, std::optional<bool> strict,
-                 pyb::object progress, std::optional<std::string> device) {
-  const Device where = device ? Device::parse(*device) : l.loader->options().io.device;
+// writable, at `where`; parts (see to_shards), when given and not None, fill it instead of the
+// whole tensor of its name.
+Model to_model(const pyb::list& params, const Device& where) {
   Model model;
   for (const pyb::handle h : params) {
     const auto p = h.cast<pyb::tuple>();
@@ -100,6 +86,25 @@ std::string load(Loader& l, const WeightSource& source, const pyb::list& params,
     Parameter& param = model.add_parameter(p[0].cast<std::string>(), TensorView(storage, dtype, shape));
     if (p.size() > 5 && !p[5].is_none()) param.shards = to_shards(p[5]);
   }
+  return model;
+}
+
+// The tensor-parallel shards of rank `rank` of `size` for the parameters (as `load` takes them),
+// planned against the checkpoint under the names this loader's whole mapping (name_map=auto
+// included) gives it for them; see shards_to_python.
+pyb::dict rank_shards(const Loader& l, const WeightSource& source, const pyb::list& params, int64_t rank, int64_t size,
+                      const std::vector<std::pair<std::string, std::optional<int64_t>>>& shard_dims,
+                      const std::optional<FusedParts>& fused) {
+  const Model model = to_model(params, l.loader->options().io.device);
+  return shards_to_python(plan_rank_shards(model, source, l.loader->options(), to_rank_layout(rank, size, shard_dims, fused)));
+}
+
+// Fills the parameters (see to_model). strict: None keeps the loader's own setting. device: where
+// every pointer is ("cpu", "cuda:N"; None keeps the loader's). Returns the report as JSON text.
+std::string load(Loader& l, const WeightSource& source, const pyb::list& params, std::optional<bool> strict,
+                 pyb::object progress, std::optional<std::string> device) {
+  const Device where = device ? Device::parse(*device) : l.loader->options().io.device;
+  Model model = to_model(params, where);
   Interruptible call(std::move(progress));
   LoadOptions saved = l.loader->options();
   if (strict) l.loader->options().strict = *strict;
@@ -127,7 +132,8 @@ void register_loaders(pyb::module_& m) {
       })
       .def("get_weights", &get_weights, pyb::arg("path"), pyb::arg("progress") = pyb::none())
       .def("mirror", &mirror)
-      .def("mapped_tensors", &mapped_tensors)
+      .def("rank_shards", &rank_shards, pyb::arg("source"), pyb::arg("params"), pyb::arg("rank"), pyb::arg("size"),
+           pyb::arg("shard_dims"), pyb::arg("fused") = pyb::none())
       .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = pyb::none(),
            pyb::arg("progress") = pyb::none(), pyb::arg("device") = pyb::none());
   m.def("create_loader", [](const std::string& name, const pyb::dict& kwargs) {

@@ -15,6 +15,7 @@ PYBIND11_MODULE(_core, m) {
   wl::py::register_llm(m);
   wl::py::register_writers(m);
   wl::py::register_host_memory(m);
+  wl::py::register_tensor_parallel(m);
 #ifdef WL_WITH_REMOTE
   wl::install_remote_openers();  // http://, https:// and s3:// names wherever a path goes
 #endif

@@ -3,6 +3,7 @@ straight from the checkpoint into each tensor's memory, as load_state_dict would
 from collections import namedtuple
 
 from . import _core, materialize, tensor_parallel
+from ._params import module_tensors
 from .errors import _from_core
 from .loaders import WeightLoaderRegistry, CoreWeightLoader, BaseWeightLoader
 
@@ -62,7 +63,8 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     Tensor parallelism: `module` is rank tp_rank's of tp_size (default: torch.distributed's rank
     and world size of tp_group when it is initialised, else 0 and 1), its parameters holding only
     that rank's slices, and only those bytes are read (see weightloader.tensor_parallel for the
-    rule, shard_dims and fused). With torch.distributed initialised, every rank of tp_group checks
+    rule, shard_dims and fused). The slices are planned in the module's names after the whole name
+    mapping, so tensor parallelism composes with every name_map, "auto" included. With torch.distributed initialised, every rank of tp_group checks
     that all opened the same checkpoint and, at the end, that all loaded: a failure anywhere raises
     RankFailed on every rank, within the process group's timeout (init_process_group(timeout=))."""
     import torch
@@ -108,9 +110,8 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
 
 def _rank_shards(module, instance, weights, ranks, shard_dims, fused):
     """{"shards": ...} for load_weights when some parameter takes slices or parts, else {}."""
-    checkpoint = {name: shape for _, name, shape in instance._core.mapped_tensors(weights._source) if name is not None}
-    params = {name: list(t.shape) for name, t in module.state_dict(keep_vars=True).items()}
-    shards = tensor_parallel.plan_shards(params, checkpoint, ranks.rank, ranks.size, shard_dims, fused)
+    shards = tensor_parallel.plan_module_shards(instance, weights, module_tensors(module), ranks.rank, ranks.size,
+                                                shard_dims, fused)
     if not shards:
         return {}
     if type(instance).load_weights is not BaseWeightLoader.load_weights:

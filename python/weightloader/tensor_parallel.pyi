@@ -24,6 +24,12 @@ def plan_shards(params: Mapping[str, Sequence[int]], checkpoint: Mapping[str, Se
     """What fills each parameter of rank `tp_rank` of `tp_size`: {parameter: [Shard]} for those filled
     from slices or parts; the others take the whole tensor of their name."""
 
+def plan_module_shards(loader: Any, weights: _WeightsLike, tensors: Sequence[tuple[str, str, list[int], int, int]],
+                       tp_rank: int = 0, tp_size: int = 1, shard_dims: Mapping[str, int | None] | None = None,
+                       fused: Mapping[str, Sequence[str]] | None = None) -> dict[str, list[Shard]]:
+    """plan_shards for a module's tensors against `weights` under the names the registry loader's
+    whole name mapping (name_map="auto" included) gives them for this module."""
+
 class _Agreement:
     payload: Any
     gathered: list[Any] | None
@@ -42,7 +48,7 @@ class Ranks:
     def agreement(self, stage: str) -> _Agreement:
         """A block whose failure on any rank raises RankFailed on every rank."""
     def check_same_checkpoint(self, fingerprints: Sequence[Any]) -> None:
-        """RanksDisagree on every rank when the ranks' checkpoints differ in files or sizes."""
+        """RanksDisagree on every rank when the ranks' checkpoints (their fingerprints) differ."""
 
-def fingerprint(weights: _WeightsLike) -> list[tuple[str, int | None]] | None:
-    """(file name, size) of each file a checkpoint's tensors come from."""
+def fingerprint(weights: _WeightsLike) -> str | None:
+    """The C++ library's description of the checkpoint that ranks compare; None for a Python loader's tensors."""

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "loaders/rank_shards.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {
@@ -115,11 +116,12 @@ RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size)
   RankPartition p;
   p.rank = rank;
   p.size = size;
+  // The loaders' rule for a rank's rows (loaders/rank_shards.hpp), counted in heads: an even split,
+  // or kv heads each shared by consecutive ranks when ranks outnumber them (the checks above make it fit).
   p.q_heads = c.num_heads / size;
-  p.q_head0 = rank * p.q_heads;
-  const uint64_t group = c.num_heads / c.num_kv_heads;  // query heads per kv head
-  p.kv_head0 = p.q_head0 / group;
+  p.q_head0 = rank_rows_begin(c.num_heads, p.q_heads, rank, size).value();
   p.kv_heads = c.num_kv_heads >= size ? c.num_kv_heads / size : 1;
+  p.kv_head0 = rank_rows_begin(c.num_kv_heads, p.kv_heads, rank, size).value();
   std::tie(p.ff0, p.ff) = unit_range(c.intermediate_size, rank, size);
   if (c.moe.num_experts) std::tie(p.expert_ff0, p.expert_ff) = unit_range(c.moe.expert_intermediate_size, rank, size);
   if (c.moe.shared_expert_intermediate_size)

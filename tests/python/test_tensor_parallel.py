@@ -1,7 +1,9 @@
-"""Tensor-parallel load_into: the slicing rule (no processes), one rank's slices read alone, and
-two gloo processes on 127.0.0.1 running a tensor-parallel Llama whose logits match the
-single-process model's, each rank reading about half the checkpoint; a failure on one rank (a
-missing file, a bad shape, a different checkpoint, a dead rank) raises on both."""
+"""Tensor-parallel load_into: the slicing rule (no processes; the C++ planner behind plan_shards),
+one rank's slices read alone, and two gloo processes on 127.0.0.1 running a tensor-parallel Llama
+whose logits match the single-process model's, each rank reading about half the checkpoint; a
+failure on one rank (a missing file, a bad shape, a different checkpoint, a dead rank) raises on
+both. Meta-named modules load their slices of Hugging Face checkpoints with name_map="auto" on 2
+and 4 gloo ranks."""
 import datetime
 import json
 import os
@@ -16,6 +18,7 @@ import torch.multiprocessing as mp
 import weightloader as wl
 from weightloader.tensor_parallel import Shard, plan_shards
 
+from make_meta_checkpoint import meta_name, to_meta_rows
 from tp_llama import Config, TpLlama
 
 TINY = "hf-tiny-random-llama-2"
@@ -69,6 +72,8 @@ def test_shard_dims_decides_and_patterns_that_disagree_are_an_ambiguity_naming_t
         plan_shards({"n": [8]}, {"n": [8]}, 0, 2, shard_dims={"n": 0})
     with pytest.raises(wl.InvalidArgumentError, match=r"'a.o_proj.weight': .*ambiguous.*dims \[0, 1\]"):
         plan_shards(params, checkpoint, 0, 2, shard_dims={"*.weight": 0, "a.*": 1})
+    with pytest.raises(wl.InvalidArgumentError, match=r"ambiguous.*dims \[None, 1\] \(None: replicated\)"):
+        plan_shards(params, checkpoint, 0, 2, shard_dims={"*.weight": None, "a.*": 1})
 
 
 def test_fused_parts_land_at_their_row_offsets():
@@ -148,6 +153,26 @@ def test_slices_are_planned_on_names_after_the_name_mapping(testdata):
     assert torch.equal(outer.m.lm_head.weight, full["lm_head.weight"][:c.vocab // 2].float())
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_meta_checkpoint_fills_hf_named_rank_modules_with_name_map_auto(testdata, tmp_path, fused):
+    # Meta's names and interleaved q/k rows (torch.save), planned in the module's names: each rank
+    # holds what the same rank loads from the Hugging Face original without any mapping.
+    c = tiny_config(testdata)
+    state = {}
+    for name, t in wl.load_file(testdata / TINY / "model.safetensors").items():
+        state[meta_name(name)] = to_meta_rows(t, c.heads) if name.endswith(("q_proj.weight", "k_proj.weight")) else t
+    torch.save(state, tmp_path / "consolidated.pth")
+    (tmp_path / "config.json").write_text((testdata / TINY / "config.json").read_text())  # the head counts
+    for rank in range(2):
+        want, got = TpLlama(c, rank=rank, size=2, fused=fused), TpLlama(c, rank=rank, size=2, fused=fused)
+        wl.load_into(want, testdata / TINY, tp_rank=rank, tp_size=2)
+        result = wl.load_into(got, tmp_path / "consolidated.pth", loader="local", file_pattern="*.pth", name_map="auto",
+                              tp_rank=rank, tp_size=2)
+        assert result == ([], []) and result.report.names["from"] == "meta"
+        for (name, a), b in zip(want.state_dict().items(), got.state_dict().values()):
+            assert torch.equal(a, b), (name, rank)
+
+
 def test_mirror_lists_the_checkpoint_names_and_shapes(testdata):
     loader = wl.HfWeightLoader()
     mirrored = {name: shape for name, _, shape in loader.mirror(loader.get_weights(testdata / TINY))}
@@ -197,9 +222,15 @@ def _untouched(model):
     return all(torch.isnan(p).all().item() for p in model.parameters())
 
 
-def _run_scenario(rank, size, s):
+def _config(s):
+    return Config(**s["config"]) if "config" in s else Config.from_hf(json.loads(pathlib.Path(s["config_file"]).read_text()))
+
+
+def _run_scenario(rank, size, s, work):
     """One load_into on this rank, as the scenario `s` describes it; what happened, as JSON."""
-    c = Config(**s["config"]) if "config" in s else Config.from_hf(json.loads(pathlib.Path(s["config_file"]).read_text()))
+    if s.get("meta"):
+        return _run_meta_scenario(rank, size, s, work)
+    c = _config(s)
     model = TpLlama(c, rank=rank, size=size)
     if s.get("bad_norm_on") == rank:
         model.model.norm.weight = torch.nn.Parameter(torch.full((c.dim + 1,), float("nan")))
@@ -230,27 +261,136 @@ def _rank_main(rank, size, port, work, scenarios):
             results[s["name"]] = {"died": True}
             (work / f"rank{rank}.json").write_text(json.dumps(results))
             os._exit(0)
-        results[s["name"]] = _run_scenario(rank, size, s)
+        results[s["name"]] = _run_scenario(rank, size, s, work)
     (work / f"rank{rank}.json").write_text(json.dumps(results))
     os._exit(0)  # a peer may be gone: no teardown collective
+
+
+def _random_llama(c, seed):
+    """A random Llama's tensors under Hugging Face's names (F32)."""
+    g = torch.Generator().manual_seed(seed)
+    model = TpLlama(Config(**c), fused=False)
+    return {n: torch.randn(p.shape, generator=g) * (0.3 if p.dim() > 1 else 0.1) + (1.0 if p.dim() == 1 else 0.0)
+            for n, p in model.state_dict().items()}
 
 
 def _mqa_checkpoint(path):
     """A random Llama with 4 query heads sharing 1 kv head (F32), and its config."""
     c = dict(vocab=40, dim=16, layers=2, heads=4, kv_heads=1, hidden=32)
-    g = torch.Generator().manual_seed(7)
-    model = TpLlama(Config(**c), fused=False)
-    tensors = {n: torch.randn(p.shape, generator=g) * (0.3 if p.dim() > 1 else 0.1) + (1.0 if p.dim() == 1 else 0.0)
-               for n, p in model.state_dict().items()}
-    wl.save_file(tensors, path)
+    wl.save_file(_random_llama(c, 7), path)
     return c
 
 
+def _gqa_checkpoint(directory):
+    """A Hugging Face directory: a random Llama with 4 query heads and 2 kv heads (F32) and the
+    config.json that gives name_map="auto" the head counts; its config."""
+    c = dict(vocab=40, dim=16, layers=2, heads=4, kv_heads=2, hidden=32)
+    directory.mkdir()
+    wl.save_file(_random_llama(c, 11), directory / "model.safetensors")
+    (directory / "config.json").write_text(json.dumps({
+        "model_type": "llama", "vocab_size": c["vocab"], "hidden_size": c["dim"], "num_hidden_layers": c["layers"],
+        "num_attention_heads": c["heads"], "num_key_value_heads": c["kv_heads"], "intermediate_size": c["hidden"]}))
+    return c
+
+
+# --- Meta-named modules from Hugging Face checkpoints, name_map="auto" --------------------------
+
+class Named(torch.nn.Module):
+    """A module whose state_dict holds exactly `shapes` (dotted names), F32 and NaN-filled."""
+
+    def __init__(self, shapes):
+        super().__init__()
+        for name, shape in shapes.items():
+            owner = self
+            *path, leaf = name.split(".")
+            for part in path:
+                if not hasattr(owner, part):
+                    owner.add_module(part, torch.nn.Module())
+                owner = getattr(owner, part)
+            owner.register_parameter(leaf, torch.nn.Parameter(torch.full(shape, float("nan")), requires_grad=False))
+
+
+def _kv_heads_on_a_rank(c, size):
+    return c.kv_heads // size if c.kv_heads >= size else 1
+
+
+def meta_module(c, size=1):
+    """A Llama under Meta's names as each of `size` ranks holds it (Megatron's splits; kv heads
+    replicated when ranks outnumber them)."""
+    hd, ff, vocab = c.head_dim, c.hidden // size, c.vocab // size
+    q, kv = c.heads // size * hd, _kv_heads_on_a_rank(c, size) * hd
+    shapes = {"tok_embeddings.weight": [vocab, c.dim], "norm.weight": [c.dim], "output.weight": [vocab, c.dim]}
+    for layer in range(c.layers):
+        at = f"layers.{layer}."
+        shapes.update({at + "attention_norm.weight": [c.dim], at + "ffn_norm.weight": [c.dim],
+                       at + "attention.wq.weight": [q, c.dim], at + "attention.wk.weight": [kv, c.dim],
+                       at + "attention.wv.weight": [kv, c.dim], at + "attention.wo.weight": [c.dim, q],
+                       at + "feed_forward.w1.weight": [ff, c.dim], at + "feed_forward.w3.weight": [ff, c.dim],
+                       at + "feed_forward.w2.weight": [c.dim, ff]})
+    return Named(shapes)
+
+
+def rank_slice(name, whole, c, rank, size):
+    """Rank `rank`'s part of the single-process tensor `whole`, written out here from the
+    conventions (not from the planner): row-parallel wo/w2 by columns, the others by rows, a kv
+    head shared by the ranks whose query heads read it."""
+    if whole.dim() == 1:
+        return whole
+    if name.endswith(("attention.wo.weight", "feed_forward.w2.weight")):
+        return whole.chunk(size, 1)[rank]
+    if name.endswith(("attention.wk.weight", "attention.wv.weight")) and c.kv_heads < size:
+        kv_head = rank * (c.heads // size) // (c.heads // c.kv_heads)
+        return whole[kv_head * c.head_dim:(kv_head + 1) * c.head_dim]
+    return whole.chunk(size, 0)[rank]
+
+
+def _run_meta_scenario(rank, size, s, work):
+    """A Meta-named rank module filled with name_map="auto"; its tensors saved for the test to compare."""
+    model = meta_module(_config(s), size)
+    try:
+        result = wl.load_into(model, s["paths"][rank], name_map="auto", io="pread")
+    except wl.Error as e:
+        return {"error": str(e), "code": e.code}
+    torch.save(model.state_dict(), work / f"{s['name']}-{size}-rank{rank}.pt")
+    return {"keys": [result.missing_keys, result.unexpected_keys], "bytes_read": result.report.bytes_read}
+
+
+def _spawn(size, work, scenarios):
+    """Runs `scenarios` on `size` gloo ranks (one start-up, ~1 s a rank); {scenario: [each rank's outcome]}."""
+    ctx = mp.start_processes(_rank_main, args=(size, _free_port(), work, scenarios), nprocs=size, join=False,
+                             start_method="spawn")
+    for _ in range(12):  # a hang is the failure this guards against: give up after two minutes
+        if ctx.join(timeout=10):
+            break
+    else:
+        for p in ctx.processes:
+            p.kill()
+        pytest.fail(f"the {size} ranks did not finish within two minutes (a hang)")
+    ranks = [json.loads((work / f"rank{r}.json").read_text()) for r in range(size)]
+    return {s["name"]: [ranks[r][s["name"]] for r in range(size)] for s in scenarios}
+
+
+def _meta_scenarios(testdata, work):
+    """A Meta-named module from the tiny HF Llama (4 heads, 4 kv heads, BF16) and from a GQA one."""
+    gqa = work / "gqa"
+    if not gqa.exists():
+        _gqa_checkpoint(gqa)
+    tiny = str(testdata / TINY)
+    return [{"name": "meta_tiny", "meta": True, "config_file": str(testdata / TINY / "config.json"), "paths": [tiny] * 4},
+            {"name": "meta_gqa", "meta": True, "config_file": str(gqa / "config.json"), "paths": [str(gqa)] * 4}]
+
+
 @pytest.fixture(scope="module")
-def two_ranks(tmp_path_factory, testdata):
-    """Runs every two-process scenario in one gloo group (start-up costs ~1 s each time); returns
-    {scenario: [rank 0's outcome, rank 1's]}."""
-    work = tmp_path_factory.mktemp("tp")
+def tp_work(tmp_path_factory):
+    return tmp_path_factory.mktemp("tp")
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tp_work, testdata):
+    """Runs every two-process scenario in one gloo group; returns ({scenario: [rank 0's outcome,
+    rank 1's]}, the corpus cases)."""
+    work = tp_work / "two"
+    work.mkdir()
     tiny = str(testdata / TINY)
     cases = json.loads((testdata / TINY / "corpus.json").read_text())["model_cases"]
     f32 = work / "f32"
@@ -267,6 +407,7 @@ def two_ranks(tmp_path_factory, testdata):
     scenarios = [
         {**base, "name": "tiny", "paths": [tiny, tiny]},
         {"name": "mqa", "config": mqa, "paths": [str(work / "mqa.safetensors")] * 2, "inputs": [[3, 1, 4, 1, 5, 9, 2, 6]]},
+        *_meta_scenarios(testdata, tp_work),
         {**base, "name": "missing", "paths": [tiny, str(work / "nowhere")]},
         {**base, "name": "corrupt", "paths": [tiny, str(corrupt)]},
         {**base, "name": "bad_shape", "paths": [tiny, tiny], "bad_norm_on": 1},
@@ -274,21 +415,44 @@ def two_ranks(tmp_path_factory, testdata):
         {**base, "name": "disagree", "paths": [tiny, str(f32)]},
         {**base, "name": "dead", "paths": [tiny, tiny], "dies": 1},
     ]
-    ctx = mp.start_processes(_rank_main, args=(2, _free_port(), work, scenarios), nprocs=2, join=False,
-                             start_method="spawn")
-    for _ in range(12):  # a hang is the failure this guards against: give up after two minutes
-        if ctx.join(timeout=10):
-            break
-    else:
-        for p in ctx.processes:
-            p.kill()
-        pytest.fail("the two ranks did not finish within two minutes (a hang)")
-    ranks = [json.loads((work / f"rank{r}.json").read_text()) for r in range(2)]
-    return {s["name"]: [ranks[0][s["name"]], ranks[1][s["name"]]] for s in scenarios}, cases
+    return _spawn(2, work, scenarios), cases
+
+
+@pytest.fixture(scope="module")
+def four_ranks(tp_work, testdata):
+    """The Meta-named scenarios on four gloo ranks: {scenario: [each rank's outcome]}."""
+    work = tp_work / "four"
+    work.mkdir()
+    return _spawn(4, work, _meta_scenarios(testdata, tp_work))
 
 
 def _checkpoint_bytes(path):
     return {n: t.numel() * t.element_size() for n, t in wl.load_file(path).items()}
+
+
+@pytest.mark.parametrize("size", [2, 4])
+@pytest.mark.parametrize("scenario", ["meta_tiny", "meta_gqa"])
+def test_meta_named_ranks_take_their_slices_of_a_hf_checkpoint_with_name_map_auto(request, tp_work, testdata, size,
+                                                                                 scenario):
+    outcomes = request.getfixturevalue("two_ranks")[0] if size == 2 else request.getfixturevalue("four_ranks")
+    s = next(s for s in _meta_scenarios(testdata, tp_work) if s["name"] == scenario)
+    c = _config(s)
+    whole = meta_module(c)  # the single-process load, q/k rows in Meta's interleaved layout
+    assert wl.load_into(whole, s["paths"][0], name_map="auto") == ([], [])
+    hf = wl.load_file(pathlib.Path(s["paths"][0]) / "model.safetensors")
+    want = whole.state_dict()
+    assert torch.equal(want["layers.1.attention.wk.weight"], to_meta_rows(hf["model.layers.1.self_attn.k_proj.weight"],
+                                                                         c.kv_heads).float())
+    assert torch.equal(want[meta_name("model.layers.0.mlp.down_proj.weight")], hf["model.layers.0.mlp.down_proj.weight"].float())
+    sizes = _checkpoint_bytes(pathlib.Path(s["paths"][0]) / "model.safetensors")
+    replicated = sum(b for n, b in sizes.items() if "norm" in n or (c.kv_heads < size and ("k_proj" in n or "v_proj" in n)))
+    for rank, out in enumerate(outcomes[scenario]):
+        assert out.get("keys") == [[], []], (rank, out)
+        got = torch.load(tp_work / ("two" if size == 2 else "four") / f"{scenario}-{size}-rank{rank}.pt")
+        assert got.keys() == want.keys()
+        for name, tensor in got.items():
+            assert torch.equal(tensor, rank_slice(name, want[name], c, rank, size)), (name, rank, size)
+        assert out["bytes_read"] <= (sum(sizes.values()) - replicated) / size * 1.05 + replicated, (rank, out["bytes_read"])
 
 
 def test_two_ranks_give_the_single_process_logits_reading_half_each(two_ranks, testdata):
@@ -332,10 +496,13 @@ def test_ranks_that_both_fail_are_each_named_with_their_cause(two_ranks):
         assert "; rank 1: " in out["error"] and "nowhere1" in out["error"]
 
 
-def test_ranks_with_different_checkpoints_both_raise_before_loading(two_ranks):
+def test_ranks_with_different_checkpoints_both_raise_before_loading(two_ranks, testdata):
+    bf16 = sum(_checkpoint_bytes(testdata / TINY / "model.safetensors").values())
     for out in two_ranks[0]["disagree"]:
         assert out.get("code") == "RanksDisagree", out
-        assert "rank 0: model.safetensors (210712 bytes)" in out["error"] and "rank 1: model.safetensors (" in out["error"]
+        # Each rank's checkpoint as the C++ library describes it (engine/rank_agreement.hpp): BF16 and F32 differ.
+        assert f"rank 0: 21 tensors ({bf16} bytes) in safetensors file [model.safetensors], header hash " in out["error"]
+        assert f"; rank 1: 21 tensors ({2 * bf16} bytes) in safetensors file [model.safetensors]" in out["error"]
         assert out["untouched"]
 
 
