@@ -1,12 +1,14 @@
 // Catalogues for Python: a WeightSource's names, shapes and metadata, reads straight into a
-// caller's buffer (a torch tensor's or NumPy array's memory) with the GIL released, and sources
-// over Python memory (tensors, bytes) that keep their owners alive.
+// caller's buffer (a torch tensor's or NumPy array's memory) with the GIL released, sources over
+// Python memory (tensors, bytes) that keep their owners alive, and what the safetensors drop-in
+// needs of a header beyond the catalogue.
 #include <cstring>
 
 #include <fmt/format.h>
 
 #include "bind/bindings.hpp"
 #include "bind/interruptible.hpp"
+#include "formats/safetensors/header.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 
@@ -86,18 +88,65 @@ SourcePtr from_memory(const std::string& label, const pyb::list& entries, const 
   return WeightSource::from_memory(label, std::move(tensors), metadata);
 }
 
-// A whole checkpoint given as bytes, opened by content as a file would be.
-SourcePtr from_bytes(const std::string& label, const pyb::bytes& data) {
+// A file tree of one file, `label`: the bytes (kept alive while read).
+std::shared_ptr<const Opener> bytes_opener(const std::string& label, const pyb::bytes& data) {
   char* buffer = nullptr;
   Py_ssize_t size = 0;
   PyBytes_AsStringAndSize(data.ptr(), &buffer, &size);
   auto opener = std::make_shared<MemoryOpener>();
   opener->add(label, MemoryRegion{reinterpret_cast<const std::byte*>(buffer), static_cast<uint64_t>(size), keep_alive(data)});
+  return opener;
+}
+
+// A whole checkpoint given as bytes, opened by content as a file would be.
+SourcePtr from_bytes(const std::string& label, const pyb::bytes& data) {
+  const std::shared_ptr<const Opener> opener = bytes_opener(label, data);
   const FileFormat& format = FormatList::global().detect_or_throw(*opener->open(label));
   return open_files(format, {label}, label, opener);
 }
 
+// A safetensors file (or its bytes) holding C64 (complex64) tensors, which the library has no type
+// for, catalogued with each of them as F32 pairs (the same bytes, with a last dimension of 2), and
+// their names. None when the header holds another dtype the library lacks; the reader's error for
+// a header that breaks a rule.
+std::optional<std::pair<SourcePtr, std::vector<std::string>>> safetensors_with_c64(const std::string& label,
+                                                                                  const std::optional<pyb::bytes>& data) {
+  const std::shared_ptr<const Opener> opener = data ? bytes_opener(label, *data) : default_opener();
+  SafetensorsHeader stated = read_stated_safetensors_header(*opener->open(label));
+  std::vector<TensorInfo> tensors;
+  std::vector<std::string> pairs;
+  for (SafetensorsHeader::Tensor& t : stated.tensors) {
+    TensorInfo info;
+    info.name = t.name;
+    info.shape = std::move(t.shape);
+    info.file = label;
+    info.offset = t.offset;
+    info.nbytes = t.nbytes;
+    if (t.dtype) {
+      info.dtype = *t.dtype;
+    } else if (t.dtype_name == "C64") {
+      info.dtype = DType::F32;
+      info.shape.push_back(2);
+      pairs.push_back(t.name);
+    } else {
+      return std::nullopt;
+    }
+    tensors.push_back(std::move(info));
+  }
+  auto source = std::make_shared<WeightSource>("safetensors", label, std::move(tensors),
+                                               std::move(stated.metadata).value_or(std::map<std::string, std::string>{}),
+                                               opener);
+  return std::make_pair(std::move(source), std::move(pairs));
+}
+
+// A safetensors file's __metadata__ as the header states it: None when it has none (or null).
+std::optional<std::map<std::string, std::string>> safetensors_metadata(const std::string& path) {
+  return read_stated_safetensors_header(*default_opener()->open(path)).metadata;
+}
+
 }  // namespace
+
+void register_private_views(pyb::module_& m);  // private_views.cpp: the zero-copy views of a Source
 
 void register_sources(pyb::module_& m) {
   pyb::class_<WeightSource, SourcePtr>(m, "Source")
@@ -115,8 +164,13 @@ void register_sources(pyb::module_& m) {
       .def("total_bytes", &WeightSource::total_bytes)
       .def("read_into", &read_into, pyb::arg("name"), pyb::arg("dtype"), pyb::arg("ptr"), pyb::arg("nbytes"),
            pyb::arg("slice") = pyb::none(), pyb::arg("device") = "cpu");
+  register_private_views(m);
   m.def("from_memory", &from_memory, pyb::arg("label"), pyb::arg("entries"), pyb::arg("metadata") = std::map<std::string, std::string>{});
   m.def("from_bytes", &from_bytes, pyb::arg("label"), pyb::arg("data"));
+  m.def("safetensors_with_c64", &safetensors_with_c64, pyb::arg("label"), pyb::arg("data") = pyb::none());
+  m.def("safetensors_metadata", &safetensors_metadata, pyb::arg("path"));
+  m.def("dtype_size", [](const std::string& dtype) { return dtype_size(dtype_from_name(dtype)); }, pyb::arg("dtype"),
+        "bytes per element of a dtype (\"F32\": 4)");
 }
 
 }  // namespace wl::py

@@ -9,13 +9,14 @@ llama2.c files and checkpoint directories.
         rows = f.get_slice("lm_head.weight")[:128]
 
 Zero-copy: a tensor whose stored bytes are usable as they are (raw little-endian, contiguous,
-aligned to its element size, in a local file) is a view of a private copy-on-write mapping of the
-file (mmap.ACCESS_COPY). Such tensors are writable; a write never reaches the file, and every
-tensor of one reader shares that mapping (a write to one is seen by another get_tensor of the same
-name from the same reader, never by another reader). A tensor keeps its mapping alive after the
-reader is closed and after the file is deleted. The file must not be truncated while such a tensor
-lives (as with any mapping, reading a page past the new end would raise SIGBUS). BF16 is zero-copy
-on the torch side too. Encoded tensors (GGUF quantised types, llama2.c int8 groups, big-endian or
+aligned to its element size, in a local file: the library's rule, load_into's zero_copy's too) is a
+view of a private copy-on-write mapping of the file (MAP_PRIVATE, made by the library). Such
+tensors are writable; a write never reaches the file, and every tensor of one reader shares that
+mapping (a write to one is seen by another get_tensor of the same name from the same reader,
+never by another reader). A tensor keeps its mapping alive after the reader is closed and after
+the file is deleted. The file must not be truncated while such a tensor lives (as with any
+mapping, reading a page past the new end would raise SIGBUS). BF16 is zero-copy on the torch side
+too. Encoded tensors (GGUF quantised types, llama2.c int8 groups, big-endian or
 strided PyTorch storages, q/k rows presented in another order) are decoded into a fresh tensor.
 
 Differences from safetensors, all additions or stricter errors:
@@ -40,14 +41,10 @@ Differences from safetensors, all additions or stricter errors:
     ordered as safetensors orders them (larger element types first, then by name), so each is
     aligned to its element size.
 """
-import json
-import mmap
 import operator
 import os
-import struct
 import sys
 import tempfile
-import threading
 from collections.abc import Mapping
 
 import numpy as np
@@ -74,8 +71,6 @@ def _recognised(open_fn, *args):
                           f"({err.reason}) [InvalidHeader]", "InvalidHeader", where) from None
 
 
-_SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "I16": 2, "F16": 2, "BF16": 2, "U32": 4,
-          "I32": 4, "F32": 4, "U64": 8, "I64": 8, "F64": 8, "C64": 8}
 # safetensors' C64, which the library has no type for: weightloader.safetensors serves it as pairs of
 # F32 (safetensors/_c64.py); the frameworks hold it as complex64.
 _COMPLEX = {"C64": (torch.complex64, np.dtype(np.complex64))}
@@ -143,21 +138,10 @@ def _open_source(path):
         raise
 
 
-def _safetensors_header(f):
-    """(header JSON, where the data starts) of a safetensors file object the library has validated."""
-    (n,) = struct.unpack("<Q", f.read(8))
-    return json.loads(f.read(n).decode("utf-8")), 8 + n
-
-
-def _safetensors_metadata(path):
-    """The __metadata__ of a safetensors file (already validated by the library), or None."""
-    try:
-        with open(path, "rb") as f:
-            header, _ = _safetensors_header(f)
-    except (OSError, ValueError, struct.error):
-        return None
-    meta = header.get("__metadata__") if isinstance(header, dict) else None
-    return dict(meta) if isinstance(meta, dict) else None
+def _private_views(source):
+    """The zero-copy views of a reader: the library's, over its private mappings of the source's files
+    (a source that serves dtypes of its own, as the drop-in's C64, gives them through its own)."""
+    return _core.PrivateViews(source) if isinstance(source, _core.Source) else source.private_views()
 
 
 def _open_reader(filename, framework, device, dtype=None, mappable=True, opener=_open_source):
@@ -173,7 +157,7 @@ def _open_reader(filename, framework, device, dtype=None, mappable=True, opener=
     state = _State(source, fw, dev, conv, mappable)
     metadata = state.metadata or None
     if source.format == "safetensors" and os.path.isfile(path):
-        metadata = _safetensors_metadata(path)
+        metadata = _core.safetensors_metadata(path)  # its __metadata__ exactly: None when it has none
     return state, metadata
 
 
@@ -224,10 +208,8 @@ class _State:
     def __init__(self, source, framework, device, dtype, mappable):
         self.source, self.framework, self.device, self.dtype = source, framework, device, dtype
         self.names, self.metadata = _catalogue(source)
-        self._mappable = mappable
-        self._maps = {}
+        self._views = _private_views(source) if mappable else None
         self._infos = {}
-        self._lock = threading.Lock()
 
     # --- catalogue ---
 
@@ -253,41 +235,18 @@ class _State:
 
     # --- memory ---
 
-    def mapping(self, file):
-        """A private copy-on-write mapping of `file`, or None if it is no local, non-empty file."""
-        with self._lock:
-            if file in self._maps:
-                return self._maps[file]
-            m = None
-            if self._mappable:
-                try:
-                    with open(file, "rb") as f:
-                        if os.fstat(f.fileno()).st_size > 0:
-                            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-                except (OSError, ValueError):
-                    m = None
-            self._maps[file] = m
-            return m
-
     def zero_copy(self, info, target):
-        """The whole tensor as a view of the file's mapping, or None when its bytes need work (or
+        """The whole tensor as a view of this reader's private mapping of its file, where the library
+        says its stored bytes are usable as `target` as they are; None when they need work (or
         belong on a CUDA device)."""
-        if not info["raw"] or target != info["dtype"] or self.on_cuda():
+        if self._views is None or self.on_cuda():
             return None
         elem = self.element_type(target)
-        count = 1
-        for d in info["shape"]:
-            count *= d
-        size = _SIZES[target]
-        offset = info["offset"]
-        if count == 0 or info["nbytes"] != count * size or offset % size:
+        buffer = self._views.view(info["name"], target)
+        if buffer is None:
             return None
-        m = self.mapping(info["file"])
-        if m is None or offset + info["nbytes"] > len(m):
-            return None
-        if self.framework == "pt":
-            return torch.frombuffer(m, dtype=elem, count=count, offset=offset).reshape(info["shape"])
-        return np.frombuffer(m, dtype=elem, count=count, offset=offset).reshape(info["shape"])
+        frombuffer = torch.frombuffer if self.framework == "pt" else np.frombuffer
+        return frombuffer(buffer, dtype=elem).reshape(info["shape"])
 
     def on_cuda(self):
         return self.device is not None and self.device.type == "cuda"

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "weightloader/error.hpp"
+#include "weightloader/tensor.hpp"
 
 // cachestat(2) (Linux 6.5) has one number on every architecture of the unified syscall table;
 // glibc 2.36 does not name it yet. Older kernels answer ENOSYS and we fall back to mincore.
@@ -30,6 +31,21 @@ namespace {
   throw Error(err == ENOENT ? ErrorCode::FileNotFound : ErrorCode::Io, fmt::format("{}: {}", what, std::strerror(err)),
               path);
 }
+
+// File::private_copy's mapping: writable, unmapped with its last holder.
+class PrivateMapping final : public Storage {
+ public:
+  PrivateMapping(void* data, size_t size, std::string path) : path_(std::move(path)) {
+    data_ = static_cast<std::byte*>(data);
+    size_ = size;
+    writable_ = true;
+  }
+  ~PrivateMapping() override { ::munmap(data_, size_); }
+  std::string describe() const override { return fmt::format("private copy-on-write mapping of {} ({} bytes)", path_, size_); }
+
+ private:
+  std::string path_;
+};
 }  // namespace
 
 File::File(std::string path) : path_(std::move(path)) {
@@ -95,6 +111,14 @@ const std::byte* File::mapping() const {
     map_ = static_cast<std::byte*>(p);
   }
   return map_;
+}
+
+std::shared_ptr<Storage> File::private_copy() const {
+  const uint64_t size = current_size();
+  if (size == 0) return nullptr;
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, 0);
+  if (p == MAP_FAILED) throw_errno(fmt::format("mmap of {} bytes failed", size), path_);
+  return std::make_shared<PrivateMapping>(p, size, path_);
 }
 
 uint64_t File::current_size() const {

@@ -11,6 +11,8 @@
 
 namespace wl {
 
+class Storage;
+
 // A local file as a byte source: pread, O_DIRECT through a second descriptor, a lazily made
 // read-only mapping, page-cache residency. Thread-safe.
 class File final : public ByteSource {
@@ -32,6 +34,10 @@ class File final : public ByteSource {
   uint64_t read_direct(uint64_t offset, void* dst, uint64_t length) const override;
   // A mapping of the whole file as it was opened (made once, advised sequential).
   const std::byte* mapping() const override;
+  // A fresh writable copy-on-write mapping of the whole file as it is now (MAP_PRIVATE: writes stay
+  // in it, never reaching the file nor any other mapping), unmapped when its last holder lets go,
+  // which may be after this File is closed and the file deleted; null for an empty file.
+  std::shared_ptr<Storage> private_copy() const;
   uint64_t current_size() const override;  // fstat now
   // Bytes of the file now in the page cache (cachestat, else mincore).
   std::optional<uint64_t> resident_bytes() const override;

@@ -1,6 +1,10 @@
-// zero_copy=true: parameters whose exact bytes the file holds are backed by its mapping.
+// zero_copy=true: parameters whose exact bytes the file holds are backed by its mapping; the rule
+// (stored_view) that decides it.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "loaders/zero_copy.hpp"
 #include "test_util.hpp"
 #include "weightloader/formats/safetensors.hpp"
 #include "weightloader/registry.hpp"
@@ -41,6 +45,32 @@ TEST(ZeroCopy, OffByDefault) {
   const LoadReport r = l->load_weights(m, *src);
   EXPECT_TRUE(r.zero_copy.empty());
   EXPECT_TRUE(m.find("a")->data.storage()->writable());
+}
+
+TEST(ZeroCopy, MisalignedElementsAreReadNotMapped) {
+  const std::vector<float> values = {1.5f, -2.0f, 3.25f};
+  std::vector<std::byte> bytes(sizeof(float) * values.size() + 1);
+  std::memcpy(bytes.data() + 1, values.data(), sizeof(float) * values.size());  // one byte off
+  auto source = WeightSource::from_memory("<memory>", {MemoryTensor{"w", DType::F32, {3}, {}, bytes.data() + 1, nullptr}});
+  const TensorInfo& w = source->at("w");
+  EXPECT_FALSE(stored_view(w, *source, DType::F32));
+  Model m;
+  m.add_parameter("w", {3}, DType::F32);
+  const LoadReport r = WeightLoaderRegistry::global().create("local", {{"zero_copy", true}})->load_weights(m, *source);
+  EXPECT_TRUE(r.zero_copy.empty());
+  EXPECT_EQ(m.find("w")->data.data<float>()[2], 3.25f);
+}
+
+TEST(ZeroCopy, StoredViewNeedsTheStoredDtype) {
+  test::TempDir dir;
+  write_safetensors(dir.file("model.safetensors"), {{"a", iota(DType::F16, {4})}});
+  auto src = WeightLoaderRegistry::global().create("local")->get_weights(dir.path().string());
+  const TensorInfo& a = src->at("a");
+  EXPECT_FALSE(stored_view(a, *src, DType::F32));
+  const std::optional<TensorView> view = stored_view(a, *src, DType::F16);
+  ASSERT_TRUE(view);
+  EXPECT_FALSE(view->storage()->writable());
+  EXPECT_EQ(view->shape(), (Shape{4}));
 }
 
 }  // namespace

@@ -63,6 +63,26 @@ def test_complex64_is_stored_as_c64_pairs_and_read_back(tmp_path):
         assert np.array_equal(f.get_slice("test")[1, 1:], c.numpy()[1, 1:])
 
 
+def test_c64_tensors_are_views_of_the_private_mapping_and_keep_the_metadata(tmp_path):
+    c = torch.tensor([complex(1, -1), complex(2, 0.5)], dtype=torch.complex64)
+    path = tmp_path / "c.safetensors"
+    stt.save_file({"c": c, "x": torch.arange(3.0)}, path, metadata={"k": "v"})
+    before = path.read_bytes()
+    with st.safe_open(path, "pt") as f:
+        assert f.metadata() == {"k": "v"}
+        a, b = f.get_tensor("c"), f.get_tensor("c")
+        assert a.data_ptr() == b.data_ptr()  # one mapping per reader, the C64 bytes viewed as they are
+        a[0] = 0
+        assert torch.equal(b, a)
+    assert path.read_bytes() == before
+    # C64 beside another dtype the library lacks: the library's refusal stands
+    (tmp_path / "f4.safetensors").write_bytes(
+        header_bytes('{"c":{"dtype":"C64","shape":[1],"data_offsets":[0,8]},'
+                     '"f":{"dtype":"F4","shape":[2],"data_offsets":[8,9]}}') + b"\0" * 9)
+    with pytest.raises(st.SafetensorError, match="not support"):
+        st.safe_open(tmp_path / "f4.safetensors", "pt")
+
+
 def test_tensor_spec_checks_and_refusals():
     with pytest.raises(st.SafetensorError, match="Unknown dtype"):
         st.TensorSpec(dtype="complex128", shape=[1], data_ptr=0, data_len=16)

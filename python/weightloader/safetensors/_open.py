@@ -11,7 +11,7 @@ import torch
 
 from .. import _core
 from ..errors import Error
-from ..safe_open import _SIZES, _normalise_index, _open_reader, _open_source, _recognised, _State
+from ..safe_open import _normalise_index, _open_reader, _open_source, _recognised, _State
 from . import _c64, _index
 from ._error import SafetensorError, raised_as_safetensors
 
@@ -159,7 +159,7 @@ def deserialize(bytes):  # noqa: A002  (safetensors' parameter name)
         for name in sorted(state.names, key=lambda n: state.info(n)["offset"]):
             info = state.info(name)
             count = int(np.prod(info["shape"], dtype=np.uint64))
-            buffer = bytearray(count * _SIZES[info["dtype"]])
+            buffer = bytearray(count * _c64.itemsize(info["dtype"]))
             if buffer:
                 source.read_into(name, info["dtype"], ctypes.addressof(ctypes.c_char.from_buffer(buffer)), len(buffer))
             out.append((name, {"shape": list(info["shape"]), "dtype": info["dtype"], "data": buffer}))

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "formats/safetensors/header.hpp"
 #include "formats/safetensors/json_doc.hpp"
 #include "formats/safetensors/utf8.hpp"
 #include "weightloader/error.hpp"
@@ -96,9 +97,9 @@ Entry parse_entry(const std::string& name, const json& value, const std::string&
   return entry;
 }
 
-std::map<std::string, std::string> parse_metadata(const json& value, const std::string& file) {
+std::optional<std::map<std::string, std::string>> parse_metadata(const json& value, const std::string& file) {
+  if (value.is_null()) return std::nullopt;  // the reference reads null as "no metadata"
   std::map<std::string, std::string> metadata;
-  if (value.is_null()) return metadata;  // the reference reads null as "no metadata"
   if (!value.is_object())
     throw Error(ErrorCode::InvalidMetadata,
                 fmt::format("__metadata__ is {}, not an object of strings", brief(value)), file);
@@ -189,8 +190,8 @@ uint64_t safetensors_header_length(std::span<const std::byte> prefix, uint64_t f
   return n;
 }
 
-Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start, uint64_t file_size,
-                                   const std::string& file) {
+SafetensorsHeader parse_stated_safetensors_header(std::string_view header, uint64_t data_start, uint64_t file_size,
+                                                  const std::string& file) {
   if (data_start > file_size)
     throw Error(ErrorCode::InvalidHeaderLength,
                 fmt::format("data buffer would start at {}, past the end of the file ({} bytes)", data_start, file_size),
@@ -208,12 +209,12 @@ Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start,
                 fmt::format("header is JSON {}, not an object of tensors", doc.value.type_name()), file);
   if (doc.repeated) reject_repeated_key(*doc.repeated, file);
 
-  Catalogue catalogue;
+  SafetensorsHeader stated;
   std::vector<Entry> entries;
   entries.reserve(doc.value.size());
   for (const auto& [name, value] : doc.value.items()) {
     if (name == "__metadata__")
-      catalogue.metadata = parse_metadata(value, file);
+      stated.metadata = parse_metadata(value, file);
     else
       entries.push_back(parse_entry(name, value, file));
   }
@@ -231,19 +232,31 @@ Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start,
                                                      : fmt::format("{} bytes missing", buffer_end - buffer_size)),
                 file);
 
-  catalogue.tensors.reserve(entries.size());
-  for (Entry& e : entries) {
-    if (!e.dtype)
+  stated.tensors.reserve(entries.size());
+  for (Entry& e : entries)
+    stated.tensors.push_back({std::move(e.name), std::move(e.dtype_name), e.dtype, std::move(e.shape),
+                              data_start + e.begin, e.end - e.begin});
+  return stated;
+}
+
+Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start, uint64_t file_size,
+                                   const std::string& file) {
+  SafetensorsHeader stated = parse_stated_safetensors_header(header, data_start, file_size, file);
+  Catalogue catalogue;
+  catalogue.metadata = std::move(stated.metadata).value_or(std::map<std::string, std::string>{});
+  catalogue.tensors.reserve(stated.tensors.size());
+  for (SafetensorsHeader::Tensor& t : stated.tensors) {
+    if (!t.dtype)
       throw Error(ErrorCode::UnsupportedDType,
-                  fmt::format("dtype {} is valid safetensors but weightloader does not support it", e.dtype_name),
-                  file, e.name);
+                  fmt::format("dtype {} is valid safetensors but weightloader does not support it", t.dtype_name),
+                  file, t.name);
     TensorInfo info;
-    info.name = std::move(e.name);
-    info.dtype = *e.dtype;
-    info.shape = std::move(e.shape);
+    info.name = std::move(t.name);
+    info.dtype = *t.dtype;
+    info.shape = std::move(t.shape);
     info.file = file;
-    info.offset = data_start + e.begin;
-    info.nbytes = e.end - e.begin;
+    info.offset = t.offset;
+    info.nbytes = t.nbytes;
     catalogue.tensors.push_back(std::move(info));
   }
   return catalogue;

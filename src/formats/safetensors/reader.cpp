@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 
+#include "formats/safetensors/header.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/safetensors.hpp"
 
@@ -29,13 +30,24 @@ bool sniff_safetensors(std::span<const std::byte> head, uint64_t file_size) {
   return false;
 }
 
-}  // namespace
-
-Catalogue read_safetensors_catalogue(const ByteSource& file) {
+// The header's bytes, after its length prefix has been checked.
+std::string header_bytes(const ByteSource& file) {
   std::array<std::byte, 8> prefix{};
   const uint64_t got = file.read_up_to(0, prefix.data(), prefix.size());
   const uint64_t n = safetensors_header_length(std::span(prefix.data(), got), file.size(), file.name());
-  return parse_safetensors_header(file.read_string(8, n), 8 + n, file.size(), file.name());
+  return file.read_string(8, n);
+}
+
+}  // namespace
+
+Catalogue read_safetensors_catalogue(const ByteSource& file) {
+  const std::string header = header_bytes(file);
+  return parse_safetensors_header(header, 8 + header.size(), file.size(), file.name());
+}
+
+SafetensorsHeader read_stated_safetensors_header(const ByteSource& file) {
+  const std::string header = header_bytes(file);
+  return parse_stated_safetensors_header(header, 8 + header.size(), file.size(), file.name());
 }
 
 Catalogue read_safetensors_catalogue(const std::string& path) { return read_safetensors_catalogue(*default_opener()->open(path)); }
