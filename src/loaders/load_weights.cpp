@@ -56,36 +56,86 @@ std::string scheme_hint(const std::vector<std::string>& unexpected, const std::v
                      ours.to_string());
 }
 
-}  // namespace
+// Where each checkpoint name goes: a parameter and which of its shards (-1: all of it).
+struct Target {
+  Parameter* param;
+  int shard;
+};
 
-LoadPlan plan_load(Model& model, const WeightSource& source, const LoadOptions& options) {
-  if (options.auto_names) {
-    AutoNameMap automatic = auto_name_map(model, source, options);
-    LoadOptions renamed_options = options;
-    renamed_options.auto_names = false;
-    renamed_options.names = NameMapping{};
-    std::shared_ptr<const WeightSource> renamed(std::move(automatic.renamed));
-    LoadPlan plan = plan_load(model, *renamed, renamed_options);
-    plan.skipped.insert(plan.skipped.begin(), automatic.skipped.begin(), automatic.skipped.end());
-    plan.names = automatic.match;
-    plan.renamed = std::move(renamed);
-    return plan;
-  }
-  LoadPlan plan;
-  plan.source = source.origin();
-  plan.format = source.format();
-
-  // Where each checkpoint name goes: a parameter and which of its shards (-1: all of it).
-  struct Target {
-    Parameter* param;
-    int shard;
-  };
+std::unordered_map<std::string, std::vector<Target>> targets_of(Model& model) {
   std::unordered_map<std::string, std::vector<Target>> targets;
   for (Parameter& p : model.parameters()) {
     if (p.shards.empty()) targets[p.name].push_back({&p, -1});
     for (size_t i = 0; i < p.shards.size(); ++i) targets[p.shards[i].from].push_back({&p, int(i)});
   }
+  return targets;
+}
 
+// A whole tensor into its parameter: false (a shape error recorded) when the shapes disagree and
+// allow_reshape does not accept it.
+bool plan_whole(PlannedRead& read, LoadPlan& plan, const LoadOptions& options) {
+  const TensorInfo& t = *read.tensor;
+  const Parameter& p = *read.param;
+  if (p.shape() != t.shape) {
+    if (!options.allow_reshape || shape_numel(p.shape()) != t.numel()) {
+      plan.shape_errors.push_back(fmt::format("'{}' is {} in the checkpoint but parameter '{}' is {}{}", t.name,
+                                              shape_to_string(t.shape), p.name, shape_to_string(p.shape()),
+                                              shape_numel(p.shape()) == t.numel() ? " (same element count: pass allow_reshape=true to accept)" : ""));
+      return false;
+    }
+    plan.reshaped.push_back({p.name, t.shape, p.shape()});
+  }
+  read.zero_copy_candidate = options.zero_copy && options.io.device.is_cpu();  // a mapping is host memory
+  read.bytes_written = p.data.numel() * dtype_size(p.dtype());
+  return true;
+}
+
+// A slice of a tensor into rows of its parameter (ParameterShard): false (a shape error recorded)
+// when the slice does not fit there.
+bool plan_shard(PlannedRead& read, LoadPlan& plan) {
+  const TensorInfo& t = *read.tensor;
+  Parameter& p = *read.param;
+  const ParameterShard& shard = p.shards[size_t(read.shard)];
+  const Shape got = WeightSource::slice_shape(t, shard.slice);
+  const Shape& want = p.shape();
+  const bool fits = !want.empty() && got.size() == want.size() && std::equal(got.begin() + 1, got.end(), want.begin() + 1) &&
+                    shard.row_offset <= want[0] && got[0] <= want[0] - shard.row_offset;
+  if (!fits) {
+    plan.shape_errors.push_back(fmt::format("'{}' (slice [{}, {}) of dim {}) is {} but must fill rows from {} of parameter '{}' {}",
+                                            t.name, shard.slice.begin, std::min(shard.slice.end, t.shape.empty() ? 0 : t.shape[shard.slice.dim]),
+                                            shard.slice.dim, shape_to_string(got), shard.row_offset, p.name,
+                                            shape_to_string(want)));
+    return false;
+  }
+  read.request.slice = shard.slice;
+  const uint64_t row_elements = want[0] ? p.data.numel() / want[0] : 0;
+  read.request.dst = p.data.raw() + shard.row_offset * row_elements * dtype_size(p.dtype());
+  read.bytes_written = shape_numel(got) * dtype_size(p.dtype());
+  return true;
+}
+
+// name_map=auto: the plan of the checkpoint renamed by the best scheme mapping.
+LoadPlan plan_auto_named(Model& model, const WeightSource& source, const LoadOptions& options) {
+  AutoNameMap automatic = auto_name_map(model, source, options);
+  LoadOptions renamed_options = options;
+  renamed_options.auto_names = false;
+  renamed_options.names = NameMapping{};
+  std::shared_ptr<const WeightSource> renamed(std::move(automatic.renamed));
+  LoadPlan plan = plan_load(model, *renamed, renamed_options);
+  plan.skipped.insert(plan.skipped.begin(), automatic.skipped.begin(), automatic.skipped.end());
+  plan.names = automatic.match;
+  plan.renamed = std::move(renamed);
+  return plan;
+}
+
+}  // namespace
+
+LoadPlan plan_load(Model& model, const WeightSource& source, const LoadOptions& options) {
+  if (options.auto_names) return plan_auto_named(model, source, options);
+  LoadPlan plan;
+  plan.source = source.origin();
+  plan.format = source.format();
+  const auto targets = targets_of(model);
   std::map<std::pair<const Parameter*, int>, std::string> filled;  // target → checkpoint name
   std::unordered_set<const Parameter*> listed;                     // in plan.loaded / converted
   for (const TensorInfo& t : source.tensors()) {
@@ -107,43 +157,11 @@ LoadPlan plan_load(Model& model, const WeightSource& source, const LoadOptions& 
                     fmt::format("checkpoint tensors '{}' and '{}' both map onto parameter '{}'", it->second, t.name, p->name),
                     source.origin(), t.name);
       PlannedRead read{&t, p, target.shard, ReadRequest{&t, Slice{}, p->dtype(), p->data.raw()}, 0, false};
-      uint64_t elements = p->data.numel();
-      if (target.shard < 0) {
-        if (p->shape() != t.shape) {
-          if (options.allow_reshape && shape_numel(p->shape()) == t.numel()) {
-            plan.reshaped.push_back({p->name, t.shape, p->shape()});
-          } else {
-            plan.shape_errors.push_back(fmt::format("'{}' is {} in the checkpoint but parameter '{}' is {}{}", t.name,
-                                                    shape_to_string(t.shape), p->name, shape_to_string(p->shape()),
-                                                    shape_numel(p->shape()) == t.numel() ? " (same element count: pass allow_reshape=true to accept)" : ""));
-            continue;
-          }
-        }
-        read.zero_copy_candidate = options.zero_copy && options.io.device.is_cpu();  // a mapping is host memory
-      } else {
-        const ParameterShard& shard = p->shards[size_t(target.shard)];
-        const Shape got = WeightSource::slice_shape(t, shard.slice);
-        const Shape& want = p->shape();
-        const bool fits = !want.empty() && got.size() == want.size() &&
-                          std::equal(got.begin() + 1, got.end(), want.begin() + 1) && shard.row_offset <= want[0] &&
-                          got[0] <= want[0] - shard.row_offset;
-        if (!fits) {
-          plan.shape_errors.push_back(fmt::format("'{}' (slice [{}, {}) of dim {}) is {} but must fill rows from {} of parameter '{}' {}",
-                                                  t.name, shard.slice.begin, std::min(shard.slice.end, t.shape.empty() ? 0 : t.shape[shard.slice.dim]),
-                                                  shard.slice.dim, shape_to_string(got), shard.row_offset, p->name,
-                                                  shape_to_string(want)));
-          continue;
-        }
-        elements = shape_numel(got);
-        read.request.slice = shard.slice;
-        const uint64_t row_elements = want[0] ? p->data.numel() / want[0] : 0;
-        read.request.dst = p->data.raw() + shard.row_offset * row_elements * dtype_size(p->dtype());
-      }
+      if (!(target.shard < 0 ? plan_whole(read, plan, options) : plan_shard(read, plan))) continue;
       if (listed.insert(p).second) {
         if (t.stored_type() != dtype_name(p->dtype())) plan.converted.push_back({p->name, t.stored_type(), p->dtype()});
         plan.loaded.push_back(p->name);
       }
-      read.bytes_written = elements * dtype_size(p->dtype());
       plan.reads.push_back(read);
     }
   }
