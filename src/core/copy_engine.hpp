@@ -1,6 +1,6 @@
 // The seam between the I/O engine's device destination and a device: page-locked host memory,
 // device memory and asynchronous host-to-device copies that complete in the background. CUDA is
-// one implementation (src/cuda); an emulated device (core/emulated_device.hpp) is the other, so
+// one implementation (src/cuda); an emulated device (tests/support/emulated_device.hpp) is the other, so
 // that the pipeline around it is tested without a GPU.
 #pragma once
 

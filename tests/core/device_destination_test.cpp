@@ -8,7 +8,7 @@
 #include <cstring>
 #include <thread>
 
-#include "core/emulated_device.hpp"
+#include "support/emulated_device.hpp"
 #include "core/io_engine.hpp"
 #include "test_util.hpp"
 #include "weightloader/dtype_convert.hpp"

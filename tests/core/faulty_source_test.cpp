@@ -1,6 +1,6 @@
 // The I/O engine's error paths, reproduced through a faulty byte source: short reads, a failing
 // read, corrupted bytes, and a cancelled load that must stop every reader.
-#include "core/faulty_source.hpp"
+#include "support/faulty_source.hpp"
 
 #include <gtest/gtest.h>
 

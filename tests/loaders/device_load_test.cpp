@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/device_registry.hpp"
-#include "core/emulated_device.hpp"
+#include "support/emulated_device.hpp"
 #include "test_util.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/registry.hpp"

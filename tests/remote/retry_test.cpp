@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/faulty_source.hpp"
+#include "support/faulty_source.hpp"
 #include "test_util.hpp"
 
 namespace wl::remote {

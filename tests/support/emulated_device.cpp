@@ -1,4 +1,4 @@
-#include "core/emulated_device.hpp"
+#include "support/emulated_device.hpp"
 
 #include <sys/mman.h>
 

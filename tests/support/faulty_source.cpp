@@ -1,4 +1,4 @@
-#include "core/faulty_source.hpp"
+#include "support/faulty_source.hpp"
 
 #include <thread>
 
