@@ -9,11 +9,11 @@
 
 namespace wl {
 
-// `source` under normalised names: GGUF's Llama names as Hugging Face's (blk.0.attn_q.weight ->
-// model.layers.0.self_attn.q_proj.weight; the GGUF reader already presents q/k rows in Hugging
-// Face's order), then `mapping` (a loader's strip_prefix, renames, drops). The one place that
-// decides it, so that automatic scheme matching can take over here. The result shares the
-// source's opened files; DuplicateTensorName when two tensors end up with one name.
+// `source` under normalised names: its names (a GGUF Llama's already Hugging Face's, as the "gguf"
+// format entry presents them, defined beside this in src/loaders/normalised_names.cpp) through
+// `mapping` (a loader's strip_prefix, renames, drops). The one place that decides it, so that
+// automatic scheme matching can take over here. The result shares the source's opened files;
+// DuplicateTensorName when two tensors end up with one name.
 WL_API std::unique_ptr<WeightSource> with_normalised_names(const WeightSource& source, const NameMapping& mapping = {});
 
 }  // namespace wl

@@ -1,13 +1,17 @@
-// Naming schemes of Llama-family checkpoints and models (Hugging Face, Meta, torchtune, GGUF,
-// vLLM's fused parameters), recognised from the names alone, and the translation between them
-// through one canonical scheme (Hugging Face's names).
+// The naming module (src/naming/): the naming schemes of Llama-family checkpoints and models
+// (Hugging Face, Meta, torchtune, GGUF, vLLM's fused parameters), recognised from the names alone,
+// the translation between them through one canonical scheme (Hugging Face's names), and the rotary
+// row orders that go with them. Loaders, the converter and the formats that store Llama layouts
+// (llama2.c) all name and reorder through it.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "weightloader/error.hpp"
 #include "weightloader/export.hpp"
 
 namespace wl {
@@ -32,6 +36,30 @@ WL_API std::optional<CanonicalName> to_canonical(std::string_view scheme, std::s
 WL_API std::optional<std::string> from_canonical(std::string_view scheme, std::string_view canonical);
 // Whether the scheme stores q/k rows in Meta's interleaved rotary layout (meta, torchtune, gguf).
 WL_API bool interleaved_rotary(std::string_view scheme);
+
+// The two rotary layouts of a q/k projection of `rows` = heads * d rows: Meta's interleaved one
+// (Meta, GGUF, llama2.c, torchtune) and Hugging Face's, each head's two rotary halves in turn.
+enum class RotaryOrder {
+  InterleavedAsHf,  // reads an interleaved tensor in Hugging Face's layout
+  HfAsInterleaved,  // reads (or writes) a Hugging Face tensor in the interleaved layout
+};
+
+// Where a head count came from, to name it when it does not split a projection's rows: the code
+// of the checkpoint's own format (GgufHeadCount, ConfigInvalid, Llama2cInconsistentHeads), the
+// field holding the count ("llama.attention.head_count_kv", "params.json field 'n_heads'") and
+// the file the error names.
+struct HeadCountOrigin {
+  ErrorCode code;
+  std::string field;
+  std::string file;
+};
+
+// The order that reads a projection in the other layout: order[i] is the stored row that becomes
+// row i (TensorInfo::row_order; GgufWriteEntry::row_order). The one implementation of the
+// permutation. Throws origin.code, naming origin.file, origin.field and `tensor`, unless
+// heads > 0 and rows is a multiple of 2 * heads.
+WL_API std::vector<uint64_t> rotary_row_order(uint64_t rows, uint64_t heads, RotaryOrder order,
+                                              const HeadCountOrigin& origin, const std::string& tensor);
 // Whether `name` (without its wrapper prefix) is a tensor the scheme carries that no model takes
 // (Meta's rope.freqs, Hugging Face's rotary_emb.inv_freq).
 WL_API bool scheme_drops(std::string_view scheme, std::string_view name);

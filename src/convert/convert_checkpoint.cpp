@@ -16,6 +16,7 @@
 #include "weightloader/formats/gguf.hpp"
 #include "weightloader/formats/llama2c.hpp"
 #include "weightloader/formats/safetensors.hpp"
+#include "weightloader/name_schemes.hpp"
 #include "weightloader/engine/tokenizer.hpp"
 
 namespace wl {
@@ -107,6 +108,22 @@ GgufMetadata gguf_llama_metadata(const WeightSource& s, const LlamaHeads& h, con
                 fmt::format("the tokenizer has {} tokens but the model's embedding {} rows", n, embed[0]), tokenizer);
   meta.merge(tok);
   return meta;
+}
+
+// A tensor as GGUF stores it: named through the "gguf" naming scheme and, in a Llama, with its q/k
+// rows interleaved as llama.cpp runs them (a Qwen2 keeps Hugging Face's halves: llama.cpp runs it
+// NEOX-style).
+GgufWriteEntry gguf_entry(const TensorInfo& t, GgmlType type, const LlamaHeads& h, const std::string& arch,
+                          const std::string& out) {
+  GgufWriteEntry e{from_canonical("gguf", t.name).value_or(t.name), t.shape, type, {}};
+  const auto canonical = to_canonical("hf", t.name);
+  if (arch == "llama" && canonical && canonical->rotary && t.numel() > 0) {
+    const HeadCountOrigin origin{ErrorCode::GgufHeadCount,
+                                 canonical->kv ? "llama.attention.head_count_kv" : "llama.attention.head_count", out};
+    e.row_order = rotary_row_order(t.shape[0], canonical->kv ? h.kv_heads : h.heads, RotaryOrder::HfAsInterleaved,
+                                   origin, t.name);
+  }
+  return e;
 }
 
 // Reports the source's stored bytes as tensors are read (ConvertOptions::progress).
@@ -273,10 +290,9 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
       for (const TensorInfo& t : s.tensors()) {
         GgmlType ty = t.shape.size() == 2 ? target.type : GgmlType::F32;
         if (ty == GgmlType::Q8_0 && t.shape.back() % 32 != 0) ty = GgmlType::F16;
-        // Qwen2 keeps Hugging Face's rotary halves (llama.cpp runs it NEOX-style): renamed, not permuted.
-        entries.push_back({arch == "llama" ? t.name : hf_llama_name_to_gguf(t.name).value_or(t.name), t.shape, ty});
+        entries.push_back(gguf_entry(t, ty, h, arch, out));
       }
-      GgufStreamWriter writer(out, entries, meta, GgufWriteOptions{.hf_llama = arch == "llama"});
+      GgufStreamWriter writer(out, entries, meta);
       for (const TensorInfo& t : s.tensors()) {
         TensorView v = s.load(t, DType::F32);
         writer.write_tensor(v);

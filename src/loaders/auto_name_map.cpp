@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "weightloader/error.hpp"
-#include "weightloader/formats/gguf.hpp"
 #include "weightloader/name_schemes.hpp"
 
 namespace wl {
@@ -120,33 +119,45 @@ Candidate score(const DetectedScheme& from, const DetectedScheme& to, const std:
   return c;
 }
 
-// Head counts for the q and k projections, from the configuration the checkpoint carries.
-std::optional<std::pair<uint64_t, uint64_t>> head_counts(const WeightSource& source) {
+// The head counts of the q and k projections, each with where it came from (for its error).
+struct HeadCounts {
+  uint64_t q = 0, k = 0;
+  HeadCountOrigin q_origin, k_origin;
+};
+
+// Head counts from the configuration the checkpoint carries, named after the checkpoint's own
+// format: params.json and config.json fields (ConfigInvalid), GGUF keys (GgufHeadCount), the
+// llama2.c header's fields (Llama2cInconsistentHeads).
+std::optional<HeadCounts> head_counts(const WeightSource& source) {
   const auto& m = source.metadata();
-  auto from_json = [&](const char* file, const char* heads, const char* kv) -> std::optional<std::pair<uint64_t, uint64_t>> {
+  auto counts = [&](uint64_t h, std::optional<uint64_t> k, ErrorCode code, const std::string& heads_field,
+                    const std::string& kv_field) {
+    return HeadCounts{h, k.value_or(h), {code, heads_field, source.origin()}, {code, k ? kv_field : heads_field, source.origin()}};
+  };
+  auto from_json = [&](const char* file, const char* heads, const char* kv) -> std::optional<HeadCounts> {
     auto it = m.find(file);
     if (it == m.end()) return std::nullopt;
     const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
     if (!j.is_object() || !j.contains(heads) || !j[heads].is_number_unsigned()) return std::nullopt;
-    const uint64_t h = j[heads].get<uint64_t>();
-    const uint64_t k = j.contains(kv) && j[kv].is_number_unsigned() ? j[kv].get<uint64_t>() : h;
-    return std::pair{h, k};
+    const bool has_kv = j.contains(kv) && j[kv].is_number_unsigned();
+    return counts(j[heads].get<uint64_t>(), has_kv ? std::optional(j[kv].get<uint64_t>()) : std::nullopt,
+                  ErrorCode::ConfigInvalid, fmt::format("{} field '{}'", file, heads), fmt::format("{} field '{}'", file, kv));
   };
-  auto from_keys = [&](const char* heads, const char* kv) -> std::optional<std::pair<uint64_t, uint64_t>> {
+  auto from_keys = [&](const char* heads, const char* kv, ErrorCode code) -> std::optional<HeadCounts> {
     auto it = m.find(heads);
     if (it == m.end()) return std::nullopt;
     try {
-      const uint64_t h = std::stoull(it->second);
       auto k = m.find(kv);
-      return std::pair{h, k == m.end() ? h : std::stoull(k->second)};
+      return counts(std::stoull(it->second), k == m.end() ? std::nullopt : std::optional(std::stoull(k->second)), code,
+                    heads, kv);
     } catch (const std::exception&) {
       return std::nullopt;
     }
   };
   if (auto h = from_json("params.json", "n_heads", "n_kv_heads")) return h;
   if (auto h = from_json("config.json", "num_attention_heads", "num_key_value_heads")) return h;
-  if (auto h = from_keys("llama.attention.head_count", "llama.attention.head_count_kv")) return h;
-  return from_keys("n_heads", "n_kv_heads");
+  if (auto h = from_keys("llama.attention.head_count", "llama.attention.head_count_kv", ErrorCode::GgufHeadCount)) return h;
+  return from_keys("n_heads", "n_kv_heads", ErrorCode::Llama2cInconsistentHeads);
 }
 
 // q/k rows of `t` read in the other rotary layout: interleaved → Hugging Face's halves, or back.
@@ -158,12 +169,10 @@ void reorder_rotary(TensorInfo& t, bool k, bool from_interleaved, const WeightSo
                 "its q/k rows must change rotary layout, which needs the number of attention heads: no params.json, "
                 "config.json or GGUF llama.attention.head_count beside the checkpoint",
                 source.origin(), t.name);
-  std::vector<uint64_t> order;
-  try {
-    order = rotary_interleaved_to_hf_rows(t.shape[0], k ? heads->second : heads->first, !from_interleaved);
-  } catch (const Error& e) {
-    throw Error(e.code(), e.message() + " (converting the rotary layout)", source.origin(), t.name);
-  }
+  const std::vector<uint64_t> order =
+      rotary_row_order(t.shape[0], k ? heads->k : heads->q,
+                       from_interleaved ? RotaryOrder::InterleavedAsHf : RotaryOrder::HfAsInterleaved,
+                       k ? heads->k_origin : heads->q_origin, t.name);
   std::vector<uint64_t> composed(order.size());
   for (size_t i = 0; i < order.size(); ++i) composed[i] = t.row_order.empty() ? order[i] : t.row_order[order[i]];
   t.row_order = std::move(composed);

@@ -11,7 +11,6 @@
 #include "loaders/builtin_loaders.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
-#include "weightloader/formats/gguf.hpp"
 #include "weightloader/name_schemes.hpp"
 #include "weightloader/registry.hpp"
 
@@ -41,6 +40,7 @@ std::vector<std::string> shard_files(const Opener& files, const std::string& dir
 
 struct Params {
   uint64_t dim = 0, n_heads = 0, n_kv_heads = 0;
+  const char* kv_field = "n_kv_heads";  // where n_kv_heads came from: "n_heads" when params.json has none
 };
 
 Params read_params(const std::string& text, const std::string& file) {
@@ -59,7 +59,10 @@ Params read_params(const std::string& text, const std::string& file) {
   p.dim = field("dim", true);
   p.n_heads = field("n_heads", true);
   p.n_kv_heads = field("n_kv_heads", false);
-  if (!p.n_kv_heads) p.n_kv_heads = p.n_heads;
+  if (!p.n_kv_heads) {
+    p.n_kv_heads = p.n_heads;
+    p.kv_field = "n_heads";
+  }
   return p;
 }
 
@@ -140,11 +143,11 @@ class MetaLoader final : public WeightLoader {
       }
       // An empty tensor has no rows to reorder (and its row count, unbounded by the file, must not size an allocation).
       if (canonical->rotary && whole.numel() > 0) {
-        try {
-          whole.row_order = rotary_interleaved_to_hf_rows(whole.shape.at(0), canonical->kv ? params.n_kv_heads : params.n_heads);
-        } catch (const Error& e) {
-          throw Error(ErrorCode::ConfigInvalid, e.message() + " (heads from params.json)", dir, t.name);
-        }
+        const HeadCountOrigin origin{ErrorCode::ConfigInvalid,
+                                     fmt::format("params.json field '{}'", canonical->kv ? params.kv_field : "n_heads"),
+                                     params_file};
+        whole.row_order = rotary_row_order(whole.shape.at(0), canonical->kv ? params.n_kv_heads : params.n_heads,
+                                           RotaryOrder::InterleavedAsHf, origin, t.name);
       }
       tensors.push_back(std::move(whole));
     }

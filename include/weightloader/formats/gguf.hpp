@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -119,53 +120,42 @@ struct WL_API GgufFile {
 WL_API GgufFile read_gguf(const ByteSource& source);
 WL_API GgufFile read_gguf(const std::string& path);  // by name, through default_opener()
 
-// Tensor names in a catalogue. HuggingFace: for general.architecture "llama", GGUF names become
-// Hugging Face names (token_embd.weight -> model.embed_tokens.weight, ...) and the q/k projections
-// are presented in Hugging Face's rotary layout through TensorInfo::row_order; other architectures
-// keep their names. Raw: names and rows exactly as stored.
-enum class GgufNames { HuggingFace, Raw };
-
-// A catalogue of a GGUF checkpoint. When `path` is the first file of a split model
-// (<name>-00001-of-0000N.gguf, split.count = N), every split is read and checked against the others;
-// the metadata is the first split's. Tensor dtypes: F32, F16, BF16, F64, I8, I16, I32, I64 raw;
-// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K decoded to F32 through TensorInfo::decoder.
+// A catalogue of a GGUF checkpoint: its tensors under their stored names, with their stored rows.
+// When `path` is the first file of a split model (<name>-00001-of-0000N.gguf, split.count = N),
+// every split is read and checked against the others; the metadata is the first split's. Tensor
+// dtypes: F32, F16, BF16, F64, I8, I16, I32, I64 raw; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K
+// decoded to F32 through TensorInfo::decoder.
 // Throws everything read_gguf does, plus GgufUnsupportedTensorType, GgufSplitMismatch,
-// GgufSplitMissing, TensorInTwoFiles, GgufHeadCount, and DuplicateTensorName when a mapped name
-// collides with another tensor's.
+// GgufSplitMissing and TensorInTwoFiles.
 // `opener` finds the other splits beside the first.
-WL_API Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener, GgufNames names = GgufNames::HuggingFace);
-WL_API Catalogue read_gguf_catalogue(const std::string& path, GgufNames names = GgufNames::HuggingFace);  // by name, through default_opener()
+WL_API Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener);
+WL_API Catalogue read_gguf_catalogue(const std::string& path);  // by name, through default_opener()
 
-// The format entry: "GGUF" followed by version 2 or 3. Reads with GgufNames::HuggingFace.
+// Whether a file's first bytes are "GGUF" followed by version 2 or 3.
+WL_API bool is_gguf(std::span<const std::byte> head, uint64_t file_size);
+
+// The format entry loaders use (FormatList::global() lists it): files recognised by is_gguf, read
+// by read_gguf_catalogue, then presented by the loading layer through the "gguf" naming scheme
+// (src/loaders/normalised_names.cpp): for general.architecture "llama", Hugging Face names
+// (token_embd.weight -> model.embed_tokens.weight, ...) and q/k rows in Hugging Face's rotary
+// layout through TensorInfo::row_order; other architectures keep their names. Besides
+// read_gguf_catalogue's errors it throws GgufHeadCount (llama.attention.head_count(_kv) missing,
+// not a positive integer, or not splitting the rows), GgufUnsupportedTensorType (quantised rows
+// that are not whole blocks cannot be reordered) and DuplicateTensorName when a presented name
+// collides with another tensor's.
 WL_API const FileFormat& gguf_format();
-
-// Llama tensor names: token_embd, output_norm, output, blk.N.{attn_norm, attn_q, attn_k, attn_v,
-// attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down}, each with any suffix (.weight, .bias).
-// nullopt for names outside that list (rope_freqs, ...), which keep their names.
-WL_API std::optional<std::string> gguf_llama_name_to_hf(std::string_view gguf_name);
-WL_API std::optional<std::string> hf_llama_name_to_gguf(std::string_view hf_name);
-
-// Rows of a q/k projection of `rows` = heads * d rows. Returns order[i] = the interleaved
-// (GGUF / Meta) row holding Hugging Face row i; that is TensorInfo::row_order for reading an
-// interleaved tensor as HF. Its inverse (order[j] = the HF row holding interleaved row j) comes
-// with `inverse`. Throws GgufHeadCount unless heads > 0 and rows is a multiple of 2 * heads.
-WL_API std::vector<uint64_t> rotary_interleaved_to_hf_rows(uint64_t rows, uint64_t heads, bool inverse = false);
 
 // --- writing ---
 
 // A tensor the writer will receive: stored as `type` (F32, F16, BF16 or Q8_0).
+// The name is stored as given; the caller chooses it (the converter: through the "gguf" naming scheme).
 struct GgufWriteEntry {
   std::string name;
   Shape shape;  // PyTorch order; for Q8_0 the last dimension must be a multiple of 32
   GgmlType type = GgmlType::F32;
-};
-
-struct GgufWriteOptions {
-  // The entries carry Hugging Face Llama names: write them under their GGUF names and store the
-  // q_proj/k_proj rows in the interleaved rotary layout, taking the head counts from the metadata
-  // (llama.attention.head_count, and llama.attention.head_count_kv, which defaults to it).
-  // Reading the file back with GgufNames::HuggingFace then gives the original tensors.
-  bool hf_llama = false;
+  // Stored row j is the tensor's row row_order[j] (e.g. q/k rows interleaved, as llama.cpp reads
+  // a Llama); empty: the rows as given. Rows along dim 0; for Q8_0 each row must be whole blocks.
+  std::vector<uint64_t> row_order = {};
 };
 
 // Writes a GGUF v3 file whose tensors arrive one after the other, so a checkpoint never has to be
@@ -175,11 +165,10 @@ struct GgufWriteOptions {
 // that every tensor came and moves the file into place; without it `path` is left untouched.
 // Alignment 32 unless the metadata sets general.alignment (a UINT32 power of two).
 // Throws InvalidArgument, DuplicateTensorName, GgufNameTooLong, GgufEmptyKey, GgufBadAlignment,
-// GgufRowNotBlockMultiple, ShapeMismatch and GgufHeadCount.
+// GgufRowNotBlockMultiple and ShapeMismatch.
 class WL_API GgufStreamWriter {
  public:
-  GgufStreamWriter(std::string path, std::vector<GgufWriteEntry> entries, const GgufMetadata& metadata = {},
-                   GgufWriteOptions options = {});
+  GgufStreamWriter(std::string path, std::vector<GgufWriteEntry> entries, const GgufMetadata& metadata = {});
   ~GgufStreamWriter();
   GgufStreamWriter(const GgufStreamWriter&) = delete;
   GgufStreamWriter& operator=(const GgufStreamWriter&) = delete;
@@ -197,10 +186,11 @@ struct GgufWriteTensor {
   std::string name;
   TensorView tensor;
   GgmlType type = GgmlType::F32;
+  std::vector<uint64_t> row_order = {};  // as GgufWriteEntry::row_order
 };
 
 // Writes `tensors` in the order given (through GgufStreamWriter).
 WL_API void write_gguf(const std::string& path, const std::vector<GgufWriteTensor>& tensors,
-                const GgufMetadata& metadata = {}, GgufWriteOptions options = {});
+                const GgufMetadata& metadata = {});
 
 }  // namespace wl

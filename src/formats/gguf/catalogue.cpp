@@ -1,8 +1,7 @@
-// GGUF files as catalogues: split models read as one, Llama names and rotary layout presented the
-// Hugging Face way, and the format entry that recognises GGUF files.
+// GGUF files as catalogues of their stored names and rows, split models read as one, and how a
+// GGUF file is recognised.
 #include <cstring>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -76,19 +75,6 @@ std::vector<GgufFile> read_splits(const ByteSource& source, const Opener& opener
   return files;
 }
 
-// A head count from the metadata, for presenting q/k rows in the Hugging Face layout.
-uint64_t head_count(const GgufFile& first, std::string_view key, const std::string& tensor) {
-  const GgufValue* v = first.find(key);
-  const auto n = v ? gguf_value_to_uint(*v) : std::nullopt;
-  if (!n || *n == 0)
-    throw Error(ErrorCode::GgufHeadCount,
-                fmt::format("{} is {}; it must be a positive integer to present the q/k rows in Hugging Face's "
-                            "layout (read with GgufNames::Raw to keep the stored layout)",
-                            key, v ? gguf_value_to_string(*v) : "missing"),
-                first.path, tensor);
-  return *n;
-}
-
 TensorInfo tensor_info(const GgufFile& file, const GgufTensorRecord& record) {
   TensorInfo info;
   info.name = record.name;
@@ -111,80 +97,33 @@ TensorInfo tensor_info(const GgufFile& file, const GgufTensorRecord& record) {
   return info;
 }
 
-// Renames Llama tensors to Hugging Face names and orders q/k rows the Hugging Face way.
-void present_as_hf_llama(const GgufFile& first, TensorInfo& info) {
-  const auto hf = gguf_llama_name_to_hf(info.name);
-  if (!hf) return;
-  const bool q = hf->find(".self_attn.q_proj.") != std::string::npos;
-  const bool k = hf->find(".self_attn.k_proj.") != std::string::npos;
-  // A q/k tensor with no elements has nothing to reorder (and its row count, unbounded by the
-  // file's bytes, must not size an allocation: found by fuzz_gguf).
-  if ((q || k) && info.numel() > 0) {
-    const uint64_t heads = k && first.find("llama.attention.head_count_kv")
-                               ? head_count(first, "llama.attention.head_count_kv", info.name)
-                               : head_count(first, "llama.attention.head_count", info.name);
-    const uint64_t rows = info.shape.empty() ? 1 : info.shape[0];
-    if (info.decoder && rows > 0 && (info.numel() / rows) % info.decoder->block_elems() != 0)
-      throw Error(ErrorCode::GgufUnsupportedTensorType,
-                  fmt::format("{} rows of {} elements are not whole blocks, so they cannot be reordered into Hugging "
-                              "Face's rotary layout (read with GgufNames::Raw to keep the stored layout)",
-                              info.decoder->name(), info.numel() / rows),
-                  first.path, info.name);
-    try {
-      info.row_order = rotary_interleaved_to_hf_rows(rows, heads);
-    } catch (const Error& e) {
-      throw Error(e.code(), e.message() + fmt::format(" (heads from llama.attention.head_count{})", k ? "_kv" : ""),
-                  first.path, info.name);
-    }
-  }
-  info.name = *hf;
-}
-
 }  // namespace
 
-Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener, GgufNames names) {
+Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener) {
   const std::vector<GgufFile> files = read_splits(source, opener);
-  const GgufFile& first = files.front();
   Catalogue out;
-  for (const auto& [key, value] : first.metadata) out.metadata.emplace(key, gguf_value_to_string(value));
-  const auto* arch = first.get<std::string>("general.architecture");
-  const bool hf_llama = names == GgufNames::HuggingFace && arch && *arch == "llama";
-
+  for (const auto& [key, value] : files.front().metadata) out.metadata.emplace(key, gguf_value_to_string(value));
   std::unordered_map<std::string, const std::string*> file_of;  // stored name -> its split
-  std::unordered_set<std::string> presented;
   for (const GgufFile& file : files) {
     for (const GgufTensorRecord& record : file.tensors) {
       const auto [it, fresh] = file_of.emplace(record.name, &file.path);
       if (!fresh)
         throw Error(ErrorCode::TensorInTwoFiles, fmt::format("also in split {}", *it->second), file.path, record.name);
-      TensorInfo info = tensor_info(file, record);
-      if (hf_llama) present_as_hf_llama(first, info);
-      if (!presented.insert(info.name).second)
-        throw Error(ErrorCode::DuplicateTensorName,
-                    fmt::format("stored tensor '{}' is presented as '{}', a name another tensor already has",
-                                record.name, info.name),
-                    file.path, info.name);
-      out.tensors.push_back(std::move(info));
+      out.tensors.push_back(tensor_info(file, record));
     }
   }
   return out;
 }
 
-Catalogue read_gguf_catalogue(const std::string& path, GgufNames names) {
-  return read_gguf_catalogue(*default_opener()->open(path), *default_opener(), names);
+Catalogue read_gguf_catalogue(const std::string& path) {
+  return read_gguf_catalogue(*default_opener()->open(path), *default_opener());
 }
 
-const FileFormat& gguf_format() {
-  static const FileFormat format{
-      "gguf",
-      [](std::span<const std::byte> head, uint64_t) {
-        if (head.size() < 8 || std::memcmp(head.data(), "GGUF", 4) != 0) return false;
-        uint32_t version;
-        std::memcpy(&version, head.data() + 4, sizeof version);
-        return version == 2 || version == 3;
-      },
-      [](const ByteSource& source, const Opener& opener) { return read_gguf_catalogue(source, opener); }};
-  return format;
+bool is_gguf(std::span<const std::byte> head, uint64_t) {
+  if (head.size() < 8 || std::memcmp(head.data(), "GGUF", 4) != 0) return false;
+  uint32_t version;
+  std::memcpy(&version, head.data() + 4, sizeof version);
+  return version == 2 || version == 3;
 }
 
 }  // namespace wl

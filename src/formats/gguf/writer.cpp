@@ -91,23 +91,10 @@ uint64_t alignment_of(const GgufMetadata& metadata, const std::string& path) {
   return *a;
 }
 
-uint64_t metadata_heads(const GgufMetadata& metadata, std::string_view key, const std::string& path,
-                        const std::string& tensor) {
-  const auto it = metadata.find(key);
-  const auto n = it == metadata.end() ? std::nullopt : gguf_value_to_uint(it->second);
-  if (!n || *n == 0)
-    throw Error(ErrorCode::GgufHeadCount,
-                fmt::format("{} must be a positive integer in the metadata to store q/k rows interleaved", key), path,
-                tensor);
-  return *n;
-}
-
 // Where and how one entry is stored.
 struct Planned {
-  std::string stored_name;
-  uint64_t offset = 0;            // in the data section
+  uint64_t offset = 0;  // in the data section
   uint64_t nbytes = 0;
-  std::vector<uint64_t> from_row;  // stored row j comes from input row from_row[j]; empty = same order
 };
 
 }  // namespace
@@ -134,27 +121,42 @@ struct GgufStreamWriter::State {
 
 namespace {
 
-// Checks the entries and lays them out; names are mapped when writing a Hugging Face Llama.
-std::vector<Planned> plan_entries(const std::vector<GgufWriteEntry>& entries, const GgufMetadata& metadata,
-                                  const GgufWriteOptions& options, uint64_t alignment, const std::string& path) {
+// A row order must name a row of the tensor for each of its rows, and a Q8_0 tensor's rows must be
+// whole blocks to be moved one by one.
+void check_row_order(const GgufWriteEntry& e, uint64_t block_elems, const std::string& path) {
+  if (e.row_order.empty()) return;
+  const uint64_t rows = e.shape.empty() ? 1 : e.shape[0];
+  if (e.row_order.size() != rows ||
+      std::any_of(e.row_order.begin(), e.row_order.end(), [&](uint64_t r) { return r >= rows; }))
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("the row order has {} entries for {} rows, or names a row past the last", e.row_order.size(),
+                            rows),
+                path, e.name);
+  if (rows > 0 && shape_numel(e.shape) / rows % block_elems != 0)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("{} rows must be whole blocks to be stored in another order", ggml_type_name(e.type)), path,
+                e.name);
+}
+
+// Checks the entries and lays them out.
+std::vector<Planned> plan_entries(const std::vector<GgufWriteEntry>& entries, uint64_t alignment,
+                                  const std::string& path) {
   std::vector<Planned> plan;
   std::unordered_set<std::string> names;
   uint64_t offset = 0;
   for (const GgufWriteEntry& e : entries) {
     Planned p;
-    p.stored_name = options.hf_llama ? hf_llama_name_to_gguf(e.name).value_or(e.name) : e.name;
     if (e.type != GgmlType::F32 && e.type != GgmlType::F16 && e.type != GgmlType::BF16 && e.type != GgmlType::Q8_0)
       throw Error(ErrorCode::InvalidArgument,
                   fmt::format("cannot write {} tensors (only F32, F16, BF16 and Q8_0)", ggml_type_name(e.type)), path,
                   e.name);
-    if (p.stored_name.size() > kGgufMaxNameBytes)
+    if (e.name.size() > kGgufMaxNameBytes)
       throw Error(ErrorCode::GgufNameTooLong,
-                  fmt::format("name '{}' is {} bytes long; ggml allows at most {}", p.stored_name,
-                              p.stored_name.size(), kGgufMaxNameBytes),
+                  fmt::format("name '{}' is {} bytes long; ggml allows at most {}", e.name, e.name.size(),
+                              kGgufMaxNameBytes),
                   path, e.name);
-    if (!names.insert(p.stored_name).second)
-      throw Error(ErrorCode::DuplicateTensorName, fmt::format("stored name '{}' given twice", p.stored_name), path,
-                  e.name);
+    if (!names.insert(e.name).second)
+      throw Error(ErrorCode::DuplicateTensorName, fmt::format("stored name '{}' given twice", e.name), path, e.name);
     if (e.shape.size() > kGgufMaxDims)
       throw Error(ErrorCode::GgufTooManyDims,
                   fmt::format("shape {} has more than {} dimensions", shape_to_string(e.shape), kGgufMaxDims), path,
@@ -166,6 +168,7 @@ std::vector<Planned> plan_entries(const std::vector<GgufWriteEntry>& entries, co
                   fmt::format("the last dimension, {}, is not a multiple of {}'s block of {}", row, traits.name,
                               traits.block_elems),
                   path, e.name);
+    check_row_order(e, traits.block_elems, path);
     const uint64_t numel = shape_numel(e.shape);
     uint64_t padded_end = 0;
     if (__builtin_mul_overflow(numel / traits.block_elems, traits.block_bytes, &p.nbytes) ||
@@ -174,23 +177,6 @@ std::vector<Planned> plan_entries(const std::vector<GgufWriteEntry>& entries, co
       throw Error(ErrorCode::ValidationOverflow, "the data section would be more than 2^64 bytes", path, e.name);
     p.offset = offset;
     offset = padded_end / alignment * alignment;
-    if (options.hf_llama) {
-      const bool q = e.name.find(".self_attn.q_proj.") != std::string::npos;
-      const bool k = e.name.find(".self_attn.k_proj.") != std::string::npos;
-      if ((q || k) && !e.shape.empty()) {
-        const uint64_t heads = k && metadata.count("llama.attention.head_count_kv")
-                                   ? metadata_heads(metadata, "llama.attention.head_count_kv", path, e.name)
-                                   : metadata_heads(metadata, "llama.attention.head_count", path, e.name);
-        if (e.type == GgmlType::Q8_0 && e.shape[0] > 0 && numel / e.shape[0] % traits.block_elems != 0)
-          throw Error(ErrorCode::InvalidArgument,
-                      "Q8_0 rows must be whole blocks to be stored in the interleaved rotary layout", path, e.name);
-        try {
-          p.from_row = rotary_interleaved_to_hf_rows(e.shape[0], heads, /*inverse=*/true);
-        } catch (const Error& err) {
-          throw Error(err.code(), err.message(), path, e.name);
-        }
-      }
-    }
     plan.push_back(std::move(p));
   }
   return plan;
@@ -210,7 +196,7 @@ std::string build_header(const std::vector<GgufWriteEntry>& entries, const std::
     put_payload(out, value);
   }
   for (size_t i = 0; i < entries.size(); ++i) {
-    out.put_string(plan[i].stored_name);
+    out.put_string(entries[i].name);
     out.put<uint32_t>(static_cast<uint32_t>(entries[i].shape.size()));
     for (auto d = entries[i].shape.rbegin(); d != entries[i].shape.rend(); ++d) out.put<uint64_t>(*d);
     out.put<uint32_t>(static_cast<uint32_t>(entries[i].type));
@@ -243,16 +229,9 @@ void GgufStreamWriter::State::encode(const std::byte* in, DType from, uint64_t e
 }
 
 GgufStreamWriter::GgufStreamWriter(std::string path, std::vector<GgufWriteEntry> entries,
-                                   const GgufMetadata& metadata, GgufWriteOptions options) {
+                                   const GgufMetadata& metadata) {
   const uint64_t alignment = alignment_of(metadata, path);
-  if (options.hf_llama) {
-    const auto it = metadata.find("general.architecture");
-    const auto* arch = it == metadata.end() ? nullptr : std::get_if<std::string>(&it->second);
-    if (!arch || *arch != "llama")
-      throw Error(ErrorCode::InvalidArgument,
-                  "writing a Hugging Face Llama needs general.architecture = \"llama\" in the metadata", path);
-  }
-  std::vector<Planned> plan = plan_entries(entries, metadata, options, alignment, path);
+  std::vector<Planned> plan = plan_entries(entries, alignment, path);
   const std::string header = build_header(entries, plan, metadata, alignment, path);
   state_ = std::make_unique<State>(std::move(path));
   state_->entries = std::move(entries);
@@ -290,10 +269,10 @@ void GgufStreamWriter::write_tensor(const TensorView& tensor) {
     for (uint64_t r0 = 0; r0 < rows; r0 += batch_rows) {
       const uint64_t n = std::min(batch_rows, rows - r0);
       const std::byte* in = src.raw() + r0 * row_elems * esize;
-      if (!plan.from_row.empty()) {
+      if (!entry.row_order.empty()) {
         gathered.resize(n * row_elems * esize);
         for (uint64_t r = 0; r < n; ++r)
-          std::memcpy(gathered.data() + r * row_elems * esize, src.raw() + plan.from_row[r0 + r] * row_elems * esize,
+          std::memcpy(gathered.data() + r * row_elems * esize, src.raw() + entry.row_order[r0 + r] * row_elems * esize,
                       row_elems * esize);
         in = gathered.data();
       }
@@ -315,15 +294,14 @@ void GgufStreamWriter::finish() {
   s.finished = true;
 }
 
-void write_gguf(const std::string& path, const std::vector<GgufWriteTensor>& tensors, const GgufMetadata& metadata,
-                GgufWriteOptions options) {
+void write_gguf(const std::string& path, const std::vector<GgufWriteTensor>& tensors, const GgufMetadata& metadata) {
   std::vector<GgufWriteEntry> entries;
   entries.reserve(tensors.size());
   for (const GgufWriteTensor& t : tensors) {
     if (!t.tensor.defined()) throw Error(ErrorCode::InvalidArgument, "tensor has no data", path, t.name);
-    entries.push_back({t.name, t.tensor.shape(), t.type});
+    entries.push_back({t.name, t.tensor.shape(), t.type, t.row_order});
   }
-  GgufStreamWriter writer(path, std::move(entries), metadata, options);
+  GgufStreamWriter writer(path, std::move(entries), metadata);
   for (const GgufWriteTensor& t : tensors) writer.write_tensor(t.tensor);
   writer.finish();
 }

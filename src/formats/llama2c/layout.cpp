@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "formats/llama2c/header.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/name_schemes.hpp"
 
 namespace wl::llama2c {
 namespace {
@@ -68,13 +70,9 @@ uint64_t file_size(const Llama2cHeader& h) {
 }
 
 std::vector<uint64_t> hf_row_order(uint64_t heads, uint64_t head_size) {
-  std::vector<uint64_t> order(heads * head_size);
-  const uint64_t half_size = head_size / 2;
-  for (uint64_t head = 0; head < heads; ++head)
-    for (uint64_t half = 0; half < 2; ++half)
-      for (uint64_t j = 0; j < half_size; ++j)
-        order[head * head_size + half * half_size + j] = head * head_size + 2 * j + half;
-  return order;
+  // The header's checks (Llama2cInconsistentHeads) already make the head size even: this never throws.
+  return rotary_row_order(heads * head_size, heads, RotaryOrder::InterleavedAsHf,
+                          {ErrorCode::Llama2cInconsistentHeads, "the header's n_heads / n_kv_heads", ""}, "");
 }
 
 }  // namespace wl::llama2c

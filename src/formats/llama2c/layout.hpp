@@ -34,8 +34,8 @@ uint64_t stored_bytes(const Entry& e, const Llama2cHeader& h);
 // The exact size of a file with header `h` (header included). `h` must be valid.
 uint64_t file_size(const Llama2cHeader& h);
 
-// The row order that presents an interleaved q/k matrix in Hugging Face's layout: logical row
-// h * d + half * d/2 + j is stored row h * d + 2j + half (d = head_size).
+// The row order that presents an interleaved q/k matrix of `heads` heads of `head_size` rows in
+// Hugging Face's layout (the naming module's rotary_row_order).
 std::vector<uint64_t> hf_row_order(uint64_t heads, uint64_t head_size);
 
 }  // namespace wl::llama2c

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "formats/gguf/gguf_test_util.hpp"
+#include "weightloader/name_schemes.hpp"
 
 namespace wl::test {
 namespace {
@@ -16,7 +17,8 @@ GgufMetadata split_keys(uint16_t no, uint16_t count, int32_t total) {
   return {{"split.no", no}, {"split.count", count}, {"split.tensors.count", total}};
 }
 
-// Three splits of a Llama: the head counts live only in the first, the q projection in the last.
+// Three splits of a Llama as GGUF stores it: the head counts live only in the first, the q
+// projection (rows interleaved) in the last.
 struct Splits {
   TempDir dir;
   std::vector<std::string> paths;
@@ -27,12 +29,13 @@ struct Splits {
     GgufMetadata first = split_keys(0, 3, total);
     first["general.architecture"] = std::string("llama");
     first["llama.attention.head_count"] = uint32_t{2};
-    write_gguf(paths[0], {{"model.embed_tokens.weight", embd}}, first, {.hf_llama = true});
+    write_gguf(paths[0], {{"token_embd.weight", embd}}, first);
     GgufMetadata second = split_keys(1, 3, total), third = split_keys(2, 3, total);
     second["general.architecture"] = third["general.architecture"] = std::string("llama");
-    write_gguf(paths[1], {{"model.norm.weight", norm}}, second, {.hf_llama = true});
-    third["llama.attention.head_count"] = uint32_t{2};  // the writer needs it to interleave
-    write_gguf(paths[2], {{"model.layers.0.self_attn.q_proj.weight", q}}, third, {.hf_llama = true});
+    write_gguf(paths[1], {{"output_norm.weight", norm}}, second);
+    const std::vector<uint64_t> interleaved = rotary_row_order(
+        8, 2, RotaryOrder::HfAsInterleaved, {ErrorCode::GgufHeadCount, "the test's heads", ""}, "q");
+    write_gguf(paths[2], {{"blk.0.attn_q.weight", q, GgmlType::F32, interleaved}}, third);
   }
 };
 
@@ -40,7 +43,8 @@ std::vector<float> values_of(const TensorView& t) { return std::vector<float>(t.
 
 TEST(GgufSplit, ReadsEverySplitFromTheFirst) {
   Splits s;
-  const Catalogue c = read_gguf_catalogue(s.paths[0]);
+  // As loaders see it (the format entry): Hugging Face names, q's rows reordered with the first split's heads.
+  const Catalogue c = gguf_format().read_catalogue(*default_opener()->open(s.paths[0]), *default_opener());
   ASSERT_EQ(c.tensors.size(), 3u);
   EXPECT_EQ(c.tensors[0].name, "model.embed_tokens.weight");
   EXPECT_EQ(c.tensors[0].file, s.paths[0]);

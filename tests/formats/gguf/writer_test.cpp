@@ -149,5 +149,23 @@ TEST(GgufWriter, RefusesWhatReadersWouldReject) {
   EXPECT_FALSE(fs::exists(path));
 }
 
+// A row order stores the tensor's rows in that order (a Llama's q/k rows interleaved, say); it must
+// name a row for every row, and a Q8_0 tensor's rows must be whole blocks to move.
+TEST(GgufWriter, StoresRowsInTheOrderGiven) {
+  TensorView t = TensorView::empty(DType::F32, {3, 2});
+  for (uint64_t i = 0; i < 6; ++i) t.data<float>()[i] = static_cast<float>(i);
+  TempDir dir;
+  const std::string path = dir.file("rows.gguf");
+  write_gguf(path, {{"t", t, GgmlType::F32, {2, 0, 1}}});
+  EXPECT_EQ(gguf_values<float>(read_gguf_catalogue(path), "t", DType::F32), (std::vector<float>{4, 5, 0, 1, 2, 3}));
+  expect_error(ErrorCode::InvalidArgument, [&] { write_gguf(path, {{"t", t, GgmlType::F32, {0, 1}}}); });
+  expect_error(ErrorCode::InvalidArgument, [&] { write_gguf(path, {{"t", t, GgmlType::F32, {0, 1, 3}}}); });
+  std::vector<uint64_t> reversed(64);
+  for (uint64_t i = 0; i < 64; ++i) reversed[i] = 63 - i;
+  expect_contains(expect_error(ErrorCode::InvalidArgument,
+                               [&] { write_gguf(path, {{"bias", f32_tensor({64}, 1), GgmlType::Q8_0, reversed}}); }),
+                  "Q8_0 rows must be whole blocks");
+}
+
 }  // namespace
 }  // namespace wl::test

@@ -1,4 +1,5 @@
-// The naming schemes as data: per scheme, its names for the canonical (Hugging Face) stems.
+// The naming schemes as data: per scheme, its names for the canonical (Hugging Face) stems. One
+// table per scheme: GGUF's Llama names are the "gguf" scheme's and nowhere else.
 #include "weightloader/name_schemes.hpp"
 
 #include <algorithm>
@@ -96,7 +97,8 @@ const std::vector<Scheme>& schemes() {
        "scale",
        true,
        {}},
-      // GGUF's stored names (the gguf reader presents Llama tensors under Hugging Face names already).
+      // GGUF's stored names. The "gguf" format entry presents a GGUF Llama's tensors through this
+      // scheme (src/loaders/normalised_names.cpp), so loaders see Hugging Face names already.
       {"gguf",
        {{"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}},
        "blk.",
