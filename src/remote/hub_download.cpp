@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "core/file.hpp"
 #include "remote/blob_download.hpp"
 #include "remote/hub_client.hpp"
 #include "weightloader/error.hpp"
@@ -52,16 +53,12 @@ uint64_t piece_bytes() {
   return n > 0 ? static_cast<uint64_t>(n) : 64ull << 20;
 }
 
-// Writes `text` to `path` through a temporary file and a rename: readers see the old or the new.
+// Writes `text` to `path` through the one temp-then-rename writer: readers see the old or the new.
 void write_atomically(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
-  const fs::path tmp = path.string() + fmt::format(".wl-tmp-{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) throw Error(ErrorCode::Io, "cannot write", tmp);
-  }
-  fs::rename(tmp, path);
+  AtomicFileWriter out(path.string());
+  out.write(text.data(), text.size());
+  out.commit();
 }
 
 // snapshots/<commit>/<path> → ../../blobs/<etag> (one more ../ per folder in path), replacing a link
