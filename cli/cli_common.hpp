@@ -33,7 +33,7 @@ struct SourceOptions {
 
 // The checkpoint at `path` under the names a comparison or a conversion should see: with
 // name_map=auto the loader's canonical (Hugging Face) names and rotary rows; otherwise its explicit
-// mapping over GGUF's stored names read as Hugging Face's (with_normalised_names).
+// mapping over the names the formats present (a GGUF Llama's as Hugging Face's: with_normalised_names).
 std::unique_ptr<WeightSource> normalised_weights(WeightLoader& loader, const std::string& path);
 
 // --kw items (key=value) as kwargs; InvalidArgument for an item without '='.

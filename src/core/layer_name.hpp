@@ -1,5 +1,5 @@
 // Splitting "<prefix><N>.<rest>" names (model.layers.3.mlp..., blk.3.ffn_up..., layers.3....):
-// shared by GGUF's name table and the naming schemes of name_map=auto.
+// shared by the naming schemes (src/naming), the "gguf" one among them.
 #pragma once
 
 #include <charconv>

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/formats/gguf.hpp"

@@ -9,6 +9,7 @@
 
 #include "formats/gguf/gguf_test_util.hpp"
 #include "test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/byte_source.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "formats/gguf/gguf_test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/name_schemes.hpp"
 
 namespace wl::test {

@@ -134,17 +134,6 @@ WL_API Catalogue read_gguf_catalogue(const std::string& path);  // by name, thro
 // Whether a file's first bytes are "GGUF" followed by version 2 or 3.
 WL_API bool is_gguf(std::span<const std::byte> head, uint64_t file_size);
 
-// The format entry loaders use (FormatList::global() lists it): files recognised by is_gguf, read
-// by read_gguf_catalogue, then presented by the loading layer through the "gguf" naming scheme
-// (src/loaders/normalised_names.cpp): for general.architecture "llama", Hugging Face names
-// (token_embd.weight -> model.embed_tokens.weight, ...) and q/k rows in Hugging Face's rotary
-// layout through TensorInfo::row_order; other architectures keep their names. Besides
-// read_gguf_catalogue's errors it throws GgufHeadCount (llama.attention.head_count(_kv) missing,
-// not a positive integer, or not splitting the rows), GgufUnsupportedTensorType (quantised rows
-// that are not whole blocks cannot be reordered) and DuplicateTensorName when a presented name
-// collides with another tensor's.
-WL_API const FileFormat& gguf_format();
-
 // --- writing ---
 
 // A tensor the writer will receive: stored as `type` (F32, F16, BF16 or Q8_0).

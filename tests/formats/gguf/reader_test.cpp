@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "formats/gguf/gguf_test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 
 namespace wl::test {
 namespace {

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "formats/gguf/gguf_test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/name_schemes.hpp"
 
 namespace wl::test {
