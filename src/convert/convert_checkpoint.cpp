@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "convert/output_directory.hpp"
+#include "convert/refuse_overwrite.hpp"
 #include "convert/safetensors_shards.hpp"
-#include "core/file.hpp"
+#include "core/atomic_output.hpp"
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/custom_binary.hpp"
@@ -216,7 +216,7 @@ uint64_t write_safetensors_output(const WeightSource& s, const std::string& out,
   const bool indexed = plan.shards.size() > 1;
   if (indexed) files.push_back(kSafetensorsIndexName);
   refuse_overwriting_input(s, out, files);
-  OutputDirectory dir(out);
+  AtomicDirectory dir(out);
   uint64_t written = 0;
   for (size_t i = 0; i < plan.shards.size(); ++i)
     written += write_safetensors_file(s, entries, plan.shards[i], dir.file(files[i + 1]), tally);
@@ -270,7 +270,7 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
     case CheckpointFormat::CustomBinary: {
       refuse_overwriting_input(s, out, {"model.bin", "meta.txt", "config.json"});
       auto tensors = load_all(s, DType::F32, tally);
-      OutputDirectory dir(out);
+      AtomicDirectory dir(out);
       write_custom_binary(dir.path(), tensors);
       write_config_json(s, dir.path());
       dir.commit({"meta.txt"});

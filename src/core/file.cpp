@@ -25,12 +25,13 @@
 
 namespace wl {
 
-namespace {
-[[noreturn]] void throw_errno(const std::string& what, const std::string& path) {
+void throw_errno(const std::string& what, const std::string& path) {
   const int err = errno;
   throw Error(err == ENOENT ? ErrorCode::FileNotFound : ErrorCode::Io, fmt::format("{}: {}", what, std::strerror(err)),
               path);
 }
+
+namespace {
 
 // File::private_copy's mapping: writable, unmapped with its last holder.
 class PrivateMapping final : public Storage {
@@ -168,48 +169,6 @@ void File::hint(uint64_t offset, uint64_t length, AccessHint hint) const {
 
 uint64_t File::read_some(uint64_t offset, void* dst, uint64_t length) const {
   return pread_fully(fd_, offset, dst, length, path_);
-}
-
-AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
-  std::random_device rd;
-  tmp_path_ = fmt::format("{}.tmp-{:08x}", path_, rd());
-  fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw_errno("cannot create", tmp_path_);
-}
-
-AtomicFileWriter::~AtomicFileWriter() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    ::unlink(tmp_path_.c_str());
-  }
-}
-
-void AtomicFileWriter::write(const void* data, size_t length) {
-  const auto* in = static_cast<const char*>(data);
-  size_t done = 0;
-  while (done < length) {
-    const ssize_t n = ::write(fd_, in + done, std::min<size_t>(length - done, 1u << 30));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("write failed", tmp_path_);
-    }
-    done += static_cast<size_t>(n);
-  }
-  written_ += length;
-}
-
-void AtomicFileWriter::commit() {
-  if (::fsync(fd_) != 0) throw_errno("fsync failed", tmp_path_);
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    ::unlink(tmp_path_.c_str());
-    throw_errno("close failed", tmp_path_);
-  }
-  fd_ = -1;
-  if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    ::unlink(tmp_path_.c_str());
-    throw_errno("cannot rename temporary file into place", path_);
-  }
 }
 
 }  // namespace wl

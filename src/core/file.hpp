@@ -55,29 +55,12 @@ class File final : public ByteSource {
   mutable std::byte* map_ = nullptr;
 };
 
+// An Error from errno after a failed call: FileNotFound for ENOENT, Io otherwise; "what: strerror".
+[[noreturn]] void throw_errno(const std::string& what, const std::string& path);
+
 // Positioned reads on a descriptor until `length` bytes or the end (with `block`, also after a
 // read that ends inside a block: O_DIRECT's end of file); errors name `name`.
 uint64_t pread_fully(int fd, uint64_t offset, void* dst, uint64_t length, const std::string& name,
                      const char* what = "read", uint64_t block = 0);
-
-// Writes a file atomically: bytes go to `path.tmp-XXXX`, which is renamed over `path` on commit();
-// if the writer dies without commit(), the temporary file is removed and `path` is untouched.
-class AtomicFileWriter {
- public:
-  explicit AtomicFileWriter(std::string path);
-  ~AtomicFileWriter();
-  AtomicFileWriter(const AtomicFileWriter&) = delete;
-  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
-
-  void write(const void* data, size_t length);
-  uint64_t written() const noexcept { return written_; }
-  void commit();  // fsync + rename
-
- private:
-  std::string path_;
-  std::string tmp_path_;
-  int fd_ = -1;
-  uint64_t written_ = 0;
-};
 
 }  // namespace wl

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
+#include "core/atomic_output.hpp"
 #include "remote/blob_download.hpp"
 #include "remote/hub_client.hpp"
 #include "weightloader/error.hpp"

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/file.hpp"
+#include "core/atomic_output.hpp"
 #include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/custom_binary.hpp"

@@ -2,7 +2,7 @@
 #include <filesystem>
 #include <unordered_set>
 
-#include "core/file.hpp"
+#include "core/atomic_output.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/custom_binary.hpp"
 

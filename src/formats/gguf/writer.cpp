@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
+#include "core/atomic_output.hpp"
 #include "formats/gguf/ggml_types.hpp"
 #include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
+#include "core/atomic_output.hpp"
 #include "formats/llama2c/header.hpp"
 #include "formats/llama2c/layout.hpp"
 #include "formats/llama2c/q8.hpp"

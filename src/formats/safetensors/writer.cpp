@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/file.hpp"
+#include "core/atomic_output.hpp"
 #include "formats/safetensors/utf8.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/safetensors.hpp"
