@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +65,9 @@ WL_API std::vector<uint64_t> rotary_row_order(uint64_t rows, uint64_t heads, Rot
 // Whether `name` (without its wrapper prefix) is a tensor the scheme carries that no model takes
 // (Meta's rope.freqs, Hugging Face's rotary_emb.inv_freq).
 WL_API bool scheme_drops(std::string_view scheme, std::string_view name);
+// vLLM's fused parameters: a canonical layer stem (self_attn.qkv_proj) -> its parts' stems, in the
+// order they are stacked along dim 0.
+WL_API const std::map<std::string, std::vector<std::string>, std::less<>>& vllm_fused_stems();
 // The parts of a fused (vLLM) canonical name, in the order they are stacked along dim 0
 // (qkv_proj: q, k, v; gate_up_proj: gate, up); empty if the name is not fused.
 WL_API std::vector<std::string> fused_parts(std::string_view canonical);

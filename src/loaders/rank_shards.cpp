@@ -11,6 +11,7 @@
 
 #include "loaders/auto_name_map.hpp"
 #include "weightloader/error.hpp"
+#include "weightloader/name_schemes.hpp"
 
 namespace wl {
 
@@ -220,7 +221,14 @@ std::unordered_map<std::string, Shape> mapped_shapes(const Model& model, const W
 }  // namespace
 
 const FusedParts& vllm_fused() {
-  static const FusedParts fused{{"qkv_proj", {"q_proj", "k_proj", "v_proj"}}, {"gate_up_proj", {"gate_proj", "up_proj"}}};
+  // The naming module's table, by last component: a fused parameter under any module path.
+  static const FusedParts fused = [] {
+    const auto last = [](const std::string& stem) { return stem.substr(stem.rfind('.') + 1); };
+    FusedParts out;
+    for (const auto& [stem, parts] : vllm_fused_stems())
+      for (const std::string& part : parts) out[last(stem)].push_back(last(part));
+    return out;
+  }();
   return fused;
 }
 

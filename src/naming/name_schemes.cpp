@@ -35,15 +35,6 @@ struct Scheme {
 constexpr std::array<std::string_view, 5> kNorms{"model.norm", "input_layernorm", "post_attention_layernorm",
                                                  "pre_feedforward_layernorm", "post_feedforward_layernorm"};
 
-// vLLM's fused parameters and their parts, stacked along dim 0 in this order.
-const std::map<std::string_view, std::vector<std::string_view>>& fused_stems() {
-  static const std::map<std::string_view, std::vector<std::string_view>> fused{
-      {"self_attn.qkv_proj", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
-      {"mlp.gate_up_proj", {"mlp.gate_proj", "mlp.up_proj"}},
-  };
-  return fused;
-}
-
 const std::vector<Scheme>& schemes() {
   static const std::vector<Scheme> all{
       {"hf",
@@ -217,15 +208,23 @@ bool scheme_drops(std::string_view scheme, std::string_view name) {
   return false;
 }
 
+const std::map<std::string, std::vector<std::string>, std::less<>>& vllm_fused_stems() {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> fused{
+      {"self_attn.qkv_proj", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
+      {"mlp.gate_up_proj", {"mlp.gate_proj", "mlp.up_proj"}},
+  };
+  return fused;
+}
+
 std::vector<std::string> fused_parts(std::string_view canonical) {
   const auto layer = split_layer_name(canonical, "model.layers.");
   if (!layer) return {};
   const size_t dot = layer->second.rfind('.');
   if (dot == std::string_view::npos) return {};
-  const auto it = fused_stems().find(layer->second.substr(0, dot));
-  if (it == fused_stems().end()) return {};
+  const auto it = vllm_fused_stems().find(layer->second.substr(0, dot));
+  if (it == vllm_fused_stems().end()) return {};
   std::vector<std::string> out;
-  for (std::string_view part : it->second)
+  for (const std::string& part : it->second)
     out.push_back(fmt::format("model.layers.{}.{}{}", layer->first, part, layer->second.substr(dot)));
   return out;
 }
