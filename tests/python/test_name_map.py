@@ -10,21 +10,7 @@ import torch
 
 import weightloader as wl
 from make_meta_checkpoint import meta_name, to_meta_rows
-
-
-class Named(torch.nn.Module):
-    """A module whose state_dict holds exactly `shapes` (dotted names), zero-filled."""
-
-    def __init__(self, shapes, dtype):
-        super().__init__()
-        for name, shape in shapes.items():
-            owner = self
-            *path, leaf = name.split(".")
-            for part in path:
-                if not hasattr(owner, part):
-                    owner.add_module(part, torch.nn.Module())
-                owner = getattr(owner, part)
-            owner.register_parameter(leaf, torch.nn.Parameter(torch.zeros(shape, dtype=dtype), requires_grad=False))
+from named_module import Named
 
 
 @pytest.fixture

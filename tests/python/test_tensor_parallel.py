@@ -19,6 +19,7 @@ import weightloader as wl
 from weightloader.tensor_parallel import Shard, plan_shards
 
 from make_meta_checkpoint import meta_name, to_meta_rows
+from named_module import Named
 from tp_llama import Config, TpLlama
 
 TINY = "hf-tiny-random-llama-2"
@@ -295,20 +296,6 @@ def _gqa_checkpoint(directory):
 
 # --- Meta-named modules from Hugging Face checkpoints, name_map="auto" --------------------------
 
-class Named(torch.nn.Module):
-    """A module whose state_dict holds exactly `shapes` (dotted names), F32 and NaN-filled."""
-
-    def __init__(self, shapes):
-        super().__init__()
-        for name, shape in shapes.items():
-            owner = self
-            *path, leaf = name.split(".")
-            for part in path:
-                if not hasattr(owner, part):
-                    owner.add_module(part, torch.nn.Module())
-                owner = getattr(owner, part)
-            owner.register_parameter(leaf, torch.nn.Parameter(torch.full(shape, float("nan")), requires_grad=False))
-
 
 def _kv_heads_on_a_rank(c, size):
     return c.kv_heads // size if c.kv_heads >= size else 1
@@ -327,7 +314,7 @@ def meta_module(c, size=1):
                        at + "attention.wv.weight": [kv, c.dim], at + "attention.wo.weight": [c.dim, q],
                        at + "feed_forward.w1.weight": [ff, c.dim], at + "feed_forward.w3.weight": [ff, c.dim],
                        at + "feed_forward.w2.weight": [c.dim, ff]})
-    return Named(shapes)
+    return Named(shapes, fill=float("nan"))
 
 
 def rank_slice(name, whole, c, rank, size):
