@@ -185,47 +185,51 @@ std::string candidates_text(const std::vector<Candidate>& all, size_t total) {
   return fmt::format("candidates: {}", fmt::join(lines, "; "));
 }
 
-}  // namespace
-
-AutoNameMap auto_name_map(Model& model, const WeightSource& source, const LoadOptions& options) {
-  AutoNameMap out;
-  const std::vector<TensorInfo>& tensors = source.tensors();
-
-  // What the model wants, by name.
-  std::vector<Target> all_targets;
+// What the model wants, by name: whole parameters and the parts its shards name.
+std::vector<Target> model_targets(Model& model) {
+  std::vector<Target> all;
   for (Parameter& p : model.parameters()) {
     if (!p.shards.empty()) {
-      for (const ParameterShard& s : p.shards) all_targets.push_back({s.from, std::nullopt, nullptr});
+      for (const ParameterShard& s : p.shards) all.push_back({s.from, std::nullopt, nullptr});
       continue;
     }
-    all_targets.push_back({p.name, p.shape(), p.shape().empty() ? nullptr : &p});
+    all.push_back({p.name, p.shape(), p.shape().empty() ? nullptr : &p});
   }
+  return all;
+}
+
+// The explicit mapping (options.names) first: a tensor it renames onto a model name is settled, one
+// it drops is dropped; the rest are entries for the schemes to explain.
+struct ExplicitNames {
+  std::vector<Entry> entries;
+  std::map<size_t, std::string> settled;  // tensor index → model name
+  std::unordered_set<std::string> settled_targets;
+  std::vector<bool> dropped;
+};
+
+ExplicitNames apply_explicit_names(const std::vector<TensorInfo>& tensors, const NameMapping& names,
+                                   const std::vector<Target>& all_targets) {
   std::unordered_set<std::string> target_names;
   for (const Target& t : all_targets) target_names.insert(t.name);
-
-  // options.names first: a tensor it renames onto a model name is settled.
-  std::vector<Entry> entries;
-  std::map<size_t, std::string> settled;
-  std::unordered_set<std::string> settled_targets;
-  std::vector<bool> dropped(tensors.size(), false);
+  ExplicitNames out;
+  out.dropped.assign(tensors.size(), false);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const std::optional<std::string> mapped = options.names.map(tensors[i].name);
+    const std::optional<std::string> mapped = names.map(tensors[i].name);
     if (!mapped) {
-      dropped[i] = true;
-      continue;
+      out.dropped[i] = true;
+    } else if (*mapped != tensors[i].name && target_names.count(*mapped)) {
+      out.settled[i] = *mapped;
+      out.settled_targets.insert(*mapped);
+    } else {
+      out.entries.push_back({i, *mapped});
     }
-    if (*mapped != tensors[i].name && target_names.count(*mapped)) {
-      settled[i] = *mapped;
-      settled_targets.insert(*mapped);
-      continue;
-    }
-    entries.push_back({i, *mapped});
   }
-  std::vector<Target> targets;
-  for (const Target& t : all_targets)
-    if (!settled_targets.count(t.name)) targets.push_back(t);
+  return out;
+}
 
-  // Every scheme the checkpoint's names fit against every scheme the model's fit.
+// Every scheme the checkpoint's names fit against every scheme the model's fit, best first.
+std::vector<Candidate> ranked_candidates(const std::vector<Entry>& entries, const std::vector<Target>& targets,
+                                         const WeightSource& source) {
   std::vector<std::string> entry_names, model_names;
   for (const Entry& e : entries) entry_names.push_back(e.name);
   for (const Target& t : targets) model_names.push_back(t.name);
@@ -237,8 +241,14 @@ AutoNameMap auto_name_map(Model& model, const WeightSource& source, const LoadOp
   std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return std::pair(a.matched, a.shapes) > std::pair(b.matched, b.shapes);
   });
+  return candidates;
+}
+
+// NameSchemeAmbiguous when another candidate scores as well and maps differently; under strict,
+// NameSchemePartial when the best leaves model names unexplained.
+void check_best(const std::vector<Candidate>& candidates, const std::vector<Target>& targets, size_t settled,
+                size_t total, bool strict, const WeightSource& source) {
   const Candidate& best = candidates.front();
-  const size_t total = all_targets.size();
   for (size_t i = 1; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
     if (std::pair(c.matched, c.shapes) != std::pair(best.matched, best.shapes)) break;
@@ -249,47 +259,55 @@ AutoNameMap auto_name_map(Model& model, const WeightSource& source, const LoadOp
                               best.label(), c.label(), candidates_text(candidates, targets.size())),
                   source.origin());
   }
-  if (options.strict && best.matched < targets.size()) {
-    std::unordered_set<std::string> explained;
-    for (const auto& [entry, name] : best.renames) explained.insert(name);
-    for (const auto& [name, parts] : best.fusions) explained.insert(name);
-    std::vector<std::string> left;
-    for (const Target& t : targets)
-      if (!explained.count(t.name) && left.size() < 8) left.push_back(t.name);
-    throw Error(ErrorCode::NameSchemePartial,
-                fmt::format("name_map=auto: the best mapping, {}, explains {} of the model's {} names (unexplained: "
-                            "{}{}); {} (map the rest explicitly, or load with strict=false)",
-                            best.label(), best.matched + settled_targets.size(), total, fmt::join(left, ", "),
-                            targets.size() - best.matched > left.size() ? ", ..." : "", candidates_text(candidates, targets.size())),
-                source.origin());
-  }
+  if (!strict || best.matched >= targets.size()) return;
+  std::unordered_set<std::string> explained;
+  for (const auto& [entry, name] : best.renames) explained.insert(name);
+  for (const auto& [name, parts] : best.fusions) explained.insert(name);
+  std::vector<std::string> left;
+  for (const Target& t : targets)
+    if (!explained.count(t.name) && left.size() < 8) left.push_back(t.name);
+  throw Error(ErrorCode::NameSchemePartial,
+              fmt::format("name_map=auto: the best mapping, {}, explains {} of the model's {} names (unexplained: "
+                          "{}{}); {} (map the rest explicitly, or load with strict=false)",
+                          best.label(), best.matched + settled, total, fmt::join(left, ", "),
+                          targets.size() - best.matched > left.size() ? ", ..." : "", candidates_text(candidates, targets.size())),
+              source.origin());
+}
 
-  // The catalogue under the model's names.
+// The catalogue under the model's names (q/k rows reordered where the layouts differ); the tensors
+// no model takes go to `skipped`.
+std::vector<TensorInfo> renamed_tensors(const WeightSource& source, const ExplicitNames& given, const Candidate& best,
+                                        const NameMapping& names, std::vector<std::string>& skipped) {
+  const std::vector<TensorInfo>& tensors = source.tensors();
   std::vector<TensorInfo> renamed;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (dropped[i]) {
-      out.skipped.push_back(tensors[i].name);
+    if (given.dropped[i]) {
+      skipped.push_back(tensors[i].name);
       continue;
     }
     TensorInfo t = tensors[i];
-    if (auto s = settled.find(i); s != settled.end()) {
+    if (auto s = given.settled.find(i); s != given.settled.end()) {
       t.name = s->second;
     } else if (auto r = best.renames.find(i); r != best.renames.end()) {
       if (auto k = best.rotary.find(i); k != best.rotary.end())
         reorder_rotary(t, k->second, interleaved_rotary(best.from.scheme), source);
       t.name = r->second;
     } else {
-      std::string name = options.names.map(t.name).value_or(t.name);
+      std::string name = names.map(t.name).value_or(t.name);
       if (!best.from.scheme.empty() && name.starts_with(best.from.prefix) &&
           scheme_drops(best.from.scheme, std::string_view(name).substr(best.from.prefix.size()))) {
-        out.skipped.push_back(tensors[i].name);
+        skipped.push_back(tensors[i].name);
         continue;
       }
       t.name = std::move(name);
     }
     renamed.push_back(std::move(t));
   }
-  // Fused parameters read their parts, stacked along dim 0.
+  return renamed;
+}
+
+// Fused parameters read their parts, stacked along dim 0.
+void stack_fusions(Model& model, const Candidate& best, const std::vector<TensorInfo>& renamed) {
   std::unordered_map<std::string, const TensorInfo*> by_name;
   for (const TensorInfo& t : renamed) by_name.emplace(t.name, &t);
   for (const auto& [param, parts] : best.fusions) {
@@ -300,9 +318,27 @@ AutoNameMap auto_name_map(Model& model, const WeightSource& source, const LoadOp
       row += by_name.at(part)->shape.at(0);
     }
   }
+}
+
+}  // namespace
+
+AutoNameMap auto_name_map(Model& model, const WeightSource& source, const LoadOptions& options) {
+  const std::vector<Target> all_targets = model_targets(model);
+  const ExplicitNames given = apply_explicit_names(source.tensors(), options.names, all_targets);
+  std::vector<Target> targets;
+  for (const Target& t : all_targets)
+    if (!given.settled_targets.count(t.name)) targets.push_back(t);
+  const std::vector<Candidate> candidates = ranked_candidates(given.entries, targets, source);
+  const size_t settled = given.settled_targets.size(), total = all_targets.size();
+  check_best(candidates, targets, settled, total, options.strict, source);
+  const Candidate& best = candidates.front();
+
+  AutoNameMap out;
+  std::vector<TensorInfo> renamed = renamed_tensors(source, given, best, options.names, out.skipped);
+  stack_fusions(model, best, renamed);
   out.match = NameMatch{best.from.scheme.empty() ? "none" : best.from.scheme, best.from.prefix,
                         best.to.scheme.empty() ? "none" : (best.fused ? "vllm" : best.to.scheme), best.to.prefix,
-                        best.matched + settled_targets.size(), total};
+                        best.matched + settled, total};
   out.renamed = std::make_unique<WeightSource>(source.format(), source.origin(), std::move(renamed), source.metadata(),
                                                source.opener());
   return out;
