@@ -1,7 +1,6 @@
 // A GGUF Llama seen through the "gguf" naming scheme: its stored names as Hugging Face's, and its
 // q/k rows between the interleaved rotary layout GGUF stores and the Hugging Face layout, through
 // writer -> format entry round trips.
-#include <random>
 
 #include "formats/gguf/gguf_test_util.hpp"
 #include "weightloader/checkpoint_names.hpp"
@@ -12,15 +11,7 @@ namespace {
 
 constexpr uint64_t kHidden = 32, kHeads = 4, kKvHeads = 2, kLayers = 2;
 
-TensorView filled(Shape shape, uint32_t seed) {
-  TensorView t = TensorView::empty(DType::F32, std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (uint64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
-
-std::vector<float> values_of(const TensorView& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.numel()); }
+TensorView filled(Shape shape, uint32_t seed) { return seeded_f32(std::move(shape), seed, 1.0f); }
 
 // A small Llama with Hugging Face names (hidden 32, 4 heads of 8, 2 kv heads), with q/k biases
 // and a tensor outside the name table.

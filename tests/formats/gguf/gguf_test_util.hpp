@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,17 @@ inline std::string make_gguf(const TempDir& dir, const GgufBytes& bytes, const s
 inline void expect_contains(const std::string& message, const std::string& part) {
   EXPECT_NE(message.find(part), std::string::npos) << "\"" << part << "\" not in: " << message;
 }
+
+// An F32 tensor of `shape` with values uniform in [-bound, bound), the same for the same seed.
+inline TensorView seeded_f32(Shape shape, uint32_t seed, float bound) {
+  TensorView t = TensorView::empty(DType::F32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-bound, bound);
+  for (uint64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+inline std::vector<float> values_of(const TensorView& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.numel()); }
 
 // A tensor's values as `T`, read through the generic WeightSource (decoders and row orders applied).
 template <typename T>

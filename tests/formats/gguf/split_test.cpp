@@ -40,8 +40,6 @@ struct Splits {
   }
 };
 
-std::vector<float> values_of(const TensorView& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.numel()); }
-
 TEST(GgufSplit, ReadsEverySplitFromTheFirst) {
   Splits s;
   // As loaders see it (the format entry): Hugging Face names, q's rows reordered with the first split's heads.

@@ -1,6 +1,5 @@
 // Writer -> reader round trips, the exact bytes of a small file, Q8_0 quantisation, and misuse.
 #include <cmath>
-#include <random>
 
 #include "formats/gguf/gguf_test_util.hpp"
 #include "weightloader/dtype_convert.hpp"
@@ -8,15 +7,7 @@
 namespace wl::test {
 namespace {
 
-TensorView f32_tensor(Shape shape, uint32_t seed) {
-  TensorView t = TensorView::empty(DType::F32, std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  for (uint64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
-
-std::vector<float> values_of(const TensorView& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.numel()); }
+TensorView f32_tensor(Shape shape, uint32_t seed) { return seeded_f32(std::move(shape), seed, 2.0f); }
 
 // Q8_0 as ggml's quantize_row_q8_0_ref then dequantize_row_q8_0 define it, computed here.
 std::vector<float> q8_0_round_trip(const std::vector<float>& x) {
