@@ -41,7 +41,7 @@ struct Extent {
   bool staged;  // read into staging first (direct reads, conversions); else straight into place
 };
 
-// A destination range to fault in before (or while) reading.
+// A destination range: a request's whole span, or a piece of one to fault in before (or while) reading.
 struct PrefaultRange {
   std::byte* begin;
   uint64_t bytes;
@@ -60,7 +60,8 @@ struct IoPlan {
   std::vector<Chunk> chunks;
   std::vector<Gather> gathers;        // run first
   std::vector<Extent> extents;        // then these, in order
-  std::vector<PrefaultRange> prefaults;
+  std::vector<PrefaultRange> destinations;  // each request's whole span, for Destination::prepare
+  std::vector<PrefaultRange> prefaults;     // the same cut into pieces, when prefaulting
   uint64_t total_bytes = 0;           // stored bytes to read
   unsigned threads = 1;               // threads worth running for this much work
   uint64_t thread_staging = 0;        // each thread's share of the staging bound
