@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build pkg-config git
           libhwy-dev libopenblas-dev nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-          libsentencepiece-dev libcurl4-openssl-dev libssl-dev nginx  # nginx: the remote tests serve files with it
+          libsentencepiece-dev libicu-dev libcurl4-openssl-dev libssl-dev nginx  # nginx: the remote tests serve files with it
           openmpi-bin libopenmpi-dev  # MPI tensor parallelism (weightloader_mpi) and its tests
           python3 python3-numpy python3-pytest python3-torch python3-tqdm
           python3-dev pybind11-dev python3-venv python3-pip python3-setuptools python3-wheel  # the Python module

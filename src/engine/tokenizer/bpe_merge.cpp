@@ -4,12 +4,43 @@
 
 namespace wl::tok {
 
+namespace {
+
+uint64_t pair_key(int32_t left, int32_t right) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+}
+
+}  // namespace
+
 BpeMerger::BpeMerger(const std::vector<std::string>& pieces, const std::vector<float>& scores,
                      const std::function<bool(int32_t)>& mergeable)
-    : scores_(scores) {
+    : scores_(&scores) {
   ids_.reserve(pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i)
     if (mergeable(static_cast<int32_t>(i))) ids_.emplace(pieces[i], static_cast<int32_t>(i));  // keeps the lowest
+}
+
+BpeMerger::BpeMerger(const std::vector<std::string>& pieces, const std::function<bool(int32_t)>& mergeable,
+                     const std::vector<RankedMerge>& merges) {
+  ids_.reserve(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i)
+    if (mergeable(static_cast<int32_t>(i))) ids_.emplace(pieces[i], static_cast<int32_t>(i));
+  ranked_.reserve(merges.size());
+  for (size_t rank = 0; rank < merges.size(); ++rank)  // ranks up to 2^24 are exact as floats
+    ranked_.emplace(pair_key(merges[rank].left, merges[rank].right), Merge{-static_cast<float>(rank), merges[rank].result});
+}
+
+std::optional<BpeMerger::Merge> BpeMerger::best(std::string_view left, std::string_view right, std::string_view both) const {
+  if (scores_) {
+    const int32_t id = find(both);
+    if (id < 0) return std::nullopt;
+    return Merge{(*scores_)[id], id};
+  }
+  const int32_t l = find(left), r = l < 0 ? -1 : find(right);
+  if (r < 0) return std::nullopt;
+  auto it = ranked_.find(pair_key(l, r));
+  if (it == ranked_.end()) return std::nullopt;
+  return it->second;
 }
 
 int32_t BpeMerger::find(std::string_view piece) const {
@@ -36,19 +67,20 @@ void BpeMerger::encode(std::string_view text, std::vector<int32_t>& out,
   sym.back().next = -1;
 
   struct Pair {
-    float score;
+    float priority;
     int left;
     size_t size;  // bytes of the merged piece: a stale pair no longer matches its symbols
     int32_t id;
   };
-  auto worse = [](const Pair& a, const Pair& b) { return a.score < b.score || (a.score == b.score && a.left > b.left); };
+  auto worse = [](const Pair& a, const Pair& b) { return a.priority < b.priority || (a.priority == b.priority && a.left > b.left); };
   std::priority_queue<Pair, std::vector<Pair>, decltype(worse)> agenda(worse);
   auto try_pair = [&](int left) {
     if (left < 0 || sym[left].next < 0) return;
     const Symbol& l = sym[left];
-    const size_t size = l.size + sym[l.next].size;
-    const int32_t id = find(text.substr(l.begin, size));
-    if (id >= 0) agenda.push({scores_[id], left, size, id});
+    const Symbol& r = sym[l.next];
+    const size_t size = l.size + r.size;
+    const auto m = best(text.substr(l.begin, l.size), text.substr(r.begin, r.size), text.substr(l.begin, size));
+    if (m) agenda.push({m->priority, left, size, m->id});
   };
   for (int i = 0; i + 1 < static_cast<int>(sym.size()); ++i) try_pair(i);
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "engine/tokenizer/bpe_merge.hpp"
+#include "engine/tokenizer/byte_level_bpe.hpp"
 
 #include "weightloader/error.hpp"
 
@@ -120,7 +121,10 @@ bool gguf_has_tokenizer(const GgufFile& file) {
   return file.find("tokenizer.ggml.model") != nullptr && !(model && names_no_vocabulary(*model));
 }
 
-ScoredVocab gguf_scored_vocab(const GgufFile& f) {
+namespace {
+
+// tokenizer.ggml.model, which must name a vocabulary.
+std::string tokenizer_model(const GgufFile& f) {
   const std::string* model = f.get<std::string>("tokenizer.ggml.model");
   if (!model)
     throw Error(ErrorCode::TokenizerUnsupported,
@@ -132,22 +136,66 @@ ScoredVocab gguf_scored_vocab(const GgufFile& f) {
                 fmt::format("no tokenizer: tokenizer.ggml.model is '{}' (written without a vocabulary); pass --tokenizer",
                             *model),
                 f.path);
-  if (*model != "llama")
+  if (*model != "llama" && *model != "gpt2")
     throw Error(ErrorCode::TokenizerUnsupported,
-                fmt::format("tokenizer.ggml.model is '{}'; only 'llama' (SentencePiece-style) tokenizers are supported",
+                fmt::format("tokenizer.ggml.model is '{}'; only 'llama' (SentencePiece-style) and 'gpt2' (byte-level BPE) "
+                            "tokenizers are supported",
                             *model),
                 f.path);
+  return *model;
+}
+
+void require_model(const GgufFile& f, std::string_view wanted) {
+  if (const std::string model = tokenizer_model(f); model != wanted)
+    throw Error(ErrorCode::TokenizerUnsupported,
+                fmt::format("tokenizer.ggml.model is '{}', not '{}'", model, wanted), f.path);
+}
+
+std::vector<std::string> tokens(const GgufFile& f) {
+  std::vector<std::string> pieces = *typed_array<std::string>(f, "tokenizer.ggml.tokens", "STRING", true);
+  if (pieces.empty()) throw Error(ErrorCode::TokenizerInvalid, "tokenizer.ggml.tokens is empty", f.path);
+  return pieces;
+}
+
+void check_size(const GgufFile& f, std::string_view key, size_t size, size_t n) {
+  if (size != n)
+    throw Error(ErrorCode::TokenizerInvalid, fmt::format("{} has {} elements for {} tokens", key, size, n), f.path);
+}
+
+// tokenizer.ggml.token_type (all normal when absent), numbered as llama.cpp numbers them.
+std::vector<TokenType> token_types(const GgufFile& f, size_t n) {
+  const auto* types = typed_array<int32_t>(f, "tokenizer.ggml.token_type", "INT32", false);
+  if (!types) return std::vector<TokenType>(n, TokenType::Normal);
+  check_size(f, "tokenizer.ggml.token_type", types->size(), n);
+  std::vector<TokenType> out;
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t t = (*types)[i];
+    if (t < 0 || t > static_cast<int32_t>(TokenType::Byte))
+      throw Error(ErrorCode::TokenizerInvalid, fmt::format("tokenizer.ggml.token_type[{}] is {}, outside 0..6", i, t), f.path);
+    out.push_back(static_cast<TokenType>(t));
+  }
+  return out;
+}
+
+std::optional<bool> flag(const GgufFile& f, std::string_view key) {
+  const GgufValue* p = f.find(key);
+  if (!p) return std::nullopt;
+  const bool* b = std::get_if<bool>(p);
+  if (!b)
+    throw Error(ErrorCode::TokenizerInvalid,
+                fmt::format("{} is {}, not a BOOL", key, gguf_type_name(gguf_value_type(*p))), f.path);
+  return *b;
+}
+
+}  // namespace
+
+ScoredVocab gguf_scored_vocab(const GgufFile& f) {
+  require_model(f, "llama");
   ScoredVocab v;
-  v.pieces = *typed_array<std::string>(f, "tokenizer.ggml.tokens", "STRING", true);
+  v.pieces = tokens(f);
   const size_t n = v.pieces.size();
-  if (n == 0) throw Error(ErrorCode::TokenizerInvalid, "tokenizer.ggml.tokens is empty", f.path);
-  auto check_size = [&](std::string_view key, size_t size) {
-    if (size != n)
-      throw Error(ErrorCode::TokenizerInvalid,
-                  fmt::format("{} has {} elements for {} tokens", key, size, n), f.path);
-  };
   if (const auto* scores = typed_array<float>(f, "tokenizer.ggml.scores", "FLOAT32", false)) {
-    check_size("tokenizer.ggml.scores", scores->size());
+    check_size(f, "tokenizer.ggml.scores", scores->size(), n);
     for (size_t i = 0; i < n; ++i)
       if (!std::isfinite((*scores)[i]))
         throw Error(ErrorCode::TokenizerInvalid,
@@ -156,29 +204,11 @@ ScoredVocab gguf_scored_vocab(const GgufFile& f) {
   } else {
     v.scores.assign(n, 0.0f);
   }
-  if (const auto* types = typed_array<int32_t>(f, "tokenizer.ggml.token_type", "INT32", false)) {
-    check_size("tokenizer.ggml.token_type", types->size());
-    for (size_t i = 0; i < n; ++i) {
-      const int32_t t = (*types)[i];
-      if (t < 0 || t > static_cast<int32_t>(TokenType::Byte))
-        throw Error(ErrorCode::TokenizerInvalid,
-                    fmt::format("tokenizer.ggml.token_type[{}] is {}, outside 0..6", i, t), f.path);
-      v.types.push_back(static_cast<TokenType>(t));
-    }
-  } else {
-    v.types.assign(n, TokenType::Normal);
-  }
+  v.types = token_types(f, n);
   v.bos = special_id(f, "tokenizer.ggml.bos_token_id", 1, n);
   v.eos = special_id(f, "tokenizer.ggml.eos_token_id", 2, n);
   v.unk = special_id(f, "tokenizer.ggml.unknown_token_id", 0, n);
-  if (const GgufValue* p = f.find("tokenizer.ggml.add_space_prefix")) {
-    const bool* b = std::get_if<bool>(p);
-    if (!b)
-      throw Error(ErrorCode::TokenizerInvalid,
-                  fmt::format("tokenizer.ggml.add_space_prefix is {}, not a BOOL", gguf_type_name(gguf_value_type(*p))),
-                  f.path);
-    v.add_space_prefix = *b;
-  }
+  v.add_space_prefix = flag(f, "tokenizer.ggml.add_space_prefix").value_or(true);
   return v;
 }
 
@@ -201,6 +231,75 @@ GgufMetadata scored_vocab_to_gguf(const ScoredVocab& v) {
 
 std::unique_ptr<Tokenizer> make_scored_vocab_tokenizer(ScoredVocab vocab, std::string origin) {
   return std::make_unique<ScoredVocabTokenizer>(std::move(vocab), std::move(origin));
+}
+
+namespace {
+
+// tokenizer.ggml.merges: "left right", split at the first space after the first byte as llama.cpp
+// splits them (a part may be a lone space only on the left).
+std::vector<RankedMerge> gguf_merges(const GgufFile& f, const BpeMerger& model) {
+  const auto& lines = *typed_array<std::string>(f, "tokenizer.ggml.merges", "STRING", true);
+  std::vector<RankedMerge> merges;
+  merges.reserve(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    const size_t space = line.find(' ', 1);
+    auto bad = [&](std::string_view why) {
+      return Error(ErrorCode::TokenizerInvalid, fmt::format("tokenizer.ggml.merges[{}] '{}' {}", i, line, why), f.path);
+    };
+    if (space == std::string::npos) throw bad("is not two pieces separated by a space");
+    const std::string left = line.substr(0, space), right = line.substr(space + 1);
+    const int32_t l = model.find(left), r = model.find(right), result = model.find(left + right);
+    if (l < 0 || r < 0) throw bad(fmt::format("names a piece that is no token ('{}')", l < 0 ? left : right));
+    if (result < 0) throw bad(fmt::format("makes '{}', which is no token", left + right));
+    merges.push_back({l, r, result});
+  }
+  return merges;
+}
+
+}  // namespace
+
+ByteLevelBpeVocab gguf_byte_level_vocab(const GgufFile& f) {
+  require_model(f, "gpt2");
+  ByteLevelBpeVocab v;
+  v.pieces = tokens(f);
+  const size_t n = v.pieces.size();
+  const std::vector<TokenType> types = token_types(f, n);
+  const std::string* pre = f.get<std::string>("tokenizer.ggml.pre");
+  const NamedPreTokenizer* named = pre ? named_pre_tokenizer(*pre) : nullptr;
+  if (!named)
+    throw Error(ErrorCode::TokenizerUnsupported,
+                fmt::format("tokenizer.ggml.pre is {}; the byte-level pre-tokenizers supported are {}",
+                            pre ? fmt::format("'{}'", *pre) : std::string("missing"), named_pre_tokenizers()),
+                f.path);
+  v.pre = named->rules;
+  v.ignore_merges = named->ignore_merges;
+  v.present.assign(n, true);
+  v.in_model.assign(n, true);
+  // llama.cpp matches control and user-defined tokens in the text before its BPE, as tokenizers
+  // matches added tokens; its text is never normalized.
+  for (size_t i = 0; i < n; ++i)
+    if (types[i] == TokenType::Control || types[i] == TokenType::UserDefined) {
+      v.added.push_back({static_cast<int32_t>(i), v.pieces[i], types[i] == TokenType::Control, false});
+      v.in_model[i] = false;
+    }
+  v.merges = gguf_merges(f, BpeMerger(v.pieces, [&](int32_t id) { return bool(v.in_model[id]); }, {}));
+  v.bos = special_id(f, "tokenizer.ggml.bos_token_id", -1, n);
+  v.eos = special_id(f, "tokenizer.ggml.eos_token_id", -1, n);
+  v.unk = special_id(f, "tokenizer.ggml.unknown_token_id", -1, n);
+  if (flag(f, "tokenizer.ggml.add_bos_token").value_or(named->add_bos) && v.bos >= 0) v.prefix = {v.bos};
+  if (flag(f, "tokenizer.ggml.add_eos_token").value_or(false) && v.eos >= 0) v.suffix = {v.eos};
+  return v;
+}
+
+std::unique_ptr<Tokenizer> open_gguf_tokenizer(const GgufFile& f) {
+  if (tokenizer_model(f) == "gpt2") return make_byte_level_bpe_tokenizer(gguf_byte_level_vocab(f), "gguf", f.path);
+  return make_scored_vocab_tokenizer(gguf_scored_vocab(f), f.path);
+}
+
+GgufMetadata gguf_tokenizer_metadata(const GgufFile& f) {
+  if (tokenizer_model(f) == "gpt2") return byte_level_vocab_to_gguf(gguf_byte_level_vocab(f), f.path);
+  return scored_vocab_to_gguf(gguf_scored_vocab(f));
 }
 
 }  // namespace wl::tok

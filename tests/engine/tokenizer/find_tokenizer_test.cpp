@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "engine/tokenizer/byte_level_test_util.hpp"
 #include "engine/tokenizer/tokenizer_test_util.hpp"
 #include "weightloader/engine/tokenizer.hpp"
 
@@ -47,7 +48,10 @@ TEST(FindTokenizer, DirectoryRules) {
   EXPECT_EQ(find_tokenizer(d)->kind(), "gguf");
   small_llama2c(dir.file("tokenizer.bin"));
   EXPECT_EQ(find_tokenizer_path(d), dir.file("tokenizer.bin"));
-  small_llama2c(dir.file("tokenizer.model"));
+  test::write_tokenizer_json(dir, test::tiny_tokenizer_json());  // Llama 3's and Qwen2's
+  EXPECT_EQ(find_tokenizer_path(d), dir.file("tokenizer.json"));
+  EXPECT_EQ(find_tokenizer(d)->kind(), "tokenizer.json");
+  small_llama2c(dir.file("tokenizer.model"));  // a Llama 2 folder holds both: SentencePiece's model first
   EXPECT_EQ(find_tokenizer_path(d), dir.file("tokenizer.model"));
 }
 
@@ -60,6 +64,8 @@ TEST(FindTokenizer, FileRules) {
   EXPECT_EQ(find_tokenizer_path(dir.file("model.bin")), dir.file("tok512.bin"));
   small_llama2c(dir.file("tokenizer.bin"));
   EXPECT_EQ(find_tokenizer_path(dir.file("model.bin")), dir.file("tokenizer.bin"));
+  test::write_tokenizer_json(dir, test::tiny_tokenizer_json());
+  EXPECT_EQ(find_tokenizer_path(dir.file("model.bin")), dir.file("tokenizer.json"));
   small_llama2c(dir.file("tokenizer.model"));
   EXPECT_EQ(find_tokenizer_path(dir.file("model.bin")), dir.file("tokenizer.model"));
   // A GGUF file that embeds one is its own tokenizer, whatever lies beside it.
@@ -76,7 +82,7 @@ TEST(FindTokenizer, Stories260KFindsTok512) {
   ASSERT_NE(tok, nullptr);
   EXPECT_EQ(tok->kind(), "llama2c");
   EXPECT_EQ(find_tokenizer_path((d / "stories260K.bin").string()), (d / "tok512.bin").string());
-  EXPECT_EQ(find_tokenizer_path(d.string()), "");  // a directory looks for tokenizer.model / tokenizer.bin only
+  EXPECT_EQ(find_tokenizer_path(d.string()), "");  // a directory looks for tokenizer.model / tokenizer.json / tokenizer.bin only
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // GGUF gives llama2.c's ids and text; SentencePiece-style rules; strict metadata checks.
 #include <gtest/gtest.h>
 
+#include "engine/tokenizer/byte_level_test_util.hpp"
 #include "engine/tokenizer/tokenizer_test_util.hpp"
 #include "weightloader/engine/tokenizer.hpp"
 
@@ -94,8 +95,8 @@ TEST(GgufTokenizer, RejectsBadMetadataNamingTheField) {
     return m;
   };
   std::string msg = test::expect_error(ErrorCode::TokenizerUnsupported,
-                                       [&] { open_with(changed("tokenizer.ggml.model", std::string("gpt2"))); });
-  EXPECT_NE(msg.find("tokenizer.ggml.model is 'gpt2'"), std::string::npos) << msg;
+                                       [&] { open_with(changed("tokenizer.ggml.model", std::string("bert"))); });
+  EXPECT_NE(msg.find("tokenizer.ggml.model is 'bert'"), std::string::npos) << msg;
   EXPECT_NE(msg.find(f), std::string::npos) << msg;
   msg = test::expect_error(ErrorCode::TokenizerUnsupported, [&] { open_with({{"general.name", std::string("x")}}); });
   EXPECT_NE(msg.find("tokenizer.ggml.model is missing"), std::string::npos) << msg;
@@ -119,6 +120,73 @@ TEST(GgufTokenizer, RejectsBadMetadataNamingTheField) {
   no_tokens.erase("tokenizer.ggml.tokens");
   msg = test::expect_error(ErrorCode::TokenizerInvalid, [&] { open_with(no_tokens); });
   EXPECT_NE(msg.find("tokenizer.ggml.tokens is missing"), std::string::npos) << msg;
+}
+
+// tokenizer.ggml.model "gpt2" as llama.cpp's converter writes it: the tiny byte-level vocabulary of
+// byte_level_test_util.hpp, its merges as "left right", a control and a user-defined token.
+GgufMetadata gpt2_metadata(const std::string& pre) {
+  std::vector<std::string> tokens = test::kTinyPieces;
+  tokens.insert(tokens.end(), {"<|begin_of_text|>", "<tool>"});
+  std::vector<int32_t> types(tokens.size(), 1);
+  types[33] = 3, types[34] = 4;
+  std::vector<std::string> merges;
+  for (const auto& m : test::tiny_merges()) merges.push_back(m.get<std::string>());
+  return {{"tokenizer.ggml.model", std::string("gpt2")},
+          {"tokenizer.ggml.pre", pre},
+          {"tokenizer.ggml.tokens", GgufArray{tokens}},
+          {"tokenizer.ggml.token_type", GgufArray{types}},
+          {"tokenizer.ggml.merges", GgufArray{merges}},
+          {"tokenizer.ggml.bos_token_id", uint32_t(33)},
+          {"tokenizer.ggml.eos_token_id", uint32_t(33)}};
+}
+
+TEST(GgufTokenizer, Gpt2VocabularyByPreTokenizerName) {
+  test::TempDir dir;
+  auto open_meta = [&](const GgufMetadata& m) {
+    test::write_gguf_metadata(dir.file("t.gguf"), m);
+    return open_tokenizer(dir.file("t.gguf"));
+  };
+  const auto llama3 = open_meta(gpt2_metadata("llama-bpe"));
+  EXPECT_EQ(llama3->kind(), "gguf");
+  EXPECT_EQ(llama3->encode("12345", false), (std::vector<int32_t>{22, 23}));  // \p{N}{1,3}
+  EXPECT_EQ(llama3->encode("ba", false), (std::vector<int32_t>{27}));         // llama.cpp sets ignore_merges for it
+  EXPECT_EQ(llama3->encode("ab", true), (std::vector<int32_t>{33, 17}));      // and add_bos
+  EXPECT_EQ(llama3->encode("<|begin_of_text|>it's<tool>", false), (std::vector<int32_t>{33, 13, 12, 25, 34}));
+  EXPECT_EQ(llama3->decode(17, 34), "<tool>");
+  EXPECT_EQ(open_meta(gpt2_metadata("llama3"))->encode("12345", false), llama3->encode("12345", false));  // an alias
+  const auto qwen2 = open_meta(gpt2_metadata("qwen2"));
+  EXPECT_EQ(qwen2->encode("12345", false), (std::vector<int32_t>{5, 6, 7, 8, 9}));
+  EXPECT_EQ(qwen2->encode("ab", true), (std::vector<int32_t>{17}));  // no BOS by default
+  EXPECT_EQ(qwen2->encode("ba", false), (std::vector<int32_t>{1, 0}));
+  GgufMetadata bos = gpt2_metadata("qwen2");
+  bos["tokenizer.ggml.add_bos_token"] = true;
+  EXPECT_EQ(open_meta(bos)->encode("ab", true), (std::vector<int32_t>{33, 17}));
+  EXPECT_EQ(open_meta(gpt2_metadata("gpt-2"))->encode("b it's", false), (std::vector<int32_t>{1, 3, 13, 12, 25}));
+}
+
+TEST(GgufTokenizer, Gpt2RefusalsNameTheField) {
+  test::TempDir dir;
+  auto open_meta = [&](const GgufMetadata& m) {
+    test::write_gguf_metadata(dir.file("t.gguf"), m);
+    return open_tokenizer(dir.file("t.gguf"));
+  };
+  std::string msg = test::expect_error(ErrorCode::TokenizerUnsupported, [&] { open_meta(gpt2_metadata("falcon")); });
+  EXPECT_NE(msg.find("tokenizer.ggml.pre is 'falcon'; the byte-level pre-tokenizers supported are gpt-2, llama-bpe, qwen2"),
+            std::string::npos) << msg;
+  GgufMetadata no_pre = gpt2_metadata("qwen2");
+  no_pre.erase("tokenizer.ggml.pre");
+  msg = test::expect_error(ErrorCode::TokenizerUnsupported, [&] { open_meta(no_pre); });
+  EXPECT_NE(msg.find("tokenizer.ggml.pre is missing"), std::string::npos) << msg;
+  GgufMetadata bad = gpt2_metadata("qwen2");
+  bad["tokenizer.ggml.merges"] = GgufArray{std::vector<std::string>{"a b", "a x"}};
+  msg = test::expect_error(ErrorCode::TokenizerInvalid, [&] { open_meta(bad); });
+  EXPECT_NE(msg.find("tokenizer.ggml.merges[1] 'a x' names a piece that is no token ('x')"), std::string::npos) << msg;
+  bad["tokenizer.ggml.merges"] = GgufArray{std::vector<std::string>{"c a"}};
+  msg = test::expect_error(ErrorCode::TokenizerInvalid, [&] { open_meta(bad); });
+  EXPECT_NE(msg.find("makes 'ca', which is no token"), std::string::npos) << msg;
+  bad.erase("tokenizer.ggml.merges");
+  msg = test::expect_error(ErrorCode::TokenizerInvalid, [&] { open_meta(bad); });
+  EXPECT_NE(msg.find("tokenizer.ggml.merges is missing"), std::string::npos) << msg;
 }
 
 }  // namespace
