@@ -41,12 +41,12 @@ void add_tokenize_command(CLI::App& app) {
     bool no_bos = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--tokenizer", a->tokenizer, "llama2.c tokenizer.bin, SentencePiece tokenizer.model, or a GGUF file")
+  cmd->add_option("--tokenizer", a->tokenizer, "llama2.c tokenizer.bin, SentencePiece tokenizer.model, Hugging Face tokenizer.json (byte-level BPE), or a GGUF file")
       ->required();
   auto* text = cmd->add_option("--text", a->text, "text to encode: prints the ids, comma-separated");
   auto* ids = cmd->add_option("--ids", a->ids, "comma-separated ids to decode: prints the text (a leading BOS is not printed)");
   text->excludes(ids);
-  cmd->add_flag("--no-bos", a->no_bos, "--text: no BOS id first");
+  cmd->add_flag("--no-bos", a->no_bos, "--text: no BOS id first (nor what a tokenizer.json's post-processor adds)");
   cmd->callback([a, text, ids] {
     if (!*text && !*ids) throw Error(ErrorCode::InvalidArgument, "give --text or --ids");
     const auto tok = open_tokenizer(a->tokenizer);
