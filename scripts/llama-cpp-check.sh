@@ -7,12 +7,15 @@
 #   - F16 and Q8_0: llama-simple loads them and generates;
 #   - F32 without a tokenizer (tokenizer.ggml.model "none"): llama.cpp's loader reads it and the
 #     logits after ids 1,403,407,261 equal run.c's at position 3 within 1e-4;
-#   - the tiny Qwen2 of testdata/hf-tiny-arch as GGUF F32 (architecture qwen2): llama.cpp's logits
-#     after its first 16-token sequence equal transformers' within 1e-4 of the row's scale.
+#   - the tiny models of testdata/hf-tiny-arch as GGUF F32 (Qwen2, Mixtral, Gemma, Phi-3; Mistral
+#     without its window, which our converter refuses): llama.cpp's logits after the first sequence
+#     (Mistral: its first 4 ids) equal transformers' within 1e-4 of the row's scale; Gemma 2, whose
+#     query_pre_attn_scalar our converter refuses and which llama.cpp runs only at 26, 42 or 46
+#     layers, repeated to 26 layers against our engine.
 # Usage: scripts/llama-cpp-check.sh LLAMA_CPP_SOURCE [BUILD_DIR]   (BUILD_DIR default: /tmp/llama.cpp-build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { sed -n '2,12p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 src=$(realpath "$1")
 build=${2:-/tmp/llama.cpp-build}
 data=../shared/testdata/llama2c-stories260K
@@ -37,7 +40,7 @@ build/weightloader convert "$data/stories260K.bin" "$work/s-none.gguf" --gguf-ty
 
 failed=0
 report() { printf '| %-34s | %-4s | %s |\n' "$1" "$2" "$3"; [ "$2" = ok ] || failed=1; }
-echo "| our conversion of stories260K | llama.cpp | what it did |"
+echo "| our conversion | llama.cpp | what it did |"
 echo "| --- | --- | --- |"
 # llama-simple prints the prompt's BOS as "<s> " before the text run.c prints; 200 positions as run.c's -n 200.
 if "$bin/llama-simple" -m "$work/s-f32.gguf" -n 200 "" 2>"$work/f32.log" | sed '1s/^<s> //' >"$work/f32.txt" &&
@@ -65,20 +68,69 @@ if "$build/wl_llama_cpp_logits" "$work/s-none.gguf" 1 403 407 261 >"$work/none-l
 else
   report "F32, no tokenizer" FAIL "$(grep -m1 -i error "$work/none.log" || tail -1 "$work/none.log")"
 fi
-qwen2=../shared/testdata/hf-tiny-arch/qwen2
-build/weightloader convert "$qwen2" "$work/qwen2.gguf" --gguf-type f32 -q >/dev/null
-# The reference's first sequence and its last position's logits (Debian's interpreter only reads the JSON).
-read -ra ids < <(/usr/bin/python3 -c 'import json,sys; print(*json.load(open(sys.argv[1]))["sequences"][0])' "$qwen2/reference_logits.json")
-/usr/bin/python3 -c 'import json,sys; print(*json.load(open(sys.argv[1]))["logits"][0][-1], sep="\n")' "$qwen2/reference_logits.json" >"$work/qwen2-ref.txt"
-if "$build/wl_llama_cpp_logits" "$work/qwen2.gguf" "${ids[@]}" >"$work/qwen2-logits.txt" 2>"$work/qwen2.log"; then
-  worst=$(paste "$work/qwen2-logits.txt" "$work/qwen2-ref.txt" |
-    awk '{d=$1-$2; if (d<0) d=-d; if (d>m) m=d; a=$2<0?-$2:$2; if (a>s) s=a} END {if (s<1) s=1; printf "%.2g", m/s}')
-  if awk -v w="$worst" 'BEGIN {exit !(w <= 1e-4)}'; then
-    report "tiny Qwen2, F32, no tokenizer" ok "architecture qwen2 loads; logits at position 15 = transformers' within $worst of the row's scale"
-  else
-    report "tiny Qwen2, F32, no tokenizer" FAIL "logits differ from transformers' by $worst of the row's scale"
+# The tiny models of testdata/hf-tiny-arch: llama.cpp's logits at the last of the ids equal the
+# reference's within 1e-4 of the row's scale (its largest |logit|, at least 1).
+arch=../shared/testdata/hf-tiny-arch
+inputs() { /usr/bin/python3 scripts/llama_cpp_check_inputs.py "$@"; }
+# logits_row LABEL GGUF REFERENCE_FILE WHAT ID...: WHAT says what the ids and the reference are.
+logits_row() {
+  local label=$1 gguf=$2 ref=$3 what=$4 worst
+  shift 4
+  if ! "$build/wl_llama_cpp_logits" "$gguf" "$@" >"$gguf.logits" 2>"$gguf.log"; then
+    report "$label" FAIL "$(grep -m1 -i 'error\|fatal' "$gguf.log" || tail -1 "$gguf.log")"; return
   fi
+  worst=$(paste "$gguf.logits" "$ref" |
+    awk '{d=$1-$2; if (d<0) d=-d; if (d>m) m=d; a=$2<0?-$2:$2; if (a>s) s=a} END {if (s<1) s=1; printf "%.2g", m/s}')
+  if [ "$(wc -l <"$gguf.logits")" = "$(wc -l <"$ref")" ] && awk -v w="$worst" 'BEGIN {exit !(w <= 1e-4)}'; then
+    report "$label" ok "$what within $worst of the row's scale"
+  else
+    report "$label" FAIL "$what: differ by $worst of the row's scale"
+  fi
+}
+# family_row FAMILY LABEL WHAT [MODEL_DIR [N]]: MODEL_DIR (default the family's own) converted to
+# GGUF F32 without a tokenizer, run on the first N ids (default 16) of the family's first sequence.
+family_row() {
+  local family=$1 label=$2 what=$3 model=${4:-$arch/$1} n=${5:-16}
+  local ref="$arch/$family/reference_logits.json" gguf="$work/$family.gguf"
+  if ! build/weightloader convert "$model" "$gguf" --gguf-type f32 -q >/dev/null 2>"$work/$family-convert.log"; then
+    report "$label" FAIL "$(cat "$work/$family-convert.log")"; return
+  fi
+  inputs logits "$ref" "$n" >"$work/$family-ref.txt"
+  read -ra ids < <(inputs ids "$ref" "$n")
+  logits_row "$label" "$gguf" "$work/$family-ref.txt" "$what; logits at position $((n - 1)) = transformers'" "${ids[@]}"
+}
+# refused FAMILY FIELD: our converter refuses the family's own model, naming FIELD.
+refused() {
+  ! build/weightloader convert "$arch/$1" "$work/refused.gguf" -q >/dev/null 2>"$work/refused.log" && grep -q "$2" "$work/refused.log"
+}
+family_row qwen2 "tiny Qwen2, F32, no tokenizer" "architecture qwen2 loads"
+family_row mixtral "tiny Mixtral, F32, no tokenizer" "architecture llama, 4 experts in ffn_*_exps stacks, top-2"
+family_row gemma "tiny Gemma, F32, no tokenizer" "architecture gemma, norms stored as 1 + w, head tied, head_dim 6"
+family_row phi3 "tiny Phi-3, F32, no tokenizer" "architecture phi3, attn_qkv and ffn_up fused, rotary 6 of 8, window 4"
+# Mistral's window (4, shorter than the 16 ids) is not something llama.cpp's llama can run: our
+# converter refuses it; without it, the first 4 ids (which a window of 4 does not mask) are compared.
+if refused mistral "sliding_window none instead of 4"; then
+  inputs edit "$arch/mistral" "$work/mistral-nowindow" sliding_window=null
+  family_row mistral "tiny Mistral, F32, no tokenizer" "window 4 refused by name; without it, architecture llama" \
+    "$work/mistral-nowindow" 4
 else
-  report "tiny Qwen2, F32, no tokenizer" FAIL "$(grep -m1 -i error "$work/qwen2.log" || tail -1 "$work/qwen2.log")"
+  report "tiny Mistral, F32, no tokenizer" FAIL "the sliding window was not refused: $(cat "$work/refused.log")"
+fi
+# llama.cpp scales Gemma 2's queries by 1/sqrt(head_dim) (not its query_pre_attn_scalar, 12 in the
+# tiny model, which our converter therefore refuses) and aborts on a Gemma 2 that is not 26, 42 or
+# 46 layers: its row runs the tiny model's layers repeated to 26 with query_pre_attn_scalar = head_dim,
+# against our engine's logits for that model (the engine equals transformers' on the tiny one).
+label="tiny Gemma 2 x13 (26 layers), F32"
+if refused gemma2 "query_pre_attn_scalar 6 instead of 12"; then
+  inputs edit "$arch/gemma2" "$work/gemma2-scaled" query_pre_attn_scalar=6
+  inputs repeat "$work/gemma2-scaled" "$work/gemma2-26" 26
+  read -ra ids < <(inputs ids "$arch/gemma2/reference_logits.json" 16)
+  build/weightloader convert "$work/gemma2-26" "$work/gemma2-26.gguf" --gguf-type f32 -q >/dev/null
+  PYTHONPATH=build/python inputs engine "$work/gemma2-26" "${ids[@]}" >"$work/gemma2-26-ref.txt"
+  logits_row "$label" "$work/gemma2-26.gguf" "$work/gemma2-26-ref.txt" \
+    "query_pre_attn_scalar 12 refused by name; architecture gemma2, four norms, soft-caps, windows on even layers; logits at position 15 = our engine's" \
+    "${ids[@]}"
+else
+  report "$label" FAIL "query_pre_attn_scalar was not refused: $(cat "$work/refused.log")"
 fi
 exit $failed

@@ -11,17 +11,20 @@
 namespace wl {
 
 // The format entry loaders use (FormatList::global() lists it): files recognised by is_gguf, read
-// by read_gguf_catalogue, then presented by the loading layer through the "gguf" naming scheme
-// (defined in src/loaders/normalised_names.cpp): for general.architecture "llama", Hugging Face names
-// (token_embd.weight -> model.embed_tokens.weight, ...) and q/k rows in Hugging Face's rotary
-// layout through TensorInfo::row_order; other architectures keep their names. Besides
-// read_gguf_catalogue's errors it throws GgufHeadCount (llama.attention.head_count(_kv) missing,
+// by read_gguf_catalogue, then presented by the loading layer through the "gguf" naming scheme for
+// the file's general.architecture (src/loaders/gguf_hf_names.cpp): Hugging Face names
+// (token_embd.weight -> model.embed_tokens.weight, ...), q/k rows in Hugging Face's rotary layout
+// through TensorInfo::row_order where the architecture stores them interleaved (llama), each
+// expert of a stack (blk.N.ffn_gate_exps.weight) as its own tensor
+// (model.layers.N.block_sparse_moe.experts.E.w1.weight) and a Gemma's norms, stored as 1 + w,
+// decoded as w; architectures the scheme does not know keep their names. Besides
+// read_gguf_catalogue's errors it throws GgufHeadCount ({arch}.attention.head_count(_kv) missing,
 // not a positive integer, or not splitting the rows), GgufUnsupportedTensorType (quantised rows
 // that are not whole blocks cannot be reordered) and DuplicateTensorName when a presented name
 // collides with another tensor's.
 WL_API const FileFormat& gguf_format();
 
-// `source` under normalised names: its names (a GGUF Llama's already Hugging Face's, as the "gguf"
+// `source` under normalised names: its names (a GGUF's already Hugging Face's, as the "gguf"
 // format entry above presents them) through
 // `mapping` (a loader's strip_prefix, renames, drops). The one place that decides it, so that
 // automatic scheme matching can take over here. The result shares the source's opened files;

@@ -32,12 +32,36 @@ struct CanonicalName {
   bool kv = false;       // the k projection (heads: n_kv_heads)
 };
 
+// `architecture` is a GGUF's general.architecture: the "gguf" scheme names each of llama.cpp's
+// architectures as its converter does ("llama" — Llama, Mistral, Mixtral —, "qwen2", "gemma",
+// "gemma2", "phi3"; any other has no names there). The other schemes ignore it.
+
 // `name` (without its wrapper prefix) in `scheme`, as a canonical name; nullopt if the scheme has no such name.
-WL_API std::optional<CanonicalName> to_canonical(std::string_view scheme, std::string_view name);
+WL_API std::optional<CanonicalName> to_canonical(std::string_view scheme, std::string_view name,
+                                                 std::string_view architecture = "llama");
 // The canonical `name` in `scheme`; nullopt if the scheme has no such name.
-WL_API std::optional<std::string> from_canonical(std::string_view scheme, std::string_view canonical);
-// Whether the scheme stores q/k rows in Meta's interleaved rotary layout (meta, torchtune, gguf).
-WL_API bool interleaved_rotary(std::string_view scheme);
+WL_API std::optional<std::string> from_canonical(std::string_view scheme, std::string_view canonical,
+                                                 std::string_view architecture = "llama");
+// Whether the scheme stores q/k rows in Meta's interleaved rotary layout (meta, torchtune, and
+// gguf for llama; llama.cpp runs the other GGUF architectures on Hugging Face's rotary halves).
+WL_API bool interleaved_rotary(std::string_view scheme, std::string_view architecture = "llama");
+// The scheme stores the canonical tensor's values as this offset + w: 1 for the norms of a GGUF
+// gemma or gemma2 (llama.cpp's converter adds the 1 that transformers adds when it runs); else 0.
+WL_API float norm_offset(std::string_view scheme, std::string_view canonical, std::string_view architecture = "llama");
+
+// A canonical tensor that a scheme keeps as one slot of a stack along dim 0: a GGUF llama's
+// blk.N.ffn_gate_exps.weight holds model.layers.N.block_sparse_moe.experts.E.w1.weight in slot E
+// (ffn_up_exps: w3, ffn_down_exps: w2).
+struct StackSlot {
+  std::string stack;  // the stack's stored name
+  uint64_t slot = 0;
+};
+// The stack and slot of a canonical name; nullopt when the scheme stores it on its own.
+WL_API std::optional<StackSlot> stack_slot(std::string_view scheme, std::string_view canonical,
+                                           std::string_view architecture = "llama");
+// The canonical name of slot `slot` of the stored stack `stack`; nullopt if `stack` is not one.
+WL_API std::optional<std::string> stacked_canonical(std::string_view scheme, std::string_view stack, uint64_t slot,
+                                                    std::string_view architecture = "llama");
 
 // The two rotary layouts of a q/k projection of `rows` = heads * d rows: Meta's interleaved one
 // (Meta, GGUF, llama2.c, torchtune) and Hugging Face's, each head's two rotary halves in turn.

@@ -7,139 +7,23 @@
 
 #include <fmt/format.h>
 
+#include "convert/gguf_output.hpp"
 #include "convert/refuse_overwrite.hpp"
 #include "convert/safetensors_shards.hpp"
+#include "convert/source_shapes.hpp"
+#include "convert/tally.hpp"
 #include "core/atomic_output.hpp"
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/custom_binary.hpp"
-#include "weightloader/formats/gguf.hpp"
 #include "weightloader/formats/llama2c.hpp"
 #include "weightloader/formats/safetensors.hpp"
-#include "weightloader/name_schemes.hpp"
-#include "weightloader/engine/tokenizer.hpp"
 
 namespace wl {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-Shape shape_of(const WeightSource& s, const std::string& name) {
-  const TensorInfo* t = s.find(name);
-  if (!t)
-    throw Error(ErrorCode::TensorNotFound, "a Llama checkpoint in Hugging Face names is needed for this conversion",
-                s.origin(), name);
-  return t->shape;
-}
-
-// A GGUF output type: the matrices' ggml type and the general.file_type (llama_ftype) that
-// llama.cpp records for it.
-struct GgufTarget {
-  const char* name;
-  GgmlType type;
-  uint32_t file_type;
-};
-
-const GgufTarget& gguf_target(const std::string& name) {
-  static const GgufTarget targets[] = {
-      {"f32", GgmlType::F32, 0}, {"f16", GgmlType::F16, 1}, {"bf16", GgmlType::BF16, 32}, {"q8_0", GgmlType::Q8_0, 7}};
-  for (const GgufTarget& t : targets)
-    if (name == t.name) return t;
-  throw Error(ErrorCode::InvalidArgument, fmt::format("gguf type '{}' is not f32, f16, bf16 or q8_0", name));
-}
-
-// llama.cpp's architecture for the checkpoint, as its converter decides it: Llama and Mistral
-// without a sliding window are "llama", Qwen2 "qwen2". The other families are refused by name
-// rather than written as something llama.cpp would run differently.
-std::string gguf_architecture(const WeightSource& s) {
-  LlamaConfig c;
-  try {
-    c = llama_config_from_source(s);
-  } catch (const Error&) {
-    return "llama";  // no usable configuration: a Llama whose heads the overrides give
-  }
-  const bool plain = !c.sliding_window && c.rope_scaling.type.empty();
-  if (c.architecture == "qwen2" && plain) return "qwen2";
-  if ((c.architecture == "llama" || c.architecture == "mistral") && plain) return "llama";
-  throw Error(ErrorCode::InvalidArgument,
-              fmt::format("GGUF output is written for llama and qwen2 models without sliding windows or rope scaling; "
-                          "this one is not yet ({})", c.features()),
-              s.origin());
-}
-
-// The keys llama.cpp's loader reads for a Llama or a Qwen2 (as its own converter writes them:
-// Qwen2 without rope.dimension_count; vocab_size for both, which llama.cpp needs to size the
-// embedding when there is no vocabulary), and the tokenizer's when there is one: "none" without,
-// so that llama.cpp loads the model without a vocabulary.
-GgufMetadata gguf_llama_metadata(const WeightSource& s, const LlamaHeads& h, const GgufTarget& target,
-                                 const std::string& tokenizer, const std::string& arch) {
-  const Shape embed = shape_of(s, "model.embed_tokens.weight");
-  uint64_t layers = 0;
-  while (s.find(fmt::format("model.layers.{}.input_layernorm.weight", layers))) ++layers;
-  std::string name = fs::path(s.origin()).filename().replace_extension().string();
-  if (name.empty()) name = fs::path(s.origin()).parent_path().filename().string();  // "dir/"
-  const std::string a = arch + ".";
-  GgufMetadata meta = {
-      {"general.architecture", arch},
-      {"general.name", name},
-      {"general.alignment", uint32_t(32)},
-      {"general.file_type", target.file_type},
-      {"general.quantization_version", uint32_t(2)},
-      {a + "embedding_length", uint32_t(embed[1])},
-      {a + "block_count", uint32_t(layers)},
-      {a + "feed_forward_length", uint32_t(shape_of(s, "model.layers.0.mlp.gate_proj.weight")[0])},
-      {a + "attention.head_count", uint32_t(h.heads)},
-      {a + "attention.head_count_kv", uint32_t(h.kv_heads)},
-      {a + "context_length", uint32_t(h.seq_len ? h.seq_len : 2048)},
-      {a + "attention.layer_norm_rms_epsilon", float(h.rms_norm_eps)},
-      {a + "rope.freq_base", float(h.rope_theta)},
-      {a + "vocab_size", uint32_t(embed[0])},
-  };
-  if (arch == "llama") meta.emplace("llama.rope.dimension_count", uint32_t(embed[1] / h.heads));
-  if (tokenizer.empty()) {
-    meta.emplace("tokenizer.ggml.model", std::string("none"));
-    return meta;
-  }
-  GgufMetadata tok = tokenizer_gguf_metadata(tokenizer);
-  const uint64_t n = std::get<GgufArray>(tok.at("tokenizer.ggml.tokens")).size();
-  if (n != embed[0])
-    throw Error(ErrorCode::InvalidArgument,
-                fmt::format("the tokenizer has {} tokens but the model's embedding {} rows", n, embed[0]), tokenizer);
-  meta.merge(tok);
-  return meta;
-}
-
-// A tensor as GGUF stores it: named through the "gguf" naming scheme and, in a Llama, with its q/k
-// rows interleaved as llama.cpp runs them (a Qwen2 keeps Hugging Face's halves: llama.cpp runs it
-// NEOX-style).
-GgufWriteEntry gguf_entry(const TensorInfo& t, GgmlType type, const LlamaHeads& h, const std::string& arch,
-                          const std::string& out) {
-  GgufWriteEntry e{from_canonical("gguf", t.name).value_or(t.name), t.shape, type, {}};
-  const auto canonical = to_canonical("hf", t.name);
-  if (arch == "llama" && canonical && canonical->rotary && t.numel() > 0) {
-    const HeadCountOrigin origin{ErrorCode::GgufHeadCount,
-                                 canonical->kv ? "llama.attention.head_count_kv" : "llama.attention.head_count", out};
-    e.row_order = rotary_row_order(t.shape[0], canonical->kv ? h.kv_heads : h.heads, RotaryOrder::HfAsInterleaved,
-                                   origin, t.name);
-  }
-  return e;
-}
-
-// Reports the source's stored bytes as tensors are read (ConvertOptions::progress).
-class Tally {
- public:
-  Tally(const WeightSource& s, const ProgressCallback& progress) : progress_(progress), total_(s.total_bytes()) {}
-  void add(const TensorInfo& t) {
-    done_ += t.nbytes;
-    if (progress_ && !progress_(done_, total_))
-      throw Error(ErrorCode::Cancelled, "conversion cancelled by the progress callback", t.file, t.name);
-  }
-
- private:
-  const ProgressCallback& progress_;
-  uint64_t done_ = 0, total_;
-};
 
 std::vector<std::pair<std::string, TensorView>> load_all(const WeightSource& s, DType dtype, Tally& tally) {
   std::vector<std::pair<std::string, TensorView>> out;
@@ -277,31 +161,8 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
       for (const auto& [n, v] : tensors) written += v.nbytes();
       return written;
     }
-    case CheckpointFormat::Gguf: {
-      const LlamaHeads h = llama_heads_from_metadata(s, o.heads);
-      if (!h.heads)
-        throw Error(ErrorCode::InvalidArgument, "the number of attention heads is unknown: pass --heads", s.origin());
-      const GgufTarget& target = gguf_target(o.gguf_type);
-      const std::string arch = gguf_architecture(s);
-      const GgufMetadata meta = gguf_llama_metadata(s, h, target, o.tokenizer, arch);
-      std::vector<GgufWriteEntry> entries;
-      // Matrices take the requested type; vectors stay F32; a Q8_0 matrix whose rows are not whole
-      // 32-element blocks falls back to F16, as llama.cpp's converter does.
-      for (const TensorInfo& t : s.tensors()) {
-        GgmlType ty = t.shape.size() == 2 ? target.type : GgmlType::F32;
-        if (ty == GgmlType::Q8_0 && t.shape.back() % 32 != 0) ty = GgmlType::F16;
-        entries.push_back(gguf_entry(t, ty, h, arch, out));
-      }
-      GgufStreamWriter writer(out, entries, meta);
-      for (const TensorInfo& t : s.tensors()) {
-        TensorView v = s.load(t, DType::F32);
-        writer.write_tensor(v);
-        written += v.nbytes();
-        tally.add(t);
-      }
-      writer.finish();
-      return written;
-    }
+    case CheckpointFormat::Gguf:
+      return write_gguf_output(s, out, o, tally);
     case CheckpointFormat::Llama2c: {
       const LlamaHeads h = llama_heads_from_metadata(s, o.heads);
       if (!h.heads || !h.seq_len)

@@ -1,8 +1,10 @@
-// Typed access to a configuration's JSON fields (config.json, params.json, generation_config.json),
-// with the file and the field named in every error.
+// Typed access to a configuration's JSON fields (config.json, params.json, generation_config.json)
+// and to a catalogue's metadata (GGUF keys, llama2.c header fields), with the file and the field
+// named in every error.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -50,6 +52,47 @@ class JsonFields {
 
  private:
   const nlohmann::json& c_;
+  std::string file_;
+};
+
+// Metadata values (GGUF keys, llama2.c header fields) are strings in the catalogue.
+class MetadataFields {
+ public:
+  MetadataFields(const std::map<std::string, std::string>& m, std::string file) : m_(m), file_(std::move(file)) {}
+  bool has(const std::string& key) const { return m_.count(key) != 0; }
+  uint64_t uint(const std::string& key, std::optional<uint64_t> fallback = std::nullopt) const {
+    auto it = m_.find(key);
+    if (it == m_.end()) {
+      if (fallback) return *fallback;
+      throw config_invalid(file_, key, "missing");
+    }
+    size_t used = 0;
+    try {
+      const unsigned long long v = std::stoull(it->second, &used);
+      if (used == it->second.size() && it->second[0] != '-') return v;
+    } catch (const std::exception&) {
+    }
+    throw config_invalid(file_, key, fmt::format("'{}' is not a non-negative integer", it->second));
+  }
+  double number(const std::string& key, double fallback) const {
+    auto it = m_.find(key);
+    if (it == m_.end()) return fallback;
+    size_t used = 0;
+    try {
+      const double v = std::stod(it->second, &used);
+      if (used == it->second.size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw config_invalid(file_, key, fmt::format("'{}' is not a number", it->second));
+  }
+  std::string string(const std::string& key) const {
+    auto it = m_.find(key);
+    return it == m_.end() ? std::string() : it->second;
+  }
+  const std::string& file() const { return file_; }
+
+ private:
+  const std::map<std::string, std::string>& m_;
   std::string file_;
 };
 

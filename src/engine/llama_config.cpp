@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/config_fields.hpp"
+#include "engine/gguf_config.hpp"
 
 namespace wl {
 
@@ -30,72 +31,8 @@ Error invalid(const std::string& file, const std::string& field, const std::stri
   return config_invalid(file, field, why);
 }
 
-// Metadata values (GGUF keys, llama2.c header fields) are strings in the catalogue.
-class MetadataFields {
- public:
-  explicit MetadataFields(const WeightSource& s) : m_(s.metadata()), file_(s.origin()) {}
-  bool has(const std::string& key) const { return m_.count(key) != 0; }
-  uint64_t uint(const std::string& key, std::optional<uint64_t> fallback = std::nullopt) const {
-    auto it = m_.find(key);
-    if (it == m_.end()) {
-      if (fallback) return *fallback;
-      throw invalid(file_, key, "missing");
-    }
-    size_t used = 0;
-    try {
-      const unsigned long long v = std::stoull(it->second, &used);
-      if (used == it->second.size() && it->second[0] != '-') return v;
-    } catch (const std::exception&) {
-    }
-    throw invalid(file_, key, fmt::format("'{}' is not a non-negative integer", it->second));
-  }
-  double number(const std::string& key, double fallback) const {
-    auto it = m_.find(key);
-    if (it == m_.end()) return fallback;
-    size_t used = 0;
-    try {
-      const double v = std::stod(it->second, &used);
-      if (used == it->second.size()) return v;
-    } catch (const std::exception&) {
-    }
-    throw invalid(file_, key, fmt::format("'{}' is not a number", it->second));
-  }
-  std::string string(const std::string& key) const {
-    auto it = m_.find(key);
-    return it == m_.end() ? std::string() : it->second;
-  }
-
- private:
-  const std::map<std::string, std::string>& m_;
-  std::string file_;
-};
-
-LlamaConfig from_gguf(const WeightSource& s) {
-  const MetadataFields m(s);
-  const std::string arch = m.string("general.architecture");
-  if (arch != "llama")
-    throw invalid(s.origin(), "general.architecture", fmt::format("'{}' is not a Llama-family architecture (llama)", arch));
-  LlamaConfig c;
-  c.origin = "gguf";
-  c.hidden_size = m.uint("llama.embedding_length");
-  c.intermediate_size = m.uint("llama.feed_forward_length");
-  c.num_layers = m.uint("llama.block_count");
-  c.num_heads = m.uint("llama.attention.head_count");
-  c.num_kv_heads = m.uint("llama.attention.head_count_kv", c.num_heads);
-  c.head_dim = m.uint("llama.attention.key_length", c.num_heads ? c.hidden_size / c.num_heads : 0);
-  c.rotary_dim = m.uint("llama.rope.dimension_count", c.head_dim);
-  c.vocab_size = m.uint("llama.vocab_size", 0);
-  c.max_position_embeddings = m.uint("llama.context_length", 2048);
-  c.rms_norm_eps = m.number("llama.attention.layer_norm_rms_epsilon", 1e-5);
-  c.rope_theta = m.number("llama.rope.freq_base", 10000.0);
-  if (m.has("llama.rope.scaling.type") && m.string("llama.rope.scaling.type") != "none")
-    throw invalid(s.origin(), "llama.rope.scaling.type", "rope scaling is not supported");
-  if (m.has("tokenizer.ggml.eos_token_id")) c.eos_token_ids = {int32_t(m.uint("tokenizer.ggml.eos_token_id"))};
-  return c;
-}
-
 LlamaConfig from_llama2c(const WeightSource& s) {
-  const MetadataFields m(s);
+  const MetadataFields m(s.metadata(), s.origin());
   LlamaConfig c;
   c.origin = "llama2c";
   c.hidden_size = m.uint("dim");
@@ -211,7 +148,7 @@ LlamaConfig llama_config_from_source(const WeightSource& s) {
   } else if (s.metadata().count("params.json")) {
     c = from_meta_params(s);
   } else if (s.metadata().count("general.architecture")) {
-    c = from_gguf(s);
+    c = llama_config_from_gguf(s.metadata(), s.origin());
   } else if (s.format() == "llama2c") {
     c = from_llama2c(s);
   } else {
@@ -222,6 +159,12 @@ LlamaConfig llama_config_from_source(const WeightSource& s) {
   const TensorInfo* embed = s.find("model.embed_tokens.weight");
   if (c.vocab_size == 0 && embed && embed->shape.size() == 2) c.vocab_size = embed->shape[0];
   if (!s.find("lm_head.weight")) c.tie_word_embeddings = true;
+  if (c.origin == "gguf") {  // GGUF says no bias flag: llama.cpp uses the bias tensors the file has
+    const std::string l0 = "model.layers.0.";
+    c.qkv_bias = s.find(l0 + "self_attn.q_proj.bias") || s.find(l0 + "self_attn.qkv_proj.bias");
+    c.o_bias = s.find(l0 + "self_attn.o_proj.bias") != nullptr;
+    c.mlp_bias = s.find(l0 + "mlp.down_proj.bias") != nullptr;
+  }
   // Phi-3 (and vLLM-fused checkpoints) store q/k/v and gate/up stacked: each rank reads its rows of each part.
   c.fused_checkpoint = s.find("model.layers.0.self_attn.qkv_proj.weight") != nullptr;
   if (c.fused_checkpoint && !c.moe_layer(0) && !s.find("model.layers.0.mlp.gate_up_proj.weight"))

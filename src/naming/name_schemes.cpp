@@ -1,9 +1,11 @@
 // The naming schemes as data: per scheme, its names for the canonical (Hugging Face) stems. One
-// table per scheme: GGUF's Llama names are the "gguf" scheme's and nowhere else.
+// table per scheme: GGUF's names are the "gguf" scheme's and nowhere else, with what each of
+// llama.cpp's architectures names differently, stacks as experts, and stores otherwise.
 #include "weightloader/name_schemes.hpp"
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <map>
 #include <set>
 
@@ -21,6 +23,25 @@ struct Stem {
   std::string_view scheme;
 };
 
+// A canonical tensor that the scheme keeps as one slot of a stack along dim 0: GGUF's
+// blk.N.ffn_gate_exps holds every expert's w1 of layer N, expert e in slot e.
+struct StackStem {
+  std::string_view canonical_prefix;  // the layer stem before the slot number
+  std::string_view canonical_leaf;    // the layer stem after it
+  std::string_view scheme;            // the stack's layer stem
+};
+
+// What one architecture of a scheme names or stores differently from the scheme's table (GGUF's
+// general.architecture: llama.cpp's names per architecture, from its gguf-py tensor_mapping.py
+// and convert_hf_to_gguf.py).
+struct Architecture {
+  std::string_view name;
+  std::vector<Stem> layer_stems;  // replace the scheme's layer stems sharing either side with one
+  bool interleaved_rotary;        // q/k rows stored interleaved (llama.cpp's converter permutes them)
+  float norm_offset;              // norms' scales stored as offset + w
+  std::vector<StackStem> stacks;
+};
+
 struct Scheme {
   std::string_view name;
   std::vector<Stem> model_stems;  // whole-model tensors
@@ -29,6 +50,7 @@ struct Scheme {
   std::string_view norm_suffix;   // the last component of a norm's scale ("weight"; torchtune: "scale")
   bool interleaved_rotary;        // q/k rows in Meta's interleaved layout, not Hugging Face's halves
   std::vector<std::string_view> drops;  // tensors no model takes (full names, or layer stems after the number)
+  std::vector<Architecture> architectures;  // empty: one for all; else only these are named
 };
 
 // Canonical stems of norms: their last component is the scheme's norm_suffix.
@@ -56,7 +78,8 @@ const std::vector<Scheme>& schemes() {
         {"post_feedforward_layernorm", "post_feedforward_layernorm"}},
        "weight",
        false,
-       {"self_attn.rotary_emb.inv_freq"}},
+       {"self_attn.rotary_emb.inv_freq"},
+       {}},
       // Meta's consolidated.*.pth, and llama2.c's model.py (its train.py checkpoints, often under _orig_mod.).
       {"meta",
        {{"model.embed_tokens", "tok_embeddings"}, {"model.norm", "norm"}, {"lm_head", "output"}},
@@ -72,7 +95,8 @@ const std::vector<Scheme>& schemes() {
         {"mlp.down_proj", "feed_forward.w2"}},
        "weight",
        true,
-       {"rope.freqs", "freqs_cis"}},
+       {"rope.freqs", "freqs_cis"},
+       {}},
       {"torchtune",
        {{"model.embed_tokens", "tok_embeddings"}, {"model.norm", "norm"}, {"lm_head", "output"}},
        "layers.",
@@ -87,9 +111,10 @@ const std::vector<Scheme>& schemes() {
         {"mlp.down_proj", "mlp.w2"}},
        "scale",
        true,
+       {},
        {}},
-      // GGUF's stored names. The "gguf" format entry presents a GGUF Llama's tensors through this
-      // scheme (src/loaders/normalised_names.cpp), so loaders see Hugging Face names already.
+      // GGUF's stored names. The "gguf" format entry presents a GGUF's tensors through this scheme
+      // (src/loaders/gguf_hf_names.cpp), so loaders see Hugging Face names already.
       {"gguf",
        {{"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}},
        "blk.",
@@ -101,10 +126,32 @@ const std::vector<Scheme>& schemes() {
         {"post_attention_layernorm", "ffn_norm"},
         {"mlp.gate_proj", "ffn_gate"},
         {"mlp.up_proj", "ffn_up"},
-        {"mlp.down_proj", "ffn_down"}},
+        {"mlp.down_proj", "ffn_down"},
+        {"block_sparse_moe.gate", "ffn_gate_inp"}},
        "weight",
        true,
-       {"rope_freqs.weight"}},
+       {"rope_freqs.weight"},
+       {// Mistral and Mixtral are llama.cpp's "llama"; Mixtral's experts are stacked per projection.
+        {"llama",
+         {},
+         true,
+         0,
+         {{"block_sparse_moe.experts.", "w1", "ffn_gate_exps"},
+          {"block_sparse_moe.experts.", "w3", "ffn_up_exps"},
+          {"block_sparse_moe.experts.", "w2", "ffn_down_exps"}}},
+        // The others run NEOX-style rotary on Hugging Face's halves: their rows are not permuted.
+        {"qwen2", {}, false, 0, {}},
+        // convert_hf_to_gguf.py's Gemma classes store every norm as 1 + w, what transformers applies.
+        {"gemma", {}, false, 1, {}},
+        {"gemma2",
+         {{"post_attention_layernorm", "post_attention_norm"},
+          {"pre_feedforward_layernorm", "ffn_norm"},
+          {"post_feedforward_layernorm", "post_ffw_norm"}},
+         false,
+         1,
+         {}},
+        // Phi-3 stores its fused projections as they are: attn_qkv, and gate then up rows in ffn_up.
+        {"phi3", {{"self_attn.qkv_proj", "attn_qkv"}, {"mlp.gate_up_proj", "ffn_up"}}, false, 0, {}}}},
   };
   return all;
 }
@@ -117,6 +164,36 @@ const Scheme* find_scheme(std::string_view name) {
 
 bool is_norm(std::string_view canonical_stem) {
   return std::find(kNorms.begin(), kNorms.end(), canonical_stem) != kNorms.end();
+}
+
+// The architecture's entry; null when the scheme has none by that name (or none at all).
+const Architecture* find_architecture(const Scheme& s, std::string_view architecture) {
+  for (const Architecture& a : s.architectures)
+    if (a.name == architecture) return &a;
+  return nullptr;
+}
+
+// A scheme as one architecture names it: its layer stems with the architecture's replacements.
+// nullopt for an architecture the scheme does not know, when it knows some.
+struct Named {
+  const Scheme& scheme;
+  const Architecture* architecture;  // null: the scheme has none
+  std::vector<Stem> layer_stems;
+};
+
+std::optional<Named> named(std::string_view scheme, std::string_view architecture) {
+  const Scheme* s = find_scheme(scheme);
+  if (!s) return std::nullopt;
+  if (s->architectures.empty()) return Named{*s, nullptr, s->layer_stems};
+  const Architecture* a = find_architecture(*s, architecture);
+  if (!a) return std::nullopt;
+  Named n{*s, a, a->layer_stems};
+  for (const Stem& base : s->layer_stems)
+    if (std::none_of(a->layer_stems.begin(), a->layer_stems.end(), [&](const Stem& r) {
+          return r.canonical == base.canonical || r.scheme == base.scheme;
+        }))
+      n.layer_stems.push_back(base);
+  return n;
 }
 
 // Translates "stem.suffix" through `stems` (from → to), the norm suffix changing with it.
@@ -137,13 +214,14 @@ std::optional<std::string> translate(std::string_view leaf, const std::vector<St
   return std::nullopt;
 }
 
-std::optional<std::string> convert(const Scheme& s, std::string_view name, bool to_canonical) {
+std::optional<std::string> convert(const Named& n, std::string_view name, bool to_canonical) {
+  const Scheme& s = n.scheme;
   if (auto whole = translate(name, s.model_stems, to_canonical, s.norm_suffix)) return whole;
   const std::string_view from_prefix = to_canonical ? s.layer_prefix : "model.layers.";
   const std::string_view to_prefix = to_canonical ? "model.layers." : s.layer_prefix;
   const auto layer = split_layer_name(name, from_prefix);
   if (!layer) return std::nullopt;
-  const auto leaf = translate(layer->second, s.layer_stems, to_canonical, s.norm_suffix);
+  const auto leaf = translate(layer->second, n.layer_stems, to_canonical, s.norm_suffix);
   if (!leaf) return std::nullopt;
   return fmt::format("{}{}.{}", to_prefix, layer->first, *leaf);
 }
@@ -179,24 +257,63 @@ const std::vector<std::string>& wrapper_prefixes() {
   return prefixes;
 }
 
-std::optional<CanonicalName> to_canonical(std::string_view scheme, std::string_view name) {
-  const Scheme* s = find_scheme(scheme);
-  if (!s) return std::nullopt;
-  auto canonical = convert(*s, name, true);
+std::optional<CanonicalName> to_canonical(std::string_view scheme, std::string_view name, std::string_view architecture) {
+  const auto n = named(scheme, architecture);
+  if (!n) return std::nullopt;
+  auto canonical = convert(*n, name, true);
   if (!canonical) return std::nullopt;
   const bool q = canonical->find(".self_attn.q_proj.") != std::string::npos;
   const bool k = canonical->find(".self_attn.k_proj.") != std::string::npos;
   return CanonicalName{std::move(*canonical), q || k, k};
 }
 
-std::optional<std::string> from_canonical(std::string_view scheme, std::string_view canonical) {
-  const Scheme* s = find_scheme(scheme);
-  return s ? convert(*s, canonical, false) : std::nullopt;
+std::optional<std::string> from_canonical(std::string_view scheme, std::string_view canonical,
+                                          std::string_view architecture) {
+  const auto n = named(scheme, architecture);
+  return n ? convert(*n, canonical, false) : std::nullopt;
 }
 
-bool interleaved_rotary(std::string_view scheme) {
-  const Scheme* s = find_scheme(scheme);
-  return s && s->interleaved_rotary;
+bool interleaved_rotary(std::string_view scheme, std::string_view architecture) {
+  const auto n = named(scheme, architecture);
+  if (!n) return false;
+  return n->architecture ? n->architecture->interleaved_rotary : n->scheme.interleaved_rotary;
+}
+
+float norm_offset(std::string_view scheme, std::string_view canonical, std::string_view architecture) {
+  const auto n = named(scheme, architecture);
+  if (!n || !n->architecture) return 0;
+  const size_t dot = canonical.rfind('.');
+  if (dot == std::string_view::npos || canonical.substr(dot + 1) != "weight") return 0;
+  std::string_view stem = canonical.substr(0, dot);
+  if (const auto layer = split_layer_name(canonical, "model.layers.")) stem = layer->second.substr(0, layer->second.rfind('.'));
+  return is_norm(stem) ? n->architecture->norm_offset : 0;
+}
+
+std::optional<StackSlot> stack_slot(std::string_view scheme, std::string_view canonical, std::string_view architecture) {
+  const auto n = named(scheme, architecture);
+  const auto layer = split_layer_name(canonical, "model.layers.");
+  if (!n || !n->architecture || !layer) return std::nullopt;
+  for (const StackStem& st : n->architecture->stacks) {
+    const auto slot = split_layer_name(layer->second, st.canonical_prefix);  // "<prefix><e>.<leaf>.<suffix>"
+    if (!slot || !slot->second.starts_with(st.canonical_leaf) || slot->second.substr(st.canonical_leaf.size()) != ".weight")
+      continue;
+    uint64_t e = 0;
+    std::from_chars(slot->first.data(), slot->first.data() + slot->first.size(), e);
+    return StackSlot{fmt::format("{}{}.{}.weight", n->scheme.layer_prefix, layer->first, st.scheme), e};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> stacked_canonical(std::string_view scheme, std::string_view stack, uint64_t slot,
+                                             std::string_view architecture) {
+  const auto n = named(scheme, architecture);
+  if (!n || !n->architecture) return std::nullopt;
+  const auto layer = split_layer_name(stack, n->scheme.layer_prefix);
+  if (!layer) return std::nullopt;
+  for (const StackStem& st : n->architecture->stacks)
+    if (layer->second == fmt::format("{}.weight", st.scheme))
+      return fmt::format("model.layers.{}.{}{}.{}.weight", layer->first, st.canonical_prefix, slot, st.canonical_leaf);
+  return std::nullopt;
 }
 
 bool scheme_drops(std::string_view scheme, std::string_view name) {
@@ -243,13 +360,14 @@ std::vector<DetectedScheme> rank_name_schemes(const std::vector<std::string>& na
     for (std::string& p : prefixes_of(n)) prefixes.insert(std::move(p));
   std::vector<DetectedScheme> out;
   for (const Scheme& s : schemes()) {
+    const Named llama = *named(s.name, "llama");  // module and checkpoint names: the Llama names of each scheme
     DetectedScheme best{std::string(s.name), "", 0, names.size()};
     for (const std::string& p : prefixes) {  // sorted: a shorter prefix before its extensions wins ties
       size_t matched = 0;
       for (const std::string& n : names) {
         if (!n.starts_with(p)) continue;
         const std::string_view rest = std::string_view(n).substr(p.size());
-        if (convert(s, rest, true) || scheme_drops(s.name, rest)) ++matched;
+        if (convert(llama, rest, true) || scheme_drops(s.name, rest)) ++matched;
       }
       if (matched > best.matched) {
         best.prefix = p;

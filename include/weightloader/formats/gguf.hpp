@@ -163,6 +163,11 @@ class WL_API GgufStreamWriter {
   GgufStreamWriter& operator=(const GgufStreamWriter&) = delete;
 
   void write_tensor(const TensorView& tensor);
+  // Writes the next entry in parts, its slices along dim 0 in order, so that a stack need not be
+  // assembled in memory (GGUF's experts, each from its own tensor): a part's shape is the entry's
+  // with a smaller dim 0, or the entry's without dim 0 (one slice). The entry is complete when its
+  // dim 0 is covered. An entry with a row_order is written whole. Throws as write_tensor.
+  void write_part(const TensorView& part);
   void finish();
 
  private:

@@ -107,6 +107,7 @@ struct GgufStreamWriter::State {
   AtomicFileWriter out;
   uint64_t data_written = 0;  // bytes of the data section written so far
   size_t next = 0;
+  uint64_t rows_done = 0;     // of entry `next`, written in parts
   bool finished = false;
 
   explicit State(std::string p) : path(std::move(p)), out(path) {}
@@ -117,6 +118,7 @@ struct GgufStreamWriter::State {
     data_written = data_offset;
   }
   void encode(const std::byte* in, DType from, uint64_t elems, const GgufWriteEntry& entry);
+  uint64_t rows_in(const Shape& part, const GgufWriteEntry& entry) const;
 };
 
 namespace {
@@ -242,22 +244,48 @@ GgufStreamWriter::GgufStreamWriter(std::string path, std::vector<GgufWriteEntry>
 
 GgufStreamWriter::~GgufStreamWriter() = default;
 
+// Rows (slices along dim 0) of the current entry that `part` holds: all of them for the entry's
+// shape, one for its shape without dim 0, or part.shape[0] for its shape with a smaller dim 0.
+uint64_t GgufStreamWriter::State::rows_in(const Shape& part, const GgufWriteEntry& entry) const {
+  const uint64_t rows = entry.shape.empty() ? 1 : entry.shape[0];
+  const Shape inner = entry.shape.empty() ? Shape{} : Shape(entry.shape.begin() + 1, entry.shape.end());
+  uint64_t n = 0;
+  if (part == entry.shape && rows_done == 0) n = rows;
+  else if (!entry.shape.empty() && part == inner) n = 1;
+  else if (!part.empty() && part.size() == entry.shape.size() && Shape(part.begin() + 1, part.end()) == inner) n = part[0];
+  else
+    throw Error(ErrorCode::ShapeMismatch,
+                fmt::format("tensor has shape {} but was declared {}", shape_to_string(part), shape_to_string(entry.shape)),
+                path, entry.name);
+  if (rows_done + n > rows)
+    throw Error(ErrorCode::ShapeMismatch,
+                fmt::format("a part of {} rows after {} of the declared {}", n, rows_done, rows), path, entry.name);
+  if (!entry.row_order.empty() && n != rows)
+    throw Error(ErrorCode::InvalidArgument, "a tensor stored in another row order is written whole", path, entry.name);
+  return n;
+}
+
 void GgufStreamWriter::write_tensor(const TensorView& tensor) {
+  State& s = *state_;
+  if (!s.finished && s.next < s.entries.size() && tensor.shape() != s.entries[s.next].shape)
+    throw Error(ErrorCode::ShapeMismatch,
+                fmt::format("tensor has shape {} but was declared {}", shape_to_string(tensor.shape()),
+                            shape_to_string(s.entries[s.next].shape)),
+                s.path, s.entries[s.next].name);
+  write_part(tensor);
+}
+
+void GgufStreamWriter::write_part(const TensorView& part) {
   State& s = *state_;
   if (s.finished) throw Error(ErrorCode::InvalidArgument, "write_tensor() after finish()", s.path);
   if (s.next >= s.entries.size())
     throw Error(ErrorCode::InvalidArgument, "write_tensor() after every declared tensor was written", s.path);
   const GgufWriteEntry& entry = s.entries[s.next];
   const Planned& plan = s.plan[s.next];
-  if (!tensor.defined()) throw Error(ErrorCode::InvalidArgument, "tensor has no data", s.path, entry.name);
-  if (tensor.shape() != entry.shape)
-    throw Error(ErrorCode::ShapeMismatch,
-                fmt::format("tensor has shape {} but was declared {}", shape_to_string(tensor.shape()),
-                            shape_to_string(entry.shape)),
-                s.path, entry.name);
-  const TensorView src = tensor.is_contiguous() ? tensor : tensor.to(tensor.dtype());
+  if (!part.defined()) throw Error(ErrorCode::InvalidArgument, "tensor has no data", s.path, entry.name);
+  const uint64_t rows = s.rows_in(part.shape(), entry);
+  const TensorView src = part.is_contiguous() ? part : part.to(part.dtype());
   const uint64_t numel = src.numel();
-  const uint64_t rows = entry.shape.empty() ? 1 : entry.shape[0];
   if (numel > 0) {
     const size_t esize = dtype_size(src.dtype());
     const uint64_t row_elems = numel / rows;
@@ -279,7 +307,10 @@ void GgufStreamWriter::write_tensor(const TensorView& tensor) {
       s.encode(in, src.dtype(), n * row_elems, entry);
     }
   }
+  s.rows_done += rows;
+  if (s.rows_done < (entry.shape.empty() ? 1 : entry.shape[0])) return;
   s.write_padded_to((plan.offset + plan.nbytes + s.alignment - 1) / s.alignment * s.alignment);
+  s.rows_done = 0;
   ++s.next;
 }
 
@@ -288,8 +319,9 @@ void GgufStreamWriter::finish() {
   if (s.finished) throw Error(ErrorCode::InvalidArgument, "finish() called twice", s.path);
   if (s.next != s.entries.size())
     throw Error(ErrorCode::InvalidArgument,
-                fmt::format("only {} of the {} declared tensors were written", s.next, s.entries.size()), s.path,
-                s.entries[s.next].name);
+                fmt::format("only {} of the {} declared tensors were written{}", s.next, s.entries.size(),
+                            s.rows_done ? fmt::format(" ({} rows of the next)", s.rows_done) : ""),
+                s.path, s.entries[s.next].name);
   s.out.commit();
   s.finished = true;
 }

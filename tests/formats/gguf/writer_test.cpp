@@ -1,5 +1,6 @@
 // Writer -> reader round trips, the exact bytes of a small file, Q8_0 quantisation, and misuse.
 #include <cmath>
+#include <cstring>
 
 #include "formats/gguf/gguf_test_util.hpp"
 #include "weightloader/dtype_convert.hpp"
@@ -156,6 +157,34 @@ TEST(GgufWriter, StoresRowsInTheOrderGiven) {
   expect_contains(expect_error(ErrorCode::InvalidArgument,
                                [&] { write_gguf(path, {{"bias", f32_tensor({64}, 1), GgmlType::Q8_0, reversed}}); }),
                   "Q8_0 rows must be whole blocks");
+}
+
+// A stack (GGUF's experts) written slice by slice, or a few slices at a time, stores the bytes that
+// writing it whole stores; parts must add up to the declared rows, and a reordered tensor is whole.
+TEST(GgufWriter, WritesAStackInParts) {
+  const TensorView whole = f32_tensor({3, 2, 32}, 7);
+  TempDir dir;
+  write_gguf(dir.file("whole.gguf"), {{"s", whole, GgmlType::Q8_0}});
+  auto slices = [&](uint64_t begin, uint64_t end) {
+    TensorView t = TensorView::empty(DType::F32, {end - begin, 2, 32});
+    std::memcpy(t.raw(), whole.raw() + begin * 64 * sizeof(float), t.nbytes());
+    return t;
+  };
+  {
+    GgufStreamWriter w(dir.file("parts.gguf"), {{"s", {3, 2, 32}, GgmlType::Q8_0}});
+    w.write_part(TensorView::empty(DType::F32, {0, 2, 32}));  // no rows: nothing written
+    w.write_part(slices(0, 1).reshaped({2, 32}));              // one slice, without dim 0
+    w.write_part(slices(1, 3));
+    w.finish();
+  }
+  EXPECT_EQ(read_bytes(dir.file("parts.gguf")), read_bytes(dir.file("whole.gguf")));
+  GgufStreamWriter w(dir.file("bad.gguf"), {{"s", {3, 2, 32}, GgmlType::F32}, {"r", {2, 2}, GgmlType::F32, {1, 0}}});
+  expect_error(ErrorCode::ShapeMismatch, [&] { w.write_part(f32_tensor({2, 3, 32}, 1)); });
+  w.write_part(slices(0, 2));
+  expect_contains(expect_error(ErrorCode::ShapeMismatch, [&] { w.write_part(slices(0, 2)); }), "a part of 2 rows after 2");
+  expect_contains(expect_error(ErrorCode::InvalidArgument, [&] { w.finish(); }), "(2 rows of the next)");
+  w.write_part(slices(2, 3));
+  expect_contains(expect_error(ErrorCode::InvalidArgument, [&] { w.write_part(f32_tensor({1, 2}, 1)); }), "written whole");
 }
 
 }  // namespace

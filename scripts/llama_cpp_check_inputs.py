@@ -1,0 +1,81 @@
+"""For scripts/llama-cpp-check.sh: the inputs of its rows for the tiny models of testdata/hf-tiny-arch
+(run with Debian's interpreter; only `engine` needs the weightloader module on PYTHONPATH).
+
+  ids REF.json N              the first N ids of the reference's first sequence, space-separated
+  logits REF.json N           transformers' logits after them (position N - 1), one a line
+  edit SRC DST KEY=JSON ...   SRC's model in DST: config.json with these keys set, model.safetensors linked
+  repeat SRC DST LAYERS       SRC's layers repeated in order up to LAYERS layers (config.json and
+                              model.safetensors written anew, the tensors' bytes as they are)
+  engine MODEL ID ...         our engine's logits after the ids, one a line
+"""
+import json
+import os
+import re
+import struct
+import sys
+
+
+def reference(path, n):
+    ref = json.load(open(path))
+    return ref["sequences"][0][:n], ref["logits"][0][n - 1]
+
+
+def edit(src, dst, assignments):
+    config = json.load(open(os.path.join(src, "config.json")))
+    for a in assignments:
+        key, value = a.split("=", 1)
+        config[key] = json.loads(value)
+    os.makedirs(dst, exist_ok=True)
+    json.dump(config, open(os.path.join(dst, "config.json"), "w"), indent=1)
+    os.symlink(os.path.abspath(os.path.join(src, "model.safetensors")), os.path.join(dst, "model.safetensors"))
+    return config
+
+
+def repeat(src, dst, layers):
+    config = edit(src, dst, [f"num_hidden_layers={layers}"])
+    os.remove(os.path.join(dst, "model.safetensors"))
+    data = open(os.path.join(src, "model.safetensors"), "rb").read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    header.pop("__metadata__", None)
+    body = data[8 + n:]
+    have = json.load(open(os.path.join(src, "config.json")))["num_hidden_layers"]
+    out_header, chunks, offset = {}, [], 0
+    for name, t in header.items():
+        m = re.match(r"model\.layers\.(\d+)\.(.*)", name)
+        copies = [name] if not m else [f"model.layers.{l}.{m.group(2)}" for l in range(int(m.group(1)), layers, have)]
+        begin, end = t["data_offsets"]
+        for copy in copies:
+            out_header[copy] = {"dtype": t["dtype"], "shape": t["shape"], "data_offsets": [offset, offset + end - begin]}
+            chunks.append(body[begin:end])
+            offset += end - begin
+    text = json.dumps(out_header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(os.path.join(dst, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+
+
+def engine(model, ids):
+    import weightloader
+    out = weightloader.LLM(model).generate(ids, weightloader.SamplingParams(temperature=0, max_tokens=1), return_logits=True)
+    return out[0].logits[len(ids) - 1]
+
+
+def main(argv):
+    command, args = argv[1], argv[2:]
+    if command == "ids":
+        print(*reference(args[0], int(args[1]))[0])
+    elif command == "logits":
+        print(*reference(args[0], int(args[1]))[1], sep="\n")
+    elif command == "edit":
+        edit(args[0], args[1], args[2:])
+    elif command == "repeat":
+        repeat(args[0], args[1], int(args[2]))
+    elif command == "engine":
+        print(*(f"{v:.9g}" for v in engine(args[0], [int(i) for i in args[1:]])), sep="\n")
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

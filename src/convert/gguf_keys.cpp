@@ -1,0 +1,198 @@
+#include "convert/gguf_keys.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "convert/source_shapes.hpp"
+#include "engine/gguf_config.hpp"
+#include "weightloader/engine/tokenizer.hpp"
+#include "weightloader/error.hpp"
+
+namespace wl {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Without a configuration: a Llama of the tensors' shapes, with the overrides' heads.
+LlamaConfig shaped_llama(const WeightSource& s, const LlamaHeads& h) {
+  LlamaConfig c;
+  const Shape embed = shape_of(s, "model.embed_tokens.weight");
+  c.vocab_size = embed[0];
+  c.hidden_size = embed[1];
+  while (s.find(fmt::format("model.layers.{}.input_layernorm.weight", c.num_layers))) ++c.num_layers;
+  c.intermediate_size = shape_of(s, "model.layers.0.mlp.gate_proj.weight")[0];
+  c.head_dim = c.rotary_dim = c.hidden_size / h.heads;
+  c.rms_norm_eps = h.rms_norm_eps;
+  c.rope_theta = h.rope_theta;
+  return c;
+}
+
+// llama.cpp's architecture for a family, as its converter's model classes register them.
+std::string architecture_of(const LlamaConfig& c, const std::string& origin) {
+  if (c.architecture == "llama" || c.architecture == "mistral" || c.architecture == "mixtral") return "llama";
+  if (c.architecture == "qwen2" || c.architecture == "gemma" || c.architecture == "gemma2" || c.architecture == "phi3")
+    return c.architecture;
+  throw Error(ErrorCode::InvalidArgument,
+              fmt::format("GGUF output is written for llama, mistral, mixtral, qwen2, gemma, gemma2 and phi3 models; "
+                          "this one is not yet ({})", c.features()),
+              origin);
+}
+
+// {arch}.* as convert_hf_to_gguf.py writes them for the architecture, plus rope.freq_base and
+// vocab_size everywhere (llama.cpp reads both for every architecture; vocab_size sizes the
+// embedding when there is no vocabulary).
+void put_model_keys(const LlamaConfig& c, const std::string& arch, GgufMetadata& meta) {
+  const std::string a = arch + ".";
+  meta.emplace(a + "embedding_length", uint32_t(c.hidden_size));
+  meta.emplace(a + "block_count", uint32_t(c.num_layers));
+  meta.emplace(a + "feed_forward_length", uint32_t(c.intermediate_size));
+  meta.emplace(a + "attention.head_count", uint32_t(c.num_heads));
+  meta.emplace(a + "attention.head_count_kv", uint32_t(c.num_kv_heads));
+  meta.emplace(a + "context_length", uint32_t(c.max_position_embeddings ? c.max_position_embeddings : 2048));
+  meta.emplace(a + "attention.layer_norm_rms_epsilon", float(c.rms_norm_eps));
+  meta.emplace(a + "rope.freq_base", float(c.rope_theta));
+  meta.emplace(a + "vocab_size", uint32_t(c.vocab_size));
+  const bool gemma = arch == "gemma" || arch == "gemma2";
+  if (gemma || c.head_dim * c.num_heads != c.hidden_size) {
+    meta.emplace(a + "attention.key_length", uint32_t(c.head_dim));
+    meta.emplace(a + "attention.value_length", uint32_t(c.head_dim));
+  }
+  // llama.cpp's llama rotates whole heads; Phi-3's partial rotary is its dimension count (which
+  // llama.cpp's converter leaves at head_dim, ignoring partial_rotary_factor).
+  if (arch == "llama") meta.emplace(a + "rope.dimension_count", uint32_t(c.head_dim));
+  if (arch == "phi3") meta.emplace(a + "rope.dimension_count", uint32_t(c.rotary_dims()));
+  if (arch == "phi3" || arch == "gemma2") meta.emplace(a + "attention.sliding_window", uint32_t(c.sliding_window));
+  // llama.cpp's Gemma 2 always soft-caps (50 and 30 without the keys): no cap is not written, and so refused.
+  if (arch == "gemma2" && c.attn_logit_softcapping) meta.emplace(a + "attn_logit_softcapping", float(c.attn_logit_softcapping));
+  if (arch == "gemma2" && c.final_logit_softcapping) meta.emplace(a + "final_logit_softcapping", float(c.final_logit_softcapping));
+  if (c.moe.num_experts) {
+    meta.emplace(a + "expert_count", uint32_t(c.moe.num_experts));
+    meta.emplace(a + "expert_used_count", uint32_t(c.moe.experts_per_token));
+  }
+}
+
+// A field of the model as the source and as llama.cpp would read the keys.
+struct Field {
+  const char* name;
+  std::function<std::string(const LlamaConfig&)> value;
+};
+
+// "4 on every layer", "none", or the window of each layer (0: none). A window no shorter than
+// the context masks nothing: none.
+std::string windows(const LlamaConfig& c) {
+  auto window = [&](uint64_t l) { return c.window_layer(l) < c.max_position_embeddings ? c.window_layer(l) : 0; };
+  std::string each;
+  bool same = true;
+  for (uint64_t l = 0; l < c.num_layers; ++l) {
+    each += fmt::format("{}{}", l ? "," : "", window(l));
+    same = same && window(l) == window(0);
+  }
+  if (!same) return fmt::format("[{}] per layer", each);
+  return window(0) ? fmt::format("{} on every layer", window(0)) : "none";
+}
+
+// Floats as the file stores them (F32).
+std::string f32(double v) { return fmt::format("{}", float(v)); }
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> all{
+      {"hidden_size", [](const LlamaConfig& c) { return std::to_string(c.hidden_size); }},
+      {"intermediate_size", [](const LlamaConfig& c) { return std::to_string(c.intermediate_size); }},
+      {"num_hidden_layers", [](const LlamaConfig& c) { return std::to_string(c.num_layers); }},
+      {"num_attention_heads", [](const LlamaConfig& c) { return std::to_string(c.num_heads); }},
+      {"num_key_value_heads", [](const LlamaConfig& c) { return std::to_string(c.num_kv_heads); }},
+      {"head_dim", [](const LlamaConfig& c) { return std::to_string(c.head_dim); }},
+      {"rotary dimensions", [](const LlamaConfig& c) { return std::to_string(c.rotary_dims()); }},
+      {"rms_norm_eps", [](const LlamaConfig& c) { return f32(c.rms_norm_eps); }},
+      {"rope_theta", [](const LlamaConfig& c) { return f32(c.rope_theta); }},
+      {"rope_scaling", [](const LlamaConfig& c) { return c.rope_scaling.type.empty() ? "none" : c.rope_scaling.type; }},
+      {"hidden_act", [](const LlamaConfig& c) { return c.hidden_act; }},
+      {"sliding_window", windows},
+      {"attn_logit_softcapping", [](const LlamaConfig& c) { return f32(c.attn_logit_softcapping); }},
+      {"final_logit_softcapping", [](const LlamaConfig& c) { return f32(c.final_logit_softcapping); }},
+      {"query_pre_attn_scalar",
+       [](const LlamaConfig& c) { return f32(c.query_pre_attn_scalar ? c.query_pre_attn_scalar : double(c.head_dim)); }},
+      {"(1+w) norms", [](const LlamaConfig& c) { return c.norm_weight_offset ? "yes" : "no"; }},
+      {"scaled embeddings", [](const LlamaConfig& c) { return c.scale_embeddings ? "yes" : "no"; }},
+      {"four norms per block", [](const LlamaConfig& c) { return c.sandwich_norms ? "yes" : "no"; }},
+      {"experts", [](const LlamaConfig& c) {
+         const MoeConfig& m = c.moe;
+         return m.num_experts ? fmt::format("{} of {} units, top-{}{}{}", m.num_experts, m.expert_intermediate_size,
+                                            m.experts_per_token, m.norm_topk_prob ? " renormalised" : "",
+                                            m.shared_expert_intermediate_size ? ", a shared expert" : "")
+                              : std::string("none");
+       }},
+  };
+  return all;
+}
+
+// Reads the keys back as llama.cpp would and refuses the first field it would run otherwise.
+void refuse_what_keys_change(const GgufModel& m, const GgufMetadata& meta, const std::string& origin) {
+  std::map<std::string, std::string> text;
+  for (const auto& [key, value] : meta) text.emplace(key, gguf_value_to_string(value));
+  const LlamaConfig read = llama_config_from_gguf(text, origin);
+  for (const Field& f : fields()) {
+    const std::string want = f.value(m.config), got = f.value(read);
+    if (want != got)
+      throw Error(ErrorCode::InvalidArgument,
+                  fmt::format("this {} cannot be written as GGUF: llama.cpp's '{}' would run it with {} {} instead of {}",
+                              m.config.architecture, m.arch, f.name, got, want),
+                  origin);
+  }
+  if ((m.arch == "gemma" || m.arch == "gemma2") && !m.config.tie_word_embeddings)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("this {} cannot be written as GGUF: llama.cpp's '{}' ties the head to the embedding, "
+                            "and tie_word_embeddings is false", m.config.architecture, m.arch),
+                origin);
+}
+
+}  // namespace
+
+GgufModel gguf_model(const WeightSource& s, const LlamaHeads& h) {
+  GgufModel m;
+  try {
+    m.config = llama_config_from_source(s);
+    m.configured = true;
+  } catch (const Error&) {
+    m.config = shaped_llama(s, h);  // no usable configuration: a Llama whose heads the overrides give
+  }
+  m.config.num_heads = h.heads;
+  m.config.num_kv_heads = h.kv_heads;
+  if (h.seq_len) m.config.max_position_embeddings = h.seq_len;
+  m.arch = m.configured ? architecture_of(m.config, s.origin()) : "llama";
+  return m;
+}
+
+GgufMetadata gguf_model_metadata(const GgufModel& m, const WeightSource& s, uint32_t file_type,
+                                 const std::string& tokenizer) {
+  std::string name = fs::path(s.origin()).filename().replace_extension().string();
+  if (name.empty()) name = fs::path(s.origin()).parent_path().filename().string();  // "dir/"
+  GgufMetadata meta = {
+      {"general.architecture", m.arch},
+      {"general.name", name},
+      {"general.alignment", uint32_t(32)},
+      {"general.file_type", file_type},
+      {"general.quantization_version", uint32_t(2)},
+  };
+  put_model_keys(m.config, m.arch, meta);
+  if (m.configured) refuse_what_keys_change(m, meta, s.origin());
+  if (tokenizer.empty()) {
+    meta.emplace("tokenizer.ggml.model", std::string("none"));
+    return meta;
+  }
+  GgufMetadata tok = tokenizer_gguf_metadata(tokenizer);
+  const uint64_t n = std::get<GgufArray>(tok.at("tokenizer.ggml.tokens")).size();
+  if (n != m.config.vocab_size)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("the tokenizer has {} tokens but the model's embedding {} rows", n, m.config.vocab_size),
+                tokenizer);
+  meta.merge(tok);
+  return meta;
+}
+
+}  // namespace wl

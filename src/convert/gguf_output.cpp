@@ -1,0 +1,133 @@
+#include "convert/gguf_output.hpp"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "convert/gguf_keys.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/formats/gguf.hpp"
+#include "weightloader/name_schemes.hpp"
+
+namespace wl {
+
+namespace {
+
+// A GGUF output type: the matrices' ggml type and the general.file_type (llama_ftype) that
+// llama.cpp records for it.
+struct GgufTarget {
+  const char* name;
+  GgmlType type;
+  uint32_t file_type;
+};
+
+const GgufTarget& gguf_target(const std::string& name) {
+  static const GgufTarget targets[] = {
+      {"f32", GgmlType::F32, 0}, {"f16", GgmlType::F16, 1}, {"bf16", GgmlType::BF16, 32}, {"q8_0", GgmlType::Q8_0, 7}};
+  for (const GgufTarget& t : targets)
+    if (name == t.name) return t;
+  throw Error(ErrorCode::InvalidArgument, fmt::format("gguf type '{}' is not f32, f16, bf16 or q8_0", name));
+}
+
+// One stored tensor and the source tensors it is written from: one, or a stack's slots in order.
+struct Output {
+  GgufWriteEntry entry;
+  std::vector<const TensorInfo*> parts;
+  float offset = 0;     // added to every value (Gemma's norms: 1 + w)
+  bool copy = false;    // a second copy of a source tensor (not counted again in the progress)
+};
+
+// Matrices and stacks take the requested type; vectors stay F32; a Q8_0 tensor whose rows are
+// not whole 32-element blocks falls back to F16, as llama.cpp's converter does.
+GgmlType stored_type(const Shape& shape, GgmlType target) {
+  GgmlType ty = shape.size() >= 2 ? target : GgmlType::F32;
+  if (ty == GgmlType::Q8_0 && shape.back() % 32 != 0) ty = GgmlType::F16;
+  return ty;
+}
+
+// A tensor stored alone: named through the "gguf" scheme for the architecture, with its q/k rows
+// interleaved where llama.cpp's converter permutes them (llama; the others run NEOX-style on
+// Hugging Face's halves) and Gemma's norms as 1 + w.
+Output single(const TensorInfo& t, GgmlType target, const GgufModel& m, const std::string& out) {
+  Output o{{from_canonical("gguf", t.name, m.arch).value_or(t.name), t.shape, stored_type(t.shape, target), {}}, {&t}};
+  o.offset = norm_offset("gguf", t.name, m.arch);
+  const auto canonical = to_canonical("hf", t.name);
+  if (interleaved_rotary("gguf", m.arch) && canonical && canonical->rotary && t.numel() > 0) {
+    const std::string key = m.arch + (canonical->kv ? ".attention.head_count_kv" : ".attention.head_count");
+    o.entry.row_order = rotary_row_order(t.shape[0], canonical->kv ? m.config.num_kv_heads : m.config.num_heads,
+                                         RotaryOrder::HfAsInterleaved, {ErrorCode::GgufHeadCount, key, out}, t.name);
+  }
+  return o;
+}
+
+// Every stored tensor in the source's order; a stack where its first slot comes. Gemma's lm_head
+// is left out (llama.cpp ties it; its converter skips it); a tied Phi-3 gets output.weight, a
+// copy of the embedding, which llama.cpp's phi3 requires.
+std::vector<Output> plan_outputs(const WeightSource& s, const GgufModel& m, GgmlType target, const std::string& out) {
+  std::vector<Output> outputs;
+  std::map<std::string, size_t> stacks;  // stored name -> index in outputs
+  for (const TensorInfo& t : s.tensors()) {
+    if ((m.arch == "gemma" || m.arch == "gemma2") && t.name == "lm_head.weight") continue;
+    const auto slot = stack_slot("gguf", t.name, m.arch);
+    if (!slot) {
+      outputs.push_back(single(t, target, m, out));
+      continue;
+    }
+    const uint64_t n = m.config.moe.num_experts;
+    if (slot->slot >= n)
+      throw Error(ErrorCode::InvalidArgument, fmt::format("expert {} of a model of {} experts", slot->slot, n), s.origin(), t.name);
+    auto [it, added] = stacks.emplace(slot->stack, outputs.size());
+    if (added) {
+      Shape shape{n};
+      shape.insert(shape.end(), t.shape.begin(), t.shape.end());
+      outputs.push_back({{slot->stack, shape, stored_type(shape, target), {}}, std::vector<const TensorInfo*>(n)});
+    }
+    Output& stack = outputs[it->second];
+    if (Shape(stack.entry.shape.begin() + 1, stack.entry.shape.end()) != t.shape)
+      throw Error(ErrorCode::ShapeMismatch,
+                  fmt::format("expert of shape {} in a stack of {}", shape_to_string(t.shape), shape_to_string(stack.entry.shape)),
+                  s.origin(), t.name);
+    stack.parts[slot->slot] = &t;
+  }
+  for (const auto& [name, index] : stacks)
+    for (size_t e = 0; e < outputs[index].parts.size(); ++e)
+      if (!outputs[index].parts[e])
+        throw Error(ErrorCode::TensorNotFound, fmt::format("expert {} of the stack {} is missing", e, name), s.origin(),
+                    stacked_canonical("gguf", name, e, m.arch).value_or(name));
+  if (m.arch == "phi3" && !s.find("lm_head.weight")) {
+    const TensorInfo& embed = s.at("model.embed_tokens.weight");
+    Output head = single(embed, target, m, out);
+    head.entry.name = "output.weight";
+    head.copy = true;
+    outputs.push_back(std::move(head));
+  }
+  return outputs;
+}
+
+}  // namespace
+
+uint64_t write_gguf_output(const WeightSource& s, const std::string& out, const ConvertOptions& o, Tally& tally) {
+  const LlamaHeads h = llama_heads_from_metadata(s, o.heads);
+  if (!h.heads) throw Error(ErrorCode::InvalidArgument, "the number of attention heads is unknown: pass --heads", s.origin());
+  const GgufTarget& target = gguf_target(o.gguf_type);
+  const GgufModel m = gguf_model(s, h);
+  const GgufMetadata meta = gguf_model_metadata(m, s, target.file_type, o.tokenizer);
+  const std::vector<Output> outputs = plan_outputs(s, m, target.type, out);
+  std::vector<GgufWriteEntry> entries;
+  for (const Output& x : outputs) entries.push_back(x.entry);
+  GgufStreamWriter writer(out, std::move(entries), meta);
+  uint64_t written = 0;
+  for (const Output& x : outputs)
+    for (const TensorInfo* part : x.parts) {  // a stack: one expert in memory at a time
+      TensorView v = s.load(*part, DType::F32);
+      if (x.offset != 0)
+        for (float* p = v.data<float>(), *end = p + v.numel(); p != end; ++p) *p += x.offset;
+      writer.write_part(v);
+      written += v.nbytes();
+      if (!x.copy) tally.add(*part);
+    }
+  writer.finish();
+  return written;
+}
+
+}  // namespace wl

@@ -1,0 +1,16 @@
+// GGUF output: each family written as llama.cpp's convert_hf_to_gguf.py writes it (architecture,
+// keys, tensor names, q/k layout, Gemma's norms, Mixtral's expert stacks), or refused, naming what
+// llama.cpp would run differently.
+#pragma once
+
+#include <string>
+
+#include "convert/tally.hpp"
+#include "weightloader/convert_checkpoint.hpp"
+
+namespace wl {
+
+// Streams `s` into the GGUF file `out`; returns the tensor bytes written.
+uint64_t write_gguf_output(const WeightSource& s, const std::string& out, const ConvertOptions& o, Tally& tally);
+
+}  // namespace wl

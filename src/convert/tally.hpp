@@ -1,0 +1,23 @@
+// Reports the source's stored bytes as the converter reads its tensors (ConvertOptions::progress).
+#pragma once
+
+#include "weightloader/error.hpp"
+#include "weightloader/source.hpp"
+
+namespace wl {
+
+class Tally {
+ public:
+  Tally(const WeightSource& s, const ProgressCallback& progress) : progress_(progress), total_(s.total_bytes()) {}
+  void add(const TensorInfo& t) {
+    done_ += t.nbytes;
+    if (progress_ && !progress_(done_, total_))
+      throw Error(ErrorCode::Cancelled, "conversion cancelled by the progress callback", t.file, t.name);
+  }
+
+ private:
+  const ProgressCallback& progress_;
+  uint64_t done_ = 0, total_;
+};
+
+}  // namespace wl

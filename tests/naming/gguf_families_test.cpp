@@ -1,0 +1,92 @@
+// The "gguf" naming scheme per llama.cpp architecture: each family's stored names (gguf-py's
+// tensor_mapping.py), which architectures store q/k rows interleaved, Gemma's norms stored as
+// 1 + w, and Mixtral's experts as one stack per projection.
+#include "formats/gguf/gguf_test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
+#include "weightloader/name_schemes.hpp"
+
+namespace wl {
+namespace {
+
+using test::GgufBytes;
+
+void expect_pair(std::string_view arch, const char* gguf, const char* hf) {
+  const auto canonical = to_canonical("gguf", gguf, arch);
+  ASSERT_TRUE(canonical) << arch << " " << gguf;
+  EXPECT_EQ(canonical->name, hf) << arch;
+  EXPECT_EQ(from_canonical("gguf", hf, arch), gguf) << arch;
+}
+
+TEST(GgufFamilies, EachArchitecturesNames) {
+  for (const char* arch : {"llama", "qwen2", "gemma", "gemma2", "phi3"}) {
+    expect_pair(arch, "token_embd.weight", "model.embed_tokens.weight");
+    expect_pair(arch, "blk.1.attn_norm.weight", "model.layers.1.input_layernorm.weight");
+    expect_pair(arch, "blk.0.attn_output.weight", "model.layers.0.self_attn.o_proj.weight");
+  }
+  expect_pair("qwen2", "blk.0.attn_v.bias", "model.layers.0.self_attn.v_proj.bias");
+  expect_pair("llama", "blk.0.ffn_gate_inp.weight", "model.layers.0.block_sparse_moe.gate.weight");
+  // Gemma 2: the attention's output norm, and the MLP's input and output norms.
+  expect_pair("gemma2", "blk.0.post_attention_norm.weight", "model.layers.0.post_attention_layernorm.weight");
+  expect_pair("gemma2", "blk.0.ffn_norm.weight", "model.layers.0.pre_feedforward_layernorm.weight");
+  expect_pair("gemma2", "blk.0.post_ffw_norm.weight", "model.layers.0.post_feedforward_layernorm.weight");
+  expect_pair("gemma", "blk.0.ffn_norm.weight", "model.layers.0.post_attention_layernorm.weight");
+  // Phi-3: its fused projections as stored; no separate up_proj or q_proj name is left to collide.
+  expect_pair("phi3", "blk.0.attn_qkv.weight", "model.layers.0.self_attn.qkv_proj.weight");
+  expect_pair("phi3", "blk.0.ffn_up.weight", "model.layers.0.mlp.gate_up_proj.weight");
+  expect_pair("llama", "blk.0.ffn_up.weight", "model.layers.0.mlp.up_proj.weight");
+  EXPECT_EQ(from_canonical("gguf", "model.layers.0.mlp.up_proj.weight", "phi3"), std::nullopt);
+  // An architecture the scheme does not know has no names (its tensors keep theirs); other schemes ignore it.
+  EXPECT_EQ(to_canonical("gguf", "token_embd.weight", "falcon"), std::nullopt);
+  EXPECT_TRUE(to_canonical("meta", "tok_embeddings.weight", "falcon"));
+}
+
+TEST(GgufFamilies, RotaryLayoutAndNormOffsetPerArchitecture) {
+  EXPECT_TRUE(interleaved_rotary("gguf", "llama"));
+  for (const char* arch : {"qwen2", "gemma", "gemma2", "phi3", "falcon"}) EXPECT_FALSE(interleaved_rotary("gguf", arch)) << arch;
+  EXPECT_TRUE(interleaved_rotary("meta", "qwen2"));
+  for (const char* norm : {"model.norm.weight", "model.layers.3.input_layernorm.weight", "model.layers.0.post_feedforward_layernorm.weight"}) {
+    EXPECT_EQ(norm_offset("gguf", norm, "gemma2"), 1.0f) << norm;
+    EXPECT_EQ(norm_offset("gguf", norm, "llama"), 0.0f) << norm;
+  }
+  EXPECT_EQ(norm_offset("gguf", "model.norm.weight", "gemma"), 1.0f);
+  EXPECT_EQ(norm_offset("gguf", "model.layers.0.mlp.up_proj.weight", "gemma"), 0.0f);
+  EXPECT_EQ(norm_offset("hf", "model.norm.weight", "gemma"), 0.0f);
+}
+
+TEST(GgufFamilies, MixtralExpertsAreStacks) {
+  for (const auto& [leaf, stack] : {std::pair{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}) {
+    const std::string hf = std::string("model.layers.1.block_sparse_moe.experts.3.") + leaf + ".weight";
+    const auto slot = stack_slot("gguf", hf, "llama");
+    ASSERT_TRUE(slot) << hf;
+    EXPECT_EQ(slot->stack, std::string("blk.1.") + stack + ".weight");
+    EXPECT_EQ(slot->slot, 3u);
+    EXPECT_EQ(stacked_canonical("gguf", slot->stack, 3, "llama"), hf);
+  }
+  EXPECT_EQ(stack_slot("gguf", "model.layers.1.block_sparse_moe.experts.3.w1.bias", "llama"), std::nullopt);
+  EXPECT_EQ(stack_slot("gguf", "model.layers.1.block_sparse_moe.experts.3.w10.weight", "llama"), std::nullopt);
+  EXPECT_EQ(stack_slot("gguf", "model.layers.1.block_sparse_moe.experts.3.w1.weight", "qwen2"), std::nullopt);
+  EXPECT_EQ(stack_slot("hf", "model.layers.1.block_sparse_moe.experts.3.w1.weight"), std::nullopt);
+  EXPECT_EQ(stacked_canonical("gguf", "blk.0.ffn_gate.weight", 0, "llama"), std::nullopt);
+  EXPECT_EQ(to_canonical("gguf", "blk.0.ffn_gate_exps.weight", "llama"), std::nullopt);  // a stack, not one tensor
+}
+
+// The "gguf" format entry presents each expert of a stack as its own tensor, at its slice of the
+// stack's bytes; a "stack" that is not a matrix per slot keeps its stored name.
+TEST(GgufFamilies, StacksArePresentedOneTensorPerExpert) {
+  GgufBytes b;
+  b.header(2, 1).kv_str("general.architecture", "llama");
+  b.tensor("blk.0.ffn_up_exps.weight", {2, 1, 3}, 0, 0).tensor("blk.1.ffn_up_exps.weight", {2}, 0, 32).pad();
+  for (float v : {1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 0.f, 0.f, 7.f, 8.f}) b.le<float>(v);
+  test::TempDir dir;
+  const std::string path = test::make_gguf(dir, b);
+  const Catalogue c = gguf_format().read_catalogue(*default_opener()->open(path), *default_opener());
+  ASSERT_EQ(c.tensors.size(), 4u);
+  const WeightSource s("gguf", path, c.tensors);
+  EXPECT_EQ(s.at("model.layers.0.block_sparse_moe.experts.0.w3.weight").shape, (Shape{1, 2}));
+  EXPECT_EQ(test::values_of(s.load(s.at("model.layers.0.block_sparse_moe.experts.2.w3.weight"))), (std::vector<float>{5, 6}));
+  EXPECT_EQ(test::values_of(s.load(s.at("model.layers.0.block_sparse_moe.experts.0.w3.weight"))), (std::vector<float>{1, 2}));
+  EXPECT_TRUE(s.find("blk.1.ffn_up_exps.weight"));
+}
+
+}  // namespace
+}  // namespace wl
