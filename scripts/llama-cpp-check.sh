@@ -39,21 +39,21 @@ done
 build/weightloader convert "$data/stories260K.bin" "$work/s-none.gguf" --gguf-type f32 --no-tokenizer -q >/dev/null
 
 failed=0
-report() { printf '| %-34s | %-4s | %s |\n' "$1" "$2" "$3"; [ "$2" = ok ] || failed=1; }
+report() { printf '| %-38s | %-4s | %s |\n' "$1" "$2" "$3"; [ "$2" = ok ] || failed=1; }
 echo "| our conversion | llama.cpp | what it did |"
 echo "| --- | --- | --- |"
 # llama-simple prints the prompt's BOS as "<s> " before the text run.c prints; 200 positions as run.c's -n 200.
 if "$bin/llama-simple" -m "$work/s-f32.gguf" -n 200 "" 2>"$work/f32.log" | sed '1s/^<s> //' >"$work/f32.txt" &&
    cmp -s "$work/f32.txt" "$data/expected_greedy_t0_n200.txt"; then
-  report "F32, tokenizer embedded" ok "greedy text from BOS = run.c's, byte for byte ($(wc -c <"$work/f32.txt") bytes)"
+  report "stories260K F32, tokenizer embedded" ok "greedy text from BOS = run.c's, byte for byte ($(wc -c <"$work/f32.txt") bytes)"
 else
-  report "F32, tokenizer embedded" FAIL "text differs from run.c's (see below)"; tail -5 "$work/f32.log" >&2; head -c 300 "$work/f32.txt" >&2
+  report "stories260K F32, tokenizer embedded" FAIL "text differs from run.c's (see below)"; tail -5 "$work/f32.log" >&2; head -c 300 "$work/f32.txt" >&2
 fi
 for type in f16 q8_0; do
   if "$bin/llama-simple" -m "$work/s-$type.gguf" -n 40 "" >"$work/$type.txt" 2>"$work/$type.log" && [ -s "$work/$type.txt" ]; then
-    report "${type^^}, tokenizer embedded" ok "loads and generates: $(head -c 60 "$work/$type.txt" | tr '\n' ' ')..."
+    report "stories260K ${type^^}, tokenizer embedded" ok "loads and generates: $(head -c 60 "$work/$type.txt" | tr '\n' ' ')..."
   else
-    report "${type^^}, tokenizer embedded" FAIL "$(grep -m1 -i error "$work/$type.log" || tail -1 "$work/$type.log")"
+    report "stories260K ${type^^}, tokenizer embedded" FAIL "$(grep -m1 -i error "$work/$type.log" || tail -1 "$work/$type.log")"
   fi
 done
 awk '/^pos 3 /{on=1; next} /^pos /{on=0} on' "$data/expected_logits_first4.txt" >"$work/runc-pos3.txt"
@@ -61,12 +61,12 @@ if "$build/wl_llama_cpp_logits" "$work/s-none.gguf" 1 403 407 261 >"$work/none-l
   worst=$(paste "$work/none-logits.txt" "$work/runc-pos3.txt" | awk '{d=$1-$2; if (d<0) d=-d; if (d>m) m=d} END {printf "%.2g", m+0}')
   rows=$(wc -l <"$work/none-logits.txt")
   if [ "$rows" = "$(wc -l <"$work/runc-pos3.txt")" ] && awk -v w="$worst" 'BEGIN {exit !(w <= 1e-4)}'; then
-    report "F32, no tokenizer" ok "loads; logits at position 3 = run.c's within $worst ($rows values)"
+    report "stories260K F32, no tokenizer" ok "loads; logits at position 3 = run.c's within $worst ($rows values)"
   else
-    report "F32, no tokenizer" FAIL "logits differ from run.c's by $worst ($rows values)"
+    report "stories260K F32, no tokenizer" FAIL "logits differ from run.c's by $worst ($rows values)"
   fi
 else
-  report "F32, no tokenizer" FAIL "$(grep -m1 -i error "$work/none.log" || tail -1 "$work/none.log")"
+  report "stories260K F32, no tokenizer" FAIL "$(grep -m1 -i error "$work/none.log" || tail -1 "$work/none.log")"
 fi
 # The tiny models of testdata/hf-tiny-arch: llama.cpp's logits at the last of the ids equal the
 # reference's within 1e-4 of the row's scale (its largest |logit|, at least 1).

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "convert/gguf_output.hpp"
+#include "convert/model_fields.hpp"
 #include "convert/refuse_overwrite.hpp"
 #include "convert/safetensors_shards.hpp"
 #include "convert/source_shapes.hpp"
@@ -115,6 +116,17 @@ uint64_t write_safetensors_output(const WeightSource& s, const std::string& out,
   return written;
 }
 
+// llama2.c's header says only the sizes: a model that run.c would compute otherwise is refused.
+void refuse_what_llama2c_changes(const WeightSource& s) {
+  LlamaConfig c;
+  try {
+    c = llama_config_from_source(s);
+  } catch (const Error&) {
+    return;  // no usable configuration: a Llama of the tensors' shapes and the overrides
+  }
+  refuse_model_change(c, as_llama2c_runs(c), "llama2.c", s.origin());
+}
+
 }  // namespace
 
 CheckpointFormat parse_checkpoint_format(const std::string& name) {
@@ -164,6 +176,7 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
     case CheckpointFormat::Gguf:
       return write_gguf_output(s, out, o, tally);
     case CheckpointFormat::Llama2c: {
+      refuse_what_llama2c_changes(s);
       const LlamaHeads h = llama_heads_from_metadata(s, o.heads);
       if (!h.heads || !h.seq_len)
         throw Error(ErrorCode::InvalidArgument,

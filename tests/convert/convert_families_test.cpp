@@ -242,5 +242,25 @@ TEST(ConvertFamilies, WhatLlamaCppWouldRunOtherwiseIsRefusedByName) {
   }
 }
 
+// llama2.c's header says only sizes: run.c computes a plain Llama, so the other families are
+// refused, naming what it would compute otherwise (Qwen2's biases have no place in the file).
+TEST(ConvertFamilies, Llama2cOutputRefusesWhatRunCWouldComputeOtherwise) {
+  WL_REQUIRE_TESTDATA();
+  test::TempDir dir;
+  ConvertOptions o;
+  o.to = CheckpointFormat::Llama2c;
+  for (const auto& [family, field] : {std::pair{"mistral", "sliding_window none instead of 4"},
+                                      {"mixtral", "experts none instead of 4"},
+                                      {"gemma", "head_dim 4 instead of 6"},
+                                      {"phi3", "rotary dimensions 8 instead of 6"}}) {
+    const std::string msg = test::expect_error(ErrorCode::InvalidArgument, [&] {
+      convert_checkpoint(*open(arch_dir(family), "hf"), dir.file("x.bin"), o);
+    });
+    EXPECT_NE(msg.find(std::string("this ") + family + " cannot be written as llama2.c"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(field), std::string::npos) << msg;
+    EXPECT_FALSE(fs::exists(dir.file("x.bin")));
+  }
+}
+
 }  // namespace
 }  // namespace wl

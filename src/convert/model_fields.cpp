@@ -1,0 +1,98 @@
+// The fields of a model description that change its math, and how each reads as text.
+#include "convert/model_fields.hpp"
+
+#include <functional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "weightloader/error.hpp"
+
+namespace wl {
+
+namespace {
+
+// A field of the model, as text.
+struct Field {
+  const char* name;
+  std::function<std::string(const LlamaConfig&)> value;
+};
+
+// "4 on every layer", "none", or the window of each layer (0: none). A window no shorter than
+// the context masks nothing: none.
+std::string windows(const LlamaConfig& c) {
+  auto window = [&](uint64_t l) { return c.window_layer(l) < c.max_position_embeddings ? c.window_layer(l) : 0; };
+  std::string each;
+  bool same = true;
+  for (uint64_t l = 0; l < c.num_layers; ++l) {
+    each += fmt::format("{}{}", l ? "," : "", window(l));
+    same = same && window(l) == window(0);
+  }
+  if (!same) return fmt::format("[{}] per layer", each);
+  return window(0) ? fmt::format("{} on every layer", window(0)) : "none";
+}
+
+// Floats as the file stores them (F32).
+std::string f32(double v) { return fmt::format("{}", float(v)); }
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> all{
+      {"hidden_size", [](const LlamaConfig& c) { return std::to_string(c.hidden_size); }},
+      {"intermediate_size", [](const LlamaConfig& c) { return std::to_string(c.intermediate_size); }},
+      {"num_hidden_layers", [](const LlamaConfig& c) { return std::to_string(c.num_layers); }},
+      {"num_attention_heads", [](const LlamaConfig& c) { return std::to_string(c.num_heads); }},
+      {"num_key_value_heads", [](const LlamaConfig& c) { return std::to_string(c.num_kv_heads); }},
+      {"head_dim", [](const LlamaConfig& c) { return std::to_string(c.head_dim); }},
+      {"rotary dimensions", [](const LlamaConfig& c) { return std::to_string(c.rotary_dims()); }},
+      {"rms_norm_eps", [](const LlamaConfig& c) { return f32(c.rms_norm_eps); }},
+      {"rope_theta", [](const LlamaConfig& c) { return f32(c.rope_theta); }},
+      {"rope_scaling", [](const LlamaConfig& c) { return c.rope_scaling.type.empty() ? "none" : c.rope_scaling.type; }},
+      {"hidden_act", [](const LlamaConfig& c) { return c.hidden_act; }},
+      {"sliding_window", windows},
+      {"attn_logit_softcapping", [](const LlamaConfig& c) { return f32(c.attn_logit_softcapping); }},
+      {"final_logit_softcapping", [](const LlamaConfig& c) { return f32(c.final_logit_softcapping); }},
+      {"query_pre_attn_scalar",
+       [](const LlamaConfig& c) { return f32(c.query_pre_attn_scalar ? c.query_pre_attn_scalar : double(c.head_dim)); }},
+      {"(1+w) norms", [](const LlamaConfig& c) { return c.norm_weight_offset ? "yes" : "no"; }},
+      {"scaled embeddings", [](const LlamaConfig& c) { return c.scale_embeddings ? "yes" : "no"; }},
+      {"four norms per block", [](const LlamaConfig& c) { return c.sandwich_norms ? "yes" : "no"; }},
+      {"experts", [](const LlamaConfig& c) {
+         const MoeConfig& m = c.moe;
+         return m.num_experts ? fmt::format("{} of {} units, top-{}{}{}", m.num_experts, m.expert_intermediate_size,
+                                            m.experts_per_token, m.norm_topk_prob ? " renormalised" : "",
+                                            m.shared_expert_intermediate_size ? ", a shared expert" : "")
+                              : std::string("none");
+       }},
+  };
+  return all;
+}
+
+}  // namespace
+
+void refuse_model_change(const LlamaConfig& source, const LlamaConfig& read, const std::string& target,
+                         const std::string& origin) {
+  for (const Field& f : fields()) {
+    const std::string want = f.value(source), got = f.value(read);
+    if (want != got)
+      throw Error(ErrorCode::InvalidArgument,
+                  fmt::format("this {} cannot be written as {}: that would run it with {} {} instead of {}",
+                              source.architecture, target, f.name, got, want),
+                  origin);
+  }
+}
+
+LlamaConfig as_llama2c_runs(const LlamaConfig& c) {
+  LlamaConfig r;
+  r.architecture = "llama";
+  r.hidden_size = c.hidden_size;
+  r.intermediate_size = c.intermediate_size;
+  r.num_layers = c.num_layers;
+  r.num_heads = c.num_heads;
+  r.num_kv_heads = c.num_kv_heads;
+  r.head_dim = r.rotary_dim = c.num_heads ? c.hidden_size / c.num_heads : 0;
+  r.vocab_size = c.vocab_size;
+  r.max_position_embeddings = c.max_position_embeddings;
+  return r;  // run.c's eps 1e-5 and theta 10000: LlamaConfig's defaults
+}
+
+}  // namespace wl
