@@ -1,12 +1,17 @@
 """Hub download throughput on loopback: `weightloader download` of a synthetic repository (one
 safetensors file of --mib MiB, random bytes, plus config.json) from the tests' fake hub and CDN
 (tests/python/hub_server.py; the LFS file is served by nginx, or with --python-cdn by the tests'
-Python server), for each --concurrency, into a fresh cache each time. Prints one line per run.
+Python server), for each --concurrency, into a fresh cache each time, beside the limit: curl
+writing the same LFS file from the same CDN (one GET, into a fresh file; curl neither checks nor
+syncs it). Each figure is the median of --runs, the two alternating. Prints one line per row.
 
   /usr/bin/python3 bench/hub_download.py --mib 512 --concurrency 1 4 8
   /usr/bin/python3 bench/hub_download.py --mib 256 --piece-mib 16 --rate-mib 32 --concurrency 1 4 8"""
 import argparse
+import hashlib
 import os
+import shutil
+import statistics
 import pathlib
 import subprocess
 import sys
@@ -24,6 +29,7 @@ def main():
     ap.add_argument("--mib", type=int, default=512)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8])
     ap.add_argument("--piece-mib", type=int, default=64)
+    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cli", default=str(ROOT / "build" / "weightloader"))
     ap.add_argument("--python-cdn", action="store_true", help="serve the LFS file with Python's http.server, not nginx")
     ap.add_argument("--rate-mib", type=float, default=0,
@@ -33,18 +39,45 @@ def main():
         cdn = None if args.python_cdn else Nginx(pathlib.Path(tmp) / "nginx", limit_rate=args.rate_mib * (1 << 20))
         hub = FakeHub(pathlib.Path(tmp) / "cdn", cdn=cdn).start()
         try:
-            hub.add_repo("bench/model", {"config.json": b"{}", "model.safetensors": os.urandom(args.mib << 20)})
-            for c in args.concurrency:
-                cache = pathlib.Path(tmp) / f"cache-{c}"
-                env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(cache),
-                           WL_HUB_PIECE_BYTES=str(args.piece_mib << 20))
+            data = os.urandom(args.mib << 20)
+            hub.add_repo("bench/model", {"config.json": b"{}", "model.safetensors": data})
+            lfs_url = hub.cdn.url(hashlib.sha256(data).hexdigest())
+            del data
+            curl = shutil.which("curl")
+            rate = f", {args.rate_mib:g} MiB/s per connection" if args.rate_mib else ""
+
+            def curl_once():
+                out = pathlib.Path(tmp) / "curl.out"
                 t0 = time.monotonic()
-                subprocess.run([args.cli, "download", "bench/model", "-q", "--concurrency", str(c)], env=env, check=True,
-                               stdout=subprocess.DEVNULL)
+                subprocess.run([curl, "-sf", "-o", str(out), lfs_url], check=True)
                 s = time.monotonic() - t0
-                print(f"concurrency {c}: {args.mib} MiB in {s:.2f} s = {args.mib / s:.0f} MiB/s "
-                      f"(pieces of {args.piece_mib} MiB, sha256 checked"
-                      f"{f', {args.rate_mib:g} MiB/s per connection' if args.rate_mib else ''})")
+                out.unlink()
+                return s
+
+            for c in args.concurrency:
+                def ours_once(run=[0]):
+                    run[0] += 1
+                    cache = pathlib.Path(tmp) / f"cache-{c}-{run[0]}"
+                    env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(cache),
+                               WL_HUB_PIECE_BYTES=str(args.piece_mib << 20))
+                    t0 = time.monotonic()
+                    subprocess.run([args.cli, "download", "bench/model", "-q", "--concurrency", str(c)], env=env,
+                                   check=True, stdout=subprocess.DEVNULL)
+                    s = time.monotonic() - t0
+                    shutil.rmtree(cache)
+                    return s
+                ours, peer = [], []
+                for i in range(args.runs):
+                    pair = [(ours, ours_once), (peer, curl_once)] if curl else [(ours, ours_once)]
+                    for into, once in (pair if i % 2 == 0 else pair[::-1]):
+                        into.append(once())
+                s = statistics.median(ours)
+                line = (f"concurrency {c}: {args.mib} MiB in {s:.2f} s = {args.mib / s:.0f} MiB/s "
+                        f"(pieces of {args.piece_mib} MiB, sha256 checked, synced{rate})")
+                if peer:
+                    p = statistics.median(peer)
+                    line += f"; curl {p:.2f} s = {args.mib / p:.0f} MiB/s; ours/curl speed {p / s:.2f}x"
+                print(line, flush=True)
         finally:
             hub.stop()
 

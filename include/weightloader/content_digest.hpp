@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,23 @@ enum class DigestKind { Sha256, GitBlobSha1 };
 // What a name (an ETag without quotes and W/, a blob's file name) says it is a digest of: 64
 // lowercase hex digits a sha256, 40 a git blob sha1; nullopt for anything else.
 WL_API std::optional<DigestKind> digest_named_by(const std::string& name);
+
+// A digest computed piece by piece, in order: of exactly `size` bytes (the git blob header names
+// the size before the bytes). Throws Io naming `origin` if OpenSSL fails.
+class WL_API ContentDigest {
+ public:
+  ContentDigest(DigestKind kind, uint64_t size, std::string origin);
+  ~ContentDigest();
+  ContentDigest(const ContentDigest&) = delete;
+  ContentDigest& operator=(const ContentDigest&) = delete;
+  void update(const void* data, uint64_t n);
+  std::string hex();  // lowercase; once, after the last update
+
+ private:
+  struct Context;
+  std::unique_ptr<Context> ctx_;
+  std::string origin_;
+};
 
 // The lowercase hex digest of the first `size` bytes of `source` (all of it by default); Io or
 // Truncated naming the source if they cannot be read.

@@ -18,29 +18,47 @@ std::optional<DigestKind> digest_named_by(const std::string& name) {
   return std::nullopt;
 }
 
+struct ContentDigest::Context {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md{EVP_MD_CTX_new(), EVP_MD_CTX_free};
+};
+
+ContentDigest::ContentDigest(DigestKind kind, uint64_t size, std::string origin)
+    : ctx_(std::make_unique<Context>()), origin_(std::move(origin)) {
+  if (!ctx_->md || EVP_DigestInit_ex(ctx_->md.get(), kind == DigestKind::Sha256 ? EVP_sha256() : EVP_sha1(), nullptr) != 1)
+    throw Error(ErrorCode::Io, "EVP_DigestInit_ex failed (OpenSSL)", origin_);
+  if (kind == DigestKind::GitBlobSha1) {
+    const std::string header = fmt::format("blob {}", size);
+    update(header.c_str(), header.size() + 1);  // with its NUL
+  }
+}
+
+ContentDigest::~ContentDigest() = default;
+
+void ContentDigest::update(const void* data, uint64_t n) {
+  if (EVP_DigestUpdate(ctx_->md.get(), data, n) != 1) throw Error(ErrorCode::Io, "EVP_DigestUpdate failed (OpenSSL)", origin_);
+}
+
+std::string ContentDigest::hex() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_DigestFinal_ex(ctx_->md.get(), digest, &length) != 1)
+    throw Error(ErrorCode::Io, "EVP_DigestFinal_ex failed (OpenSSL)", origin_);
+  std::string out;
+  for (unsigned i = 0; i < length; ++i) out += fmt::format("{:02x}", digest[i]);
+  return out;
+}
+
 std::string content_digest(const ByteSource& source, DigestKind kind, std::optional<uint64_t> size) {
   const uint64_t n = size.value_or(source.size());
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  const auto fail = [&](const char* what) { return Error(ErrorCode::Io, fmt::format("{} failed (OpenSSL)", what), source.name()); };
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), kind == DigestKind::Sha256 ? EVP_sha256() : EVP_sha1(), nullptr) != 1)
-    throw fail("EVP_DigestInit_ex");
-  if (kind == DigestKind::GitBlobSha1) {
-    const std::string header = fmt::format("blob {}", n);
-    if (EVP_DigestUpdate(ctx.get(), header.c_str(), header.size() + 1) != 1) throw fail("EVP_DigestUpdate");  // with its NUL
-  }
+  ContentDigest digest(kind, n, source.name());
   std::vector<std::byte> buffer(std::min<uint64_t>(n, 8ull << 20));
   for (uint64_t at = 0; at < n;) {
     const uint64_t take = std::min<uint64_t>(buffer.size(), n - at);
     source.read_exact(at, buffer.data(), take);
-    if (EVP_DigestUpdate(ctx.get(), buffer.data(), take) != 1) throw fail("EVP_DigestUpdate");
+    digest.update(buffer.data(), take);
     at += take;
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), digest, &length) != 1) throw fail("EVP_DigestFinal_ex");
-  std::string hex;
-  for (unsigned i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
+  return digest.hex();
 }
 
 }  // namespace wl

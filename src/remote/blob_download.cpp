@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
 #include "weightloader/content_digest.hpp"
 #include "weightloader/error.hpp"
 
@@ -67,10 +66,24 @@ BlobDownload::BlobDownload(HubFile file, const HubEndpoint& hub, std::string blo
     pieces_[i].begin = resumed_ + i * piece_bytes;
     pieces_[i].end = std::min(file_.size, pieces_[i].begin + piece_bytes);
   }
+  follower_ = std::make_unique<DigestFollower>(fd_, partial_path_, digest_named_by(file_.etag), file_.size);
+  follower_->advance(resumed_);
 }
 
 BlobDownload::~BlobDownload() {
+  follower_.reset();  // its thread reads fd_
   if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t BlobDownload::written_prefix() const {
+  uint64_t prefix = resumed_;
+  for (size_t i = 0; i < piece_count_; ++i) {
+    const Piece& p = pieces_[i];
+    const uint64_t got = p.got;
+    prefix += got;
+    if (p.begin + got < p.end) break;  // a gap follows
+  }
+  return prefix;
 }
 
 std::string BlobDownload::if_range(const RetryPolicy& policy) {
@@ -119,6 +132,7 @@ void BlobDownload::fetch(size_t i, TransferProgress& progress, const RetryPolicy
         written += static_cast<uint64_t>(w);
       }
       piece.got += take;
+      follower_->advance(written_prefix());
       progress.add(take);
       return take == n;
     };
@@ -158,7 +172,7 @@ void BlobDownload::finish() {
   if (static_cast<uint64_t>(st.st_size) != file_.size)
     throw Error(ErrorCode::Truncated, fmt::format("holds {} bytes, the hub says {}", st.st_size, file_.size), partial_path_);
   if (const auto kind = digest_named_by(file_.etag)) {
-    const std::string digest = content_digest(File(partial_path_), *kind, file_.size);
+    const std::string digest = follower_->finish();
     if (digest != file_.etag) {
       ::unlink(partial_path_.c_str());
       throw Error(ErrorCode::ChecksumMismatch,
@@ -175,17 +189,13 @@ void BlobDownload::finish() {
 
 void BlobDownload::keep_for_resume() noexcept {
   if (finished_) return;
+  follower_.reset();
   if (changed_) {
     ::unlink(partial_path_.c_str());
     return;
   }
-  uint64_t prefix = resumed_;
-  for (size_t i = 0; i < piece_count_; ++i) {
-    const Piece& p = pieces_[i];
-    prefix += p.got;
-    if (p.begin + p.got < p.end) break;  // a gap follows: later bytes are not kept
-  }
-  if (::ftruncate(fd_, static_cast<off_t>(prefix)) != 0) ::unlink(partial_path_.c_str());
+  // Later bytes than the first gap are not kept.
+  if (::ftruncate(fd_, static_cast<off_t>(written_prefix())) != 0) ::unlink(partial_path_.c_str());
 }
 
 }  // namespace wl::remote

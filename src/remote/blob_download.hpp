@@ -1,8 +1,8 @@
 // One hub file downloaded into the cache's blobs/ folder: into our own partial file
 // (blobs/<etag>.wl-partial-<host>, resumed where an earlier run stopped), by ranged GETs that may
 // run in parallel (pieces), retried from the last byte received, then checked against the digest
-// its ETag names and renamed to blobs/<etag> (atomic): a final name never holds a partial or
-// wrong file.
+// its ETag names (hashed as the bytes arrive) and flushed to disk before it is renamed to
+// blobs/<etag> (atomic): a final name never holds a partial or wrong file, even after a crash.
 #pragma once
 
 #include <atomic>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "remote/digest_follower.hpp"
 #include "remote/hub_client.hpp"
 #include "remote/retry.hpp"
 #include "weightloader/source.hpp"
@@ -68,6 +69,7 @@ class BlobDownload {
     std::atomic<uint64_t> got{0};
   };
   std::string if_range(const RetryPolicy& policy);  // the ETag If-Range names (empty: none)
+  uint64_t written_prefix() const;  // bytes from the start received without a gap
 
   HubFile file_;
   const HubEndpoint& hub_;
@@ -81,6 +83,7 @@ class BlobDownload {
   std::string host_etag_;  // the download host's own ETag, as it sends it
   std::atomic<bool> changed_{false};
   bool finished_ = false;
+  std::unique_ptr<DigestFollower> follower_;  // hashes and flushes behind the transfers
 };
 
 }  // namespace wl::remote

@@ -19,6 +19,16 @@ TEST(ContentDigest, KnownVectors) {
   EXPECT_EQ(digest_of("", DigestKind::GitBlobSha1), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
 }
 
+TEST(ContentDigest, PieceByPieceEqualsWhole) {
+  for (DigestKind kind : {DigestKind::Sha256, DigestKind::GitBlobSha1}) {
+    ContentDigest digest(kind, 6, "f");
+    digest.update("hel", 3);
+    digest.update("", 0);
+    digest.update("lo\n", 3);
+    EXPECT_EQ(digest.hex(), digest_of("hello\n", kind));
+  }
+}
+
 TEST(ContentDigest, WhatAnEtagNames) {
   EXPECT_EQ(digest_named_by(std::string(64, 'a')), DigestKind::Sha256);
   EXPECT_EQ(digest_named_by(std::string(40, '0')), DigestKind::GitBlobSha1);

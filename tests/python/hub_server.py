@@ -55,6 +55,7 @@ class FakeHub:
         self.fail_next = []  # statuses the next hub requests answer
         self.require_token = False
         self._lock = threading.Lock()
+        self._digest_cache = {}  # LFS bytes -> (sha256, git blob sha1)
         self._httpd = http.server.ThreadingHTTPServer((HOST, 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.hub = self
@@ -83,6 +84,17 @@ class FakeHub:
             if is_lfs(path):
                 self.cdn.put(hashlib.sha256(data).hexdigest(), data)
         return commit
+
+    def _digests(self, data):
+        """(sha256, git blob sha1) of an LFS file's bytes, computed once: a real hub does not hash
+        a file per request, and hashing hundreds of MiB per HEAD would be counted as our time."""
+        with self._lock:
+            found = self._digest_cache.get(data)
+        if found is None:
+            found = (hashlib.sha256(data).hexdigest(), git_blob_sha1(data))
+            with self._lock:
+                self._digest_cache[data] = found
+        return found
 
     def etag(self, repo, path):
         data = self.repos[repo][1][path]
@@ -133,8 +145,8 @@ class FakeHub:
             data = files[file]
             headers = {"X-Repo-Commit": commit}
             if is_lfs(file):
-                sha = hashlib.sha256(data).hexdigest()
-                headers.update({"X-Linked-Etag": f'"{sha}"', "X-Linked-Size": str(len(data)), "ETag": f'"{git_blob_sha1(data)}"',
+                sha, blob_sha1 = self._digests(data)
+                headers.update({"X-Linked-Etag": f'"{sha}"', "X-Linked-Size": str(len(data)), "ETag": f'"{blob_sha1}"',
                                 "Location": self.cdn.url(sha)})
                 return self._send(h, 302, b"", headers)
             return self._serve_small(h, data, headers)
