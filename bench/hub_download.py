@@ -3,7 +3,8 @@ safetensors file of --mib MiB, random bytes, plus config.json) from the tests' f
 (tests/python/hub_server.py; the LFS file is served by nginx, or with --python-cdn by the tests'
 Python server), for each --concurrency, into a fresh cache each time, beside the limit: curl
 writing the same LFS file from the same CDN (one GET, into a fresh file; curl neither checks nor
-syncs it). Each figure is the median of --runs, the two alternating. Prints one line per row.
+syncs it), and curl followed by an fsync of its file (the bytes on disk, as our downloads are
+before their rename: the limit for a download that survives a crash). Each figure is the median of --runs, the two alternating. Prints one line per row.
 
   /usr/bin/python3 bench/hub_download.py --mib 512 --concurrency 1 4 8
   /usr/bin/python3 bench/hub_download.py --mib 256 --piece-mib 16 --rate-mib 32 --concurrency 1 4 8"""
@@ -46,10 +47,14 @@ def main():
             curl = shutil.which("curl")
             rate = f", {args.rate_mib:g} MiB/s per connection" if args.rate_mib else ""
 
-            def curl_once():
+            def curl_once(durable):
                 out = pathlib.Path(tmp) / "curl.out"
                 t0 = time.monotonic()
                 subprocess.run([curl, "-sf", "-o", str(out), lfs_url], check=True)
+                if durable:  # what a download that survives a crash must add: the bytes on disk
+                    fd = os.open(out, os.O_RDONLY)
+                    os.fsync(fd)
+                    os.close(fd)
                 s = time.monotonic() - t0
                 out.unlink()
                 return s
@@ -66,17 +71,20 @@ def main():
                     s = time.monotonic() - t0
                     shutil.rmtree(cache)
                     return s
-                ours, peer = [], []
+                ours, peer, durable = [], [], []
                 for i in range(args.runs):
-                    pair = [(ours, ours_once), (peer, curl_once)] if curl else [(ours, ours_once)]
-                    for into, once in (pair if i % 2 == 0 else pair[::-1]):
+                    trio = [(ours, ours_once)]
+                    if curl:
+                        trio += [(peer, lambda: curl_once(False)), (durable, lambda: curl_once(True))]
+                    for into, once in (trio if i % 2 == 0 else trio[::-1]):
                         into.append(once())
                 s = statistics.median(ours)
                 line = (f"concurrency {c}: {args.mib} MiB in {s:.2f} s = {args.mib / s:.0f} MiB/s "
                         f"(pieces of {args.piece_mib} MiB, sha256 checked, synced{rate})")
                 if peer:
-                    p = statistics.median(peer)
-                    line += f"; curl {p:.2f} s = {args.mib / p:.0f} MiB/s; ours/curl speed {p / s:.2f}x"
+                    p, d = statistics.median(peer), statistics.median(durable)
+                    line += (f"; curl {p:.2f} s, curl + fsync {d:.2f} s; ours/curl speed {p / s:.2f}x, "
+                             f"ours/(curl + fsync) {d / s:.2f}x")
                 print(line, flush=True)
         finally:
             hub.stop()
