@@ -20,9 +20,9 @@ shards), PyTorch .bin (Debian's torch) and GGUF (F32, and Q8_0 for dequantisatio
   tools       weightloader diff (the checkpoint against a copy of it) and verify, as ratios to a
               plain warm load of the same files
   remote      bench/remote_stream.py: `weightloader load URL` at concurrency 1, 4, 16 against curl
-              (one whole-object curl; 4 and 16 ranged curls at once) on loopback nginx and moto S3,
+              (one whole-object curl; 4 and 16 ranged curls at once) on loopback nginx and s3rver S3,
               the synthetic `small` preset's safetensors file; skipped, saying why, without nginx
-              or moto_server (or with --no-remote)
+              or s3rver (or with --no-remote)
   peers       torch.load + load_state_dict into an nn.Module (+ .to(torch.bfloat16)), a naive
               dict-then-copy loader (the seed's style), ggml's own GGUF reader (--ggml-gguf-bin)
 Cold means the checkpoint's files were evicted from the page cache first: fsync, then
@@ -448,7 +448,7 @@ class Suite:
         if why:
             print(f"remote: skipped ({why})", file=sys.stderr)
             return
-        # moto answers each ranged GET at a fraction of nginx's speed: a small object keeps it short.
+        # s3rver (Node.js) answers at a fraction of nginx's speed: a small object keeps the group short.
         small = remote_stream.synth(self.wl, self.a.dir, "small")
         for target, label, values, note in remote_stream.measure(small, self.a.build, self.a.runs,
                                                                  self.a.baseline_build, self.a.dir):
@@ -574,7 +574,7 @@ def main():
     ap.add_argument("--generate-only", action="store_true", help="write the checkpoints and stop")
     ap.add_argument("--python-tp", action="store_true", help="also run the tensor-parallel Python group (1, 2, 4 ranks)")
     ap.add_argument("--results", default="", help="where the table goes (default: bench/RESULTS.md)")
-    ap.add_argument("--no-remote", action="store_true", help="skip the remote group (nginx, moto)")
+    ap.add_argument("--no-remote", action="store_true", help="skip the remote group (nginx, s3rver)")
     ap.add_argument("--quick", action="store_true", help="tiny preset, one run: checks the suite, measures nothing")
     args = ap.parse_args()
     if args.quick:
