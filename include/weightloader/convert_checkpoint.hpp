@@ -39,6 +39,7 @@ struct LlamaHeads {
   double rms_norm_eps = 1e-5;  // from the configuration when there is one (not overridable)
   double rope_theta = 10000.0;
 };
+// ConfigInvalid (never the overrides' guess) when the source has a configuration that is wrong.
 WL_API LlamaHeads llama_heads_from_metadata(const WeightSource& source, LlamaHeads overrides = {});
 
 struct ConvertOptions {

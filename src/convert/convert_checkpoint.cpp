@@ -121,8 +121,9 @@ void refuse_what_llama2c_changes(const WeightSource& s) {
   LlamaConfig c;
   try {
     c = llama_config_from_source(s);
-  } catch (const Error&) {
-    return;  // no usable configuration: a Llama of the tensors' shapes and the overrides
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::ConfigMissing) throw;  // one that is there but wrong is not guessed around
+    return;  // no configuration: a Llama of the tensors' shapes and the overrides
   }
   refuse_model_change(c, as_llama2c_runs(c), "llama2.c", s.origin());
 }
@@ -143,8 +144,9 @@ LlamaHeads llama_heads_from_metadata(const WeightSource& s, LlamaHeads o) {
   try {  // the engine's reading of config.json, GGUF keys or the llama2.c header
     const LlamaConfig c = llama_config_from_source(s);
     h = {c.num_heads, c.num_kv_heads, c.max_position_embeddings, c.rms_norm_eps, c.rope_theta};
-  } catch (const Error&) {
-    // no usable configuration: the overrides must say it
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::ConfigMissing) throw;  // one that is there but wrong is not guessed around
+    // no configuration: the overrides must say it
   }
   if (o.heads) h.heads = o.heads;
   if (o.kv_heads) h.kv_heads = o.kv_heads;

@@ -94,8 +94,11 @@ GgufModel gguf_model(const WeightSource& s, const LlamaHeads& h) {
   try {
     m.config = llama_config_from_source(s);
     m.configured = true;
-  } catch (const Error&) {
-    m.config = shaped_llama(s, h);  // no usable configuration: a Llama whose heads the overrides give
+  } catch (const Error& e) {
+    // No configuration: a Llama whose heads the overrides give. A configuration that is there but
+    // wrong is the user's to fix, never guessed around.
+    if (e.code() != ErrorCode::ConfigMissing) throw;
+    m.config = shaped_llama(s, h);
   }
   m.config.num_heads = h.heads;
   m.config.num_kv_heads = h.kv_heads;

@@ -256,6 +256,26 @@ TEST(ConvertFamilies, WhatLlamaCppWouldRunOtherwiseIsRefusedByName) {
   }
 }
 
+// A configuration that is there but wrong is reported, never replaced by a guess from the shapes
+// (which would write this Gemma as a Llama).
+TEST(ConvertFamilies, AWrongConfigurationIsReportedNotGuessedAround) {
+  WL_REQUIRE_TESTDATA();
+  test::TempDir dir;
+  fs::create_directories(dir.file("hf"));
+  nlohmann::json config = nlohmann::json::parse(test::read_bytes(arch_dir("gemma") + "/config.json"));
+  config["num_key_value_heads"] = 3;
+  test::write_bytes(dir.file("hf/config.json"), config.dump());
+  fs::create_symlink(fs::absolute(arch_dir("gemma") + "/model.safetensors"), dir.file("hf/model.safetensors"));
+  for (CheckpointFormat to : {CheckpointFormat::Gguf, CheckpointFormat::Llama2c}) {
+    ConvertOptions o;
+    o.to = to;
+    const std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] {
+      convert_checkpoint(*open(dir.file("hf"), "hf"), dir.file("x.out"), o);
+    });
+    EXPECT_NE(msg.find("num_key_value_heads"), std::string::npos) << msg;
+  }
+}
+
 // llama2.c's header says only sizes: run.c computes a plain Llama, so the other families are
 // refused, naming what it would compute otherwise (Qwen2's biases have no place in the file).
 TEST(ConvertFamilies, Llama2cOutputRefusesWhatRunCWouldComputeOtherwise) {
