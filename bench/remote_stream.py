@@ -96,11 +96,20 @@ def stat(values):
     return statistics.median(values), min(values), max(values)
 
 
+def reads_urls(cli):
+    """Whether a build's CLI loads http(s):// and s3:// URLs (earlier builds did not)."""
+    r = subprocess.run([cli, "load", "--help"], capture_output=True, text=True)
+    return "s3://" in r.stdout
+
+
 def measure(checkpoint, build, runs, baseline_build="", workdir=None):
     """Rows (target, label, [GB/s per run], note) for the checkpoint file served by nginx and s3rver."""
     size = os.path.getsize(checkpoint)
-    builds = ([("before", os.path.join(baseline_build, "weightloader"))] if baseline_build else []) + \
-        [("ours", os.path.join(build, "weightloader"))]
+    before = os.path.join(baseline_build, "weightloader") if baseline_build else ""
+    if before and not reads_urls(before):
+        print(f"remote: the baseline {before} cannot read URLs: ours only", file=sys.stderr)
+        before = ""
+    builds = ([("before", before)] if before else []) + [("ours", os.path.join(build, "weightloader"))]
     rows = []
     with tempfile.TemporaryDirectory(prefix="wl-remote-bench-", dir=workdir) as tmp:
         nginx = remote_servers.Nginx(os.path.join(tmp, "nginx")).start()
