@@ -60,9 +60,8 @@ def main():
                 return s
 
             for c in args.concurrency:
-                def ours_once(run=[0]):
-                    run[0] += 1
-                    cache = pathlib.Path(tmp) / f"cache-{c}-{run[0]}"
+                def ours_once():
+                    cache = pathlib.Path(tmp) / f"cache-{c}"  # fresh each time: removed after the run
                     env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(cache),
                                WL_HUB_PIECE_BYTES=str(args.piece_mib << 20))
                     t0 = time.monotonic()
