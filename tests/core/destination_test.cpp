@@ -157,7 +157,9 @@ TEST(Destination, EachWholeDestinationIsPreparedOnceBeforeAnyPrefault) {
     ASSERT_EQ(host.prepared_.size(), 2u);
     EXPECT_EQ(host.prepared_[0], std::make_pair(reinterpret_cast<std::byte*>(a.data()), uint64_t{20000}));
     EXPECT_EQ(host.prepared_[1], std::make_pair(reinterpret_cast<std::byte*>(b.data()), uint64_t{8000}));
-    EXPECT_GT(host.prefaults_, 0u);
+    // Direct mode prefaults on a thread of its own that stops once the reads are done: on a small load it may
+    // not have started by then, so only the pread pass (which every reader waits for) must have run.
+    if (mode == IoMode::Pread) EXPECT_GT(host.prefaults_, 0u);
     EXPECT_FALSE(host.prepared_late_);
   }
 }
