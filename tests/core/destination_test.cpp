@@ -159,7 +159,9 @@ TEST(Destination, EachWholeDestinationIsPreparedOnceBeforeAnyPrefault) {
     EXPECT_EQ(host.prepared_[1], std::make_pair(reinterpret_cast<std::byte*>(b.data()), uint64_t{8000}));
     // Direct mode prefaults on a thread of its own that stops once the reads are done: on a small load it may
     // not have started by then, so only the pread pass (which every reader waits for) must have run.
-    if (mode == IoMode::Pread) EXPECT_GT(host.prefaults_, 0u);
+    if (mode == IoMode::Pread) {
+      EXPECT_GT(host.prefaults_, 0u);
+    }
     EXPECT_FALSE(host.prepared_late_);
   }
 }
