@@ -12,13 +12,6 @@ namespace wl {
 // out = x / rms(x) * (offset + w): offset 1 for Gemma's (1 + w) norms, else 0. out may be x.
 void rmsnorm(float* out, const float* x, const float* w, uint64_t n, float eps, float offset);
 
-// The rotary frequencies of the rotary_dims() leading dimensions of a head, rope_scaling applied.
-std::vector<float> rotary_frequencies(const LlamaConfig& config);
-
-// Hugging Face's rotary layout over the leading 2 * cos.size() dimensions of each head: element j
-// turns with element j + cos.size(); the rest of the head passes through.
-void rope(float* v, uint64_t heads, uint64_t head_dim, const std::vector<float>& cos, const std::vector<float>& sin);
-
 // hidden[i] = act(gate[i]) * up[i] for the config's hidden_act.
 void gated_activation(const std::string& act, const float* gate, const float* up, float* hidden, uint64_t n);
 

@@ -3,6 +3,8 @@
 // that would change the math in a way the engine cannot follow is refused, naming it.
 #include <array>
 #include <cmath>
+#include <map>
+#include <set>
 #include <string_view>
 
 #include "engine/config_fields.hpp"
@@ -62,6 +64,27 @@ std::string activation(const JsonFields& f, const std::string& type) {
   return act;
 }
 
+// Factors as JSON numbers, one per rotary frequency (their count is checked with the head's size).
+std::vector<float> factor_list(const JsonFields& f, const char* key) {
+  if (!f.has(key) || !f.at(key).is_array() || f.at(key).empty())
+    throw config_invalid(f.file(), fmt::format("rope_scaling.{}", key), "must be a non-empty list of numbers");
+  const nlohmann::json& v = f.at(key);
+  std::vector<float> out;
+  for (const nlohmann::json& x : v) {
+    if (!x.is_number() || !(x.get<double>() > 0))
+      throw config_invalid(f.file(), fmt::format("rope_scaling.{}", key), fmt::format("{} is not a positive number", x.dump()));
+    out.push_back(x.get<float>());
+  }
+  return out;
+}
+
+// YaRN's default attention factor, as transformers computes it (with DeepSeek's mscale pair when given).
+double yarn_attention_factor(const JsonFields& f, double factor) {
+  auto mscale = [&](double m) { return factor <= 1 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
+  const double m = f.number("mscale", 0), all = f.number("mscale_all_dim", 0);
+  return m && all ? mscale(m) / mscale(all) : mscale(1);
+}
+
 RopeScaling rope_scaling(const JsonFields& top) {
   RopeScaling r;
   if (!top.has("rope_scaling")) return r;
@@ -69,9 +92,36 @@ RopeScaling rope_scaling(const JsonFields& top) {
   const JsonFields f(top.at("rope_scaling"), top.file());
   const std::string type = f.string("rope_type", f.string("type"));
   if (type.empty() || type == "default") return r;
-  if (type != "linear" && type != "llama3")
-    throw config_invalid(top.file(), "rope_scaling", fmt::format("type '{}' is not supported (linear, llama3)", type));
+  static const std::map<std::string, std::set<std::string>> known{
+      {"linear", {"factor"}},
+      {"llama3", {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}},
+      {"yarn", {"factor", "attention_factor", "beta_fast", "beta_slow", "original_max_position_embeddings", "mscale",
+                "mscale_all_dim", "truncate"}},
+      {"longrope", {"short_factor", "long_factor", "factor", "attention_factor", "original_max_position_embeddings"}},
+      {"dynamic", {"factor", "original_max_position_embeddings"}}};
+  const auto keys = known.find(type);
+  if (keys == known.end())
+    throw config_invalid(top.file(), "rope_scaling", fmt::format("type '{}' is not supported (linear, llama3, yarn, longrope, dynamic)", type));
+  // A key that changes the frequencies and is not read would silently change the model.
+  for (const auto& [key, value] : top.at("rope_scaling").items())
+    if (key != "type" && key != "rope_type" && !keys->second.count(key))
+      throw config_invalid(top.file(), fmt::format("rope_scaling.{}", key), fmt::format("is not a {} setting", type));
   r.type = type;
+  const uint64_t max_positions = top.uint("max_position_embeddings", 2048);
+  if (type == "longrope") {
+    r.short_factor = factor_list(f, "short_factor");
+    r.long_factor = factor_list(f, "long_factor");
+    // Phi-3 keeps the pretrained context at the top level; the factor is then the ratio of the two.
+    r.original_max_position_embeddings = top.uint("original_max_position_embeddings", max_positions);
+    r.factor = top.has("original_max_position_embeddings") ? double(max_positions) / double(r.original_max_position_embeddings)
+                                                           : f.number("factor", 1.0);
+    if (r.original_max_position_embeddings == 0 || !(r.factor > 0))
+      throw config_invalid(top.file(), "original_max_position_embeddings", "longrope needs a positive pretrained context and factor");
+    r.attention_factor = f.has("attention_factor") ? f.number("attention_factor", 1.0)
+                         : r.factor <= 1 ? 1.0
+                                         : std::sqrt(1 + std::log(r.factor) / std::log(double(r.original_max_position_embeddings)));
+    return r;
+  }
   r.factor = f.number("factor", 0);
   if (!(r.factor >= 1) || !std::isfinite(r.factor)) throw config_invalid(top.file(), "rope_scaling.factor", "must be a number of at least 1");
   if (type == "llama3") {
@@ -80,6 +130,14 @@ RopeScaling rope_scaling(const JsonFields& top) {
     r.original_max_position_embeddings = f.uint("original_max_position_embeddings", 8192);
     if (!(r.high_freq_factor > r.low_freq_factor) || !(r.low_freq_factor > 0) || r.original_max_position_embeddings == 0)
       throw config_invalid(top.file(), "rope_scaling", "llama3 needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0");
+  } else if (type == "yarn") {
+    r.original_max_position_embeddings = f.uint("original_max_position_embeddings", max_positions);
+    r.beta_fast = f.number("beta_fast", 32);
+    r.beta_slow = f.number("beta_slow", 1);
+    r.truncate = f.boolean("truncate", true);
+    r.attention_factor = f.has("attention_factor") ? f.number("attention_factor", 1.0) : yarn_attention_factor(f, r.factor);
+    if (r.original_max_position_embeddings == 0 || !(r.beta_fast > 0) || !(r.beta_slow > 0) || !(r.attention_factor > 0))
+      throw config_invalid(top.file(), "rope_scaling", "yarn needs positive original_max_position_embeddings, beta_fast, beta_slow and attention_factor");
   }
   return r;
 }

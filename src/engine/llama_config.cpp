@@ -79,6 +79,15 @@ void validate(const LlamaConfig& c, const std::string& file) {
   if (c.moe.num_experts > kMaxLayers) throw invalid(file, "num_experts", fmt::format("{} is above the supported maximum {}", c.moe.num_experts, kMaxLayers));
   if (c.moe.num_experts) positive(c.moe.expert_intermediate_size, "moe_intermediate_size", kMaxWidth);
   if (c.moe.shared_expert_intermediate_size > kMaxWidth) throw invalid(file, "shared_expert_intermediate_size", "is above the supported maximum");
+  const RopeScaling& r = c.rope_scaling;
+  const double scaled = r.factor * double(r.type == "yarn" ? r.original_max_position_embeddings : c.max_position_embeddings);
+  if ((r.type == "yarn" || r.type == "dynamic") && !(scaled <= double(kMaxPositions)))
+    throw invalid(file, "rope_scaling.factor", fmt::format("{} extends the context beyond the supported maximum {}", r.factor, kMaxPositions));
+  if (r.type == "longrope")
+    for (const auto* list : {&r.short_factor, &r.long_factor})
+      if (list->size() != c.rotary_dims() / 2)
+        throw invalid(file, list == &r.short_factor ? "rope_scaling.short_factor" : "rope_scaling.long_factor",
+                      fmt::format("has {} factors; {} rotary dimensions need {}", list->size(), c.rotary_dims(), c.rotary_dims() / 2));
   if (!(c.rms_norm_eps > 0) || !std::isfinite(c.rms_norm_eps)) throw invalid(file, "rms_norm_eps", "must be a positive number");
   if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) throw invalid(file, "rope_theta", "must be a positive number");
 }
@@ -185,6 +194,36 @@ bool LlamaConfig::moe_layer(uint64_t l) const {
   return std::find(moe.mlp_only_layers.begin(), moe.mlp_only_layers.end(), l) == moe.mlp_only_layers.end();
 }
 
+namespace {
+
+// rope_scaling as transformers reads it back to the same frequencies (derived values written out).
+json rope_scaling_json(const LlamaConfig& c) {
+  const RopeScaling& r = c.rope_scaling;
+  json j{{"rope_type", r.type}};
+  if (r.type == "longrope") {
+    j["short_factor"] = r.short_factor, j["long_factor"] = r.long_factor, j["attention_factor"] = r.attention_factor;
+    return j;  // the pretrained context goes at the top level, as Phi-3 writes it
+  }
+  j["factor"] = r.factor;
+  if (r.type == "llama3") {
+    j["low_freq_factor"] = r.low_freq_factor, j["high_freq_factor"] = r.high_freq_factor;
+    j["original_max_position_embeddings"] = r.original_max_position_embeddings;
+  } else if (r.type == "yarn") {
+    j["original_max_position_embeddings"] = r.original_max_position_embeddings, j["attention_factor"] = r.attention_factor;
+    j["beta_fast"] = r.beta_fast, j["beta_slow"] = r.beta_slow, j["truncate"] = r.truncate;
+  }
+  return j;
+}
+
+}  // namespace
+
+uint64_t LlamaConfig::context_length() const {
+  const RopeScaling& r = rope_scaling;
+  if (r.type == "yarn") return std::max(max_position_embeddings, uint64_t(r.factor * double(r.original_max_position_embeddings)));
+  if (r.type == "dynamic") return uint64_t(r.factor * double(max_position_embeddings));
+  return max_position_embeddings;
+}
+
 std::string LlamaConfig::features() const {
   std::vector<std::string> f;
   if (qkv_bias) f.push_back(o_bias ? "q/k/v/o biases" : "q/k/v biases");
@@ -238,14 +277,8 @@ std::string LlamaConfig::to_hf_config_json() const {
   if (type == "llama" || type == "gemma" || type == "gemma2") j["attention_bias"] = qkv_bias && o_bias;
   if (type == "llama") j["mlp_bias"] = mlp_bias;
   if (rotary_dims() != head_dim) j["partial_rotary_factor"] = double(rotary_dims()) / double(head_dim);
-  if (!rope_scaling.type.empty()) {
-    j["rope_scaling"] = {{"rope_type", rope_scaling.type}, {"factor", rope_scaling.factor}};
-    if (rope_scaling.type == "llama3") {
-      j["rope_scaling"]["low_freq_factor"] = rope_scaling.low_freq_factor;
-      j["rope_scaling"]["high_freq_factor"] = rope_scaling.high_freq_factor;
-      j["rope_scaling"]["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
-    }
-  }
+  if (!rope_scaling.type.empty()) j["rope_scaling"] = rope_scaling_json(*this);
+  if (rope_scaling.type == "longrope") j["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
   if (sliding_window) j["sliding_window"] = sliding_window;
   if (sliding_window && (type == "qwen2" || type == "qwen2_moe")) j["use_sliding_window"] = true, j["max_window_layers"] = sliding_window_from;
   if (type == "gemma2") {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "engine/engine_math.hpp"
+#include "engine/rotary.hpp"
 #include "engine/matvec.hpp"
 #include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
@@ -25,6 +26,7 @@ LlamaEngine::LlamaEngine(const LlamaConfig& config, Communicator& comm, DType dt
   xb_.resize(config_.hidden_size);
   logits_.resize(config_.vocab_size);
   inv_freq_ = rotary_frequencies(config_);
+  rope_attention_factor_ = rotary_attention_factor(config_);
   cos_.resize(inv_freq_.size());
   sin_.resize(inv_freq_.size());
 }
@@ -94,14 +96,28 @@ void LlamaEngine::bind() {
 }
 
 void LlamaEngine::reset(uint64_t positions) {
-  if (positions > config_.max_position_embeddings)
-    throw Error(ErrorCode::InvalidArgument,
-                fmt::format("{} positions exceed the model's max_position_embeddings {}", positions, config_.max_position_embeddings));
+  if (positions > config_.context_length())
+    throw Error(ErrorCode::InvalidArgument, fmt::format("{} positions exceed the model's context of {}", positions, config_.context_length()));
   if (!bound_) bind();
   positions_ = positions;
   const uint64_t n = config_.num_layers * positions * part_.kv_heads * config_.head_dim;
   k_cache_.assign(n, 0.0f);
   v_cache_.assign(n, 0.0f);
+  if (config_.rope_scaling.depends_on_length()) inv_freq_ = rotary_frequencies(config_), rope_length_ = 0;
+}
+
+bool LlamaEngine::set_sequence_length(uint64_t length) {
+  const RopeScaling& r = config_.rope_scaling;
+  if (r.type == "dynamic" && length > std::max(rope_length_, config_.max_position_embeddings)) {
+    // transformers recomputes for a longer sequence only, and keeps the keys already cached.
+    inv_freq_ = rotary_frequencies(config_, length);
+    rope_length_ = length;
+  } else if (r.type == "longrope" && length > r.original_max_position_embeddings && rope_length_ <= r.original_max_position_embeddings) {
+    inv_freq_ = rotary_frequencies(config_, length);
+    rope_length_ = length;
+    return true;
+  }
+  return false;
 }
 
 void LlamaEngine::add_all_reduced(const float* bias, const float* post_norm) {
@@ -233,8 +249,8 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
   }
   for (size_t j = 0; j < inv_freq_.size(); ++j) {
     const float angle = float(pos) * inv_freq_[j];
-    cos_[j] = std::cos(angle);
-    sin_[j] = std::sin(angle);
+    cos_[j] = std::cos(angle) * rope_attention_factor_;
+    sin_[j] = std::sin(angle) * rope_attention_factor_;
   }
 
   for (uint64_t l = 0; l < c.num_layers; ++l) {

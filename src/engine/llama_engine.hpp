@@ -36,6 +36,12 @@ class LlamaEngine {
   // Feeds `token` at position `pos` (0, 1, 2, ... after reset) and returns the next-token logits,
   // the whole vocabulary's on every rank. Every rank calls it with the same arguments.
   const std::vector<float>& forward(int32_t token, uint64_t pos);
+  // The length of the sequence the next forward()s belong to, as transformers counts it (the prompt's
+  // while reading the prompt, then pos + 1): it chooses dynamic and longrope scaling's frequencies.
+  // Returns true when they changed for positions already in the KV cache in a way transformers
+  // recomputes (longrope switching to its long factors, as Phi-3's generation does): the caller must
+  // feed the earlier positions again.
+  bool set_sequence_length(uint64_t length);
 
  private:
   struct Mlp {
@@ -70,6 +76,8 @@ class LlamaEngine {
   // Per-token activations and this rank's KV cache: [layer][position][kv_heads * head_dim].
   std::vector<float> x_, xb_, qkv_, att_, partial_, expert_out_, router_logits_, gate_up_, hidden_, k_cache_, v_cache_;
   std::vector<float> inv_freq_, cos_, sin_;  // rotary frequencies (rope_scaling applied), this position's
+  float rope_attention_factor_ = 1;          // cos and sin scale by it (yarn, longrope)
+  uint64_t rope_length_ = 0;                 // the sequence length inv_freq_ was computed for
   std::vector<float> local_logits_, gathered_logits_, logits_;
 
   void bind();

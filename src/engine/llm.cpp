@@ -194,10 +194,10 @@ GenerationOutput LLM::generate(const std::vector<int32_t>& prompt, const Samplin
     if (token < 0 || uint64_t(token) >= config_.vocab_size)
       throw Error(ErrorCode::InvalidArgument, fmt::format("token id {} is outside the vocabulary [0, {})", token, config_.vocab_size));
   // As run.c, generation stops where the model's context ends.
-  const uint64_t positions = std::min<uint64_t>(prompt.size() + params.max_tokens, config_.max_position_embeddings);
+  const uint64_t positions = std::min<uint64_t>(prompt.size() + params.max_tokens, config_.context_length());
   if (prompt.size() > positions)
     throw Error(ErrorCode::InvalidArgument, fmt::format("the prompt's {} tokens exceed the model's context of {}", prompt.size(),
-                                                        config_.max_position_embeddings));
+                                                        config_.context_length()));
   const uint64_t seed = params.seed ? params.seed : uint64_t(std::time(nullptr));
 
   // Each held rank runs the same loop on its own thread (the first on this one). A rank that
@@ -246,6 +246,9 @@ std::optional<GenerationOutput> LLM::run_rank(LlamaEngine& engine, const std::ve
   int32_t token = prompt[0];
   std::chrono::steady_clock::time_point started;
   for (uint64_t pos = 0; pos < positions && out.token_ids.size() < params.max_tokens; ++pos) {
+    if (engine.set_sequence_length(std::max<uint64_t>(prompt.size(), pos + 1)))
+      for (uint64_t p = 0; p < pos; ++p)  // the cached positions again, with the new frequencies
+        engine.forward(p < prompt.size() ? prompt[p] : out.token_ids[p - prompt.size()], p);
     const std::vector<float>& logits = engine.forward(token, pos);
     if (params.return_logits) out.logits.push_back(logits);
     int32_t next;

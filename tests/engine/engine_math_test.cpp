@@ -1,4 +1,4 @@
-// The engine's elementwise steps: rope scaling's frequencies, activations, soft-caps, norms.
+// The engine's elementwise steps: activations, soft-caps, norms.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,36 +8,6 @@
 
 namespace wl {
 namespace {
-
-LlamaConfig rotary(uint64_t head_dim, double theta) {
-  LlamaConfig c;
-  c.head_dim = head_dim;
-  c.rope_theta = theta;
-  return c;
-}
-
-TEST(EngineMath, RopeScalingFrequencies) {
-  // Llama 3.1 8B: theta 500000, head_dim 128, factor 8 over an original context of 8192.
-  LlamaConfig c = rotary(128, 500000.0);
-  const std::vector<float> plain = rotary_frequencies(c);
-  c.rope_scaling = {"llama3", 8.0, 1.0, 4.0, 8192};
-  const std::vector<float> scaled = rotary_frequencies(c);
-  ASSERT_EQ(scaled.size(), 64u);
-  EXPECT_EQ(scaled[0], plain[0]);                          // wavelength 2*pi: under 8192 / 4, kept
-  EXPECT_FLOAT_EQ(scaled[63], plain[63] / 8);              // longer than 8192: slowed by the factor
-  const double wavelen = 2 * std::numbers::pi / plain[30];  // inside the band: a blend of both
-  ASSERT_TRUE(wavelen > 2048 && wavelen < 8192) << wavelen;
-  EXPECT_LT(scaled[30], plain[30]);
-  EXPECT_GT(scaled[30], plain[30] / 8);
-  c.rope_scaling = {"linear", 4.0};
-  EXPECT_FLOAT_EQ(rotary_frequencies(c)[10], plain[10] / 4);
-  // Partial rotary: frequencies over the rotary dimensions only.
-  c = rotary(8, 10000.0);
-  c.rotary_dim = 6;
-  const std::vector<float> partial = rotary_frequencies(c);
-  ASSERT_EQ(partial.size(), 3u);
-  EXPECT_FLOAT_EQ(partial[1], float(std::pow(10000.0, -2.0 / 6)));
-}
 
 TEST(EngineMath, ActivationsSoftCapsAndOffsetNorms) {
   const float gate[2] = {1.0f, -2.0f}, up[2] = {2.0f, 1.0f};

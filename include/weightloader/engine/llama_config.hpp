@@ -15,13 +15,21 @@
 namespace wl {
 
 // How rotary frequencies are rescaled for longer contexts (config.json's rope_scaling).
+// config.json's rope_scaling, as transformers' modeling_rope_utils reads each type.
 struct WL_API RopeScaling {
-  std::string type;                 // empty (none), "linear" or "llama3"
-  double factor = 1.0;
+  std::string type;                 // empty (none), "linear", "llama3", "yarn", "longrope" or "dynamic"
+  double factor = 1.0;              // linear, llama3, yarn, dynamic
   double low_freq_factor = 1.0;     // llama3
   double high_freq_factor = 4.0;    // llama3
-  uint64_t original_max_position_embeddings = 8192;  // llama3
+  // llama3 and yarn: the context length before scaling; longrope: the one that chooses the long factors.
+  uint64_t original_max_position_embeddings = 8192;
+  double beta_fast = 32, beta_slow = 1;  // yarn: the rotation counts that bound the blended band
+  bool truncate = true;                  // yarn: the band's bounds rounded to whole dimensions
+  double attention_factor = 1.0;         // yarn, longrope: cos and sin scale by it
+  std::vector<float> short_factor, long_factor;  // longrope: one divisor per rotary frequency
   bool operator==(const RopeScaling&) const = default;
+  // Whether the frequencies depend on the length of the sequence (dynamic, longrope).
+  bool depends_on_length() const { return type == "dynamic" || type == "longrope"; }
 };
 
 // A mixture-of-experts MLP (Mixtral's block_sparse_moe, Qwen2-MoE's mlp with a shared expert).
@@ -74,6 +82,9 @@ struct WL_API LlamaConfig {
   uint64_t q_dim() const { return num_heads * head_dim; }
   uint64_t kv_dim() const { return num_kv_heads * head_dim; }
   uint64_t rotary_dims() const { return rotary_dim ? rotary_dim : head_dim; }
+  // The longest sequence the model runs: max_position_embeddings, or what yarn and dynamic scaling
+  // extend it to (factor times the context they scale).
+  uint64_t context_length() const;
   // The window layer `l` attends within (0: the whole context).
   uint64_t window_layer(uint64_t l) const;
   bool moe_layer(uint64_t l) const;
