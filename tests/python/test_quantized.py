@@ -89,3 +89,47 @@ def test_as_stored_gives_the_packed_tensors_byte_for_byte(testdata):
     with wl.safe_open(str(path), framework="pt") as f:
         for name in stored.keys():
             assert torch.equal(stored[name], f.get_tensor(name))
+
+
+# compressed-tensors pack-quantized (w4a16, groups of 16): words packed by compressed-tensors' own
+# pack_to_int32, the dense BF16 weight its dequantisation computed (the first case of
+# tests/formats/quantized/pack_quantized_test.cpp, where their provenance is given).
+CT_PACKED = [0x5b9f8cb5, 0xcd7c100f, 0x425e4296, 0x42edcacb, 0x60e71977, 0x96df799d, 0x3d881c01, 0x637e89af,
+             0xb1843915, 0x293d04ac, 0x772f940f, 0xe739689a, 0x6395b4d7, 0x7ff7a208, 0x0eeac379, 0x03d11778]
+CT_SCALE_BF16 = [0x3c89, 0x3ca6, 0x3b9d, 0x3c58, 0x3ca1, 0x3c90, 0x3c8d, 0x3c94]
+CT_DENSE_BF16 = [0xbd4e, 0x3d4e, 0x3d89, 0x0000, 0x3df0, 0x3c89, 0x3d4e, 0xbd4e, 0x3df0, 0xbe09, 0xbe09, 0xbdf0,
+                 0x3d89, 0xbc89, 0x3dab, 0x3d89, 0xbd26, 0x3ca6, 0xbdf9, 0xbda6, 0x3df9, 0xbd79, 0xbdf9, 0xbda6,
+                 0x3d79, 0x3da6, 0x3d26, 0x3da6, 0x3dd0, 0x3df9, 0xbdf9, 0xbda6, 0xbb9d, 0xbb9d, 0x3b9d, 0xbd09,
+                 0xbb9d, 0x3cec, 0xbd1d, 0xbc1d, 0x3cc4, 0x3b9d, 0x3b9d, 0xbb9d, 0x3d09, 0x3cc4, 0xbc1d, 0x3b9d,
+                 0xbdbd, 0xbdd8, 0x3d58, 0xbdbd, 0x0000, 0x0000, 0x3d87, 0xbd87, 0x3dbd, 0x3cd8, 0x3c58, 0x0000,
+                 0x3da2, 0xbc58, 0xbd87, 0xbcd8, 0xbd72, 0xbe0d, 0x3ca1, 0xbdc9, 0xbda1, 0x0000, 0xbe0d, 0x3d72,
+                 0x3da1, 0x3d21, 0xbda1, 0xbe21, 0x3dc9, 0xbdc9, 0x3ca1, 0xbdf2, 0x3dfc, 0xbe10, 0xbd90, 0x3c90,
+                 0x3dfc, 0xbdd8, 0xbc90, 0xbc90, 0x3d10, 0x3c90, 0x0000, 0xbd10, 0x3c90, 0xbdb4, 0xbc90, 0x3dd8,
+                 0xbc8d, 0x3db0, 0xbd8d, 0x3d54, 0xbd54, 0x3c8d, 0xbdb0, 0xbd0d, 0x0000, 0xbe0d, 0xbdd4, 0x3d0d,
+                 0xbc8d, 0x3df7, 0x3df7, 0xbc8d, 0x3c94, 0xbc94, 0xbdb9, 0x3d94, 0x3d14, 0x3dde, 0x3dde, 0xbe14,
+                 0x0000, 0xbc94, 0xbc94, 0xbe02, 0xbe02, 0x3db9, 0xbdb9, 0xbe14]
+
+
+def bf16(bits):
+    import numpy as np
+    return torch.from_numpy(np.array(bits, dtype=np.uint16).view(np.int16)).view(torch.bfloat16)
+
+
+def test_compressed_tensors_pack_quantized_folder_loads_dense(tmp_path):
+    import json
+    import numpy as np
+    from weightloader.safetensors.torch import save_file
+    prefix = "model.layers.0.mlp.gate_proj"
+    save_file({prefix + ".weight_packed": torch.from_numpy(np.array(CT_PACKED, dtype=np.uint32).view(np.int32).reshape(4, 4)),
+               prefix + ".weight_scale": bf16(CT_SCALE_BF16).reshape(4, 2),
+               prefix + ".weight_shape": torch.tensor([4, 32])}, str(tmp_path / "model.safetensors"))
+    group = {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 16,
+                                               "symmetric": True}}
+    (tmp_path / "config.json").write_text(json.dumps({"quantization_config": {
+        "quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"group_0": group}}}))
+    want = bf16(CT_DENSE_BF16).reshape(4, 32)
+    module = dense_module(prefix + ".weight", want)
+    assert wl.load_into(module, str(tmp_path)) == ([], [])
+    assert torch.equal(module.state_dict()[prefix + ".weight"].view(torch.int16), want.view(torch.int16))
+    shown = subprocess.run([CLI, "inspect", str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert "compressed-tensors pack-quantized, 4-bit" in shown

@@ -8,6 +8,7 @@
 
 #include "formats/quantized/bnb.hpp"
 #include "formats/quantized/fp8.hpp"
+#include "formats/quantized/pack_quantized.hpp"
 #include "formats/quantized/packed_int.hpp"
 #include "weightloader/error.hpp"
 
@@ -74,7 +75,7 @@ QuantLayer make_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen,
     case Seen::Bnb4: return bnb4_layer(raw, prefix, extra, c);
     case Seen::Bnb8: return bnb8_layer(raw, prefix, c);
     case Seen::Fp8: return fp8_layer(raw, prefix, extra, c);
-    case Seen::CtPacked:
+    case Seen::CtPacked: return pack_quantized_layer(raw, prefix, c);
     case Seen::None: break;
   }
   throw Error(ErrorCode::QuantUnsupported, fmt::format("{} layers are not decoded yet", seen_name(seen)), t.file, t.name);

@@ -69,6 +69,30 @@ Slice fp8(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsign
   return column ? share(t, 0, 1, "row", rank, world) : Slice{};  // per channel: one scale per output row
 }
 
+// compressed-tensors pack-quantized: weight_packed [out, words] holds each row's bit stream, so an
+// input split takes whole groups of words (or, per channel, words that start on a value: 32 values
+// when values straddle words); weight_zero_point is packed the same way down each column.
+Slice pack_quantized(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
+  const uint64_t bits = static_cast<uint64_t>(c.bits);
+  const uint64_t aligned_words = 32 % bits == 0 ? 1 : bits;  // words that end on a value boundary
+  const bool grouped = c.group_size > 0 && c.ct_strategy == "group";
+  if (ends(t.name, ".weight_shape") || (ends(t.name, ".weight_g_idx") && style == ParallelStyle::Column)) return {};
+  if (style == ParallelStyle::Column) {
+    if (ends(t.name, ".weight_packed") || ends(t.name, ".weight_scale") || ends(t.name, ".bias")) return share(t, 0, 1, "row", rank, world);
+    if (ends(t.name, ".weight_zero_point")) return share(t, 0, aligned_words, "run of packed zero points", rank, world);
+    refuse(t, "not a tensor of a pack-quantized layer");
+  }
+  if (ends(t.name, ".bias")) return {};
+  if (ends(t.name, ".weight_g_idx")) refuse(t, "act-order layers keep their groups in g_idx's order, not by input columns");
+  if (ends(t.name, ".weight_packed")) {
+    if (!grouped) return share(t, 1, aligned_words, "run of packed values", rank, world);
+    if (static_cast<uint64_t>(c.group_size) * bits % 32 != 0) refuse(t, fmt::format("a group of {} {}-bit values is not whole words", c.group_size, bits));
+    return share(t, 1, static_cast<uint64_t>(c.group_size) * bits / 32, "group", rank, world);
+  }
+  if (ends(t.name, ".weight_scale") || ends(t.name, ".weight_zero_point")) return grouped ? share(t, 1, 1, "group", rank, world) : Slice{};
+  refuse(t, "not a tensor of a pack-quantized layer");
+}
+
 }  // namespace
 
 Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, ParallelStyle style, unsigned rank, unsigned world) {
@@ -83,8 +107,9 @@ Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, Paralle
   switch (c.method) {
     case Method::Gptq:
     case Method::Awq: return packed_int(tensor, c, style, rank, world);
-    case Method::Fp8:
-    case Method::CompressedTensors: return fp8(tensor, c, style, rank, world);
+    case Method::Fp8: return fp8(tensor, c, style, rank, world);
+    case Method::CompressedTensors:
+      return c.ct_format == "pack-quantized" ? pack_quantized(tensor, c, style, rank, world) : fp8(tensor, c, style, rank, world);
     case Method::Bnb4:
     case Method::Bnb8: break;
   }

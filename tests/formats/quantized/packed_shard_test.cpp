@@ -76,6 +76,32 @@ TEST(PackedShard, AwqFp8AndRefusals) {
                      [&] { packed_shard(*dense, dense->tensors()[0], ParallelStyle::Column, 0, 2); });
 }
 
+TEST(PackedShard, CompressedTensorsPackQuantized) {
+  // 4-bit, groups of 128, asymmetric: weight_packed [64 out, 32 words of 8], zero points 8 words down each of 2 groups.
+  static const std::vector<std::byte> zeros(64 * 32 * 4);
+  auto tensor = [](const char* name, DType dtype, Shape shape) { return MemoryTensor{name, dtype, std::move(shape), {}, zeros.data(), nullptr}; };
+  const auto source = WeightSource::from_memory("<memory>", {tensor("l.weight_packed", DType::I32, {64, 32}),
+                                                             tensor("l.weight_scale", DType::BF16, {64, 2}),
+                                                             tensor("l.weight_zero_point", DType::I32, {8, 2}),
+                                                             tensor("l.weight_shape", DType::I64, {2})});
+  const std::string config = R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"group_0":
+      {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": false}}}})";
+  const auto s = source->with_metadata({{"quantization_config", config}});
+  auto at = [&](const char* n) -> const TensorInfo& { return s->at(std::string("l.") + n); };
+  expect_slice(packed_shard(*s, at("weight_packed"), ParallelStyle::Column, 1, 2), 0, 32, 64);
+  expect_slice(packed_shard(*s, at("weight_scale"), ParallelStyle::Column, 1, 2), 0, 32, 64);
+  expect_slice(packed_shard(*s, at("weight_zero_point"), ParallelStyle::Column, 1, 2), 0, 4, 8);  // 32 outputs = 4 words
+  EXPECT_EQ(packed_shard(*s, at("weight_shape"), ParallelStyle::Column, 1, 2).end, UINT64_MAX);
+  expect_slice(packed_shard(*s, at("weight_packed"), ParallelStyle::Row, 1, 2), 1, 16, 32);  // one group = 16 words
+  expect_slice(packed_shard(*s, at("weight_scale"), ParallelStyle::Row, 1, 2), 1, 1, 2);
+  expect_slice(packed_shard(*s, at("weight_zero_point"), ParallelStyle::Row, 0, 2), 1, 0, 1);
+  // 4 ranks would cut a group of inputs; 16 ranks, a word of zero points (4 outputs of 8).
+  const std::string m = test::expect_error(ErrorCode::QuantUnsupported, [&] { packed_shard(*s, at("weight_packed"), ParallelStyle::Row, 0, 4); });
+  EXPECT_NE(m.find("would cut a group"), std::string::npos) << m;
+  EXPECT_NE(m.find("weight_packed"), std::string::npos) << m;
+  test::expect_error(ErrorCode::QuantUnsupported, [&] { packed_shard(*s, at("weight_zero_point"), ParallelStyle::Column, 0, 16); });
+}
+
 }  // namespace
 }  // namespace wl
 
