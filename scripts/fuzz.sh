@@ -1,20 +1,15 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ with clang-14 (ASan + UBSan) into build-fuzz/ and runs each
-# for SECONDS (default 30), one after the other, from seeds that fuzz/make_seeds.sh writes.
-# A crash, leak, timeout (>10 s per input) or an allocation above 512 MiB fails the run; the input
-# that caused it is left in build-fuzz/artifacts/<target>/ (reproduce: build-fuzz/fuzz/<target> FILE).
+# Runs each libFuzzer target of fuzz/ (built with ASan + UBSan into build-asan/fuzz/ by
+# scripts/build-asan.sh) for SECONDS (default 30), one after the other, from seeds that
+# fuzz/make_seeds.sh writes. A crash, leak, timeout (>10 s per input) or an allocation above 512 MiB
+# fails the run; the input that caused it is left in build-fuzz/artifacts/<target>/ (reproduce:
+# build-asan/fuzz/fuzz_<target> FILE).
 # Usage: scripts/fuzz.sh [SECONDS] [target ...]     (targets: the names of fuzz/fuzz_*.cpp without fuzz_)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
-scripts/setup.sh >/dev/null  # packages (clang-14 among them) and build/, whose CLI writes the seeds
-# -O1 -gline-tables-only (libFuzzer's suggested flags): the instrumented build compiles far faster than
-# at -O2 -g, and crash reports keep file:line.
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
-  -DWL_BUILD_FUZZ=ON -DWL_BUILD_TESTS=OFF -DWL_BUILD_BENCH=OFF -DWL_BUILD_PYTHON=OFF >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_targets
+scripts/build-asan.sh  # nothing to do when scripts/test-sanitizers.sh has just built it
 fuzz/make_seeds.sh build/weightloader build-fuzz/seeds
 
 targets=("$@")
@@ -26,7 +21,7 @@ for t in "${targets[@]}"; do
   mkdir -p "build-fuzz/corpus/$t" "build-fuzz/artifacts/$t"
   echo "fuzz: $t for ${seconds}s" >&2
   # The corpus grows across runs in build-fuzz/corpus; the seeds are only read.
-  if ! "build-fuzz/fuzz/fuzz_$t" "build-fuzz/corpus/$t" "build-fuzz/seeds/$t" -max_total_time="$seconds" \
+  if ! "build-asan/fuzz/fuzz_$t" "build-fuzz/corpus/$t" "build-fuzz/seeds/$t" -max_total_time="$seconds" \
        -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \
        -artifact_prefix="build-fuzz/artifacts/$t/" >"build-fuzz/$t.log" 2>&1; then
     failed+=("$t")

@@ -10,7 +10,7 @@ packages=(g++ cmake ninja-build pkg-config git
           openmpi-bin libopenmpi-dev  # MPI tensor parallelism (weightloader_mpi) and its tests
           python3 python3-numpy python3-pytest python3-torch python3-tqdm
           python3-dev pybind11-dev python3-venv python3-pip python3-setuptools python3-wheel  # the Python module
-          clang-14 libclang-rt-14-dev)  # clang: scripts/fuzz.sh
+          clang-14 libclang-rt-14-dev)  # clang: scripts/build-asan.sh (sanitizers, fuzzing)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,6 +17,7 @@
 #include "core/dtype_convert_hwy.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define WL_TEST_F16C 1
 #endif
@@ -350,7 +351,8 @@ bool same_or_both_nan(uint32_t got, uint32_t hardware, uint32_t canonical_nan, u
 
 TEST(ConvertScalar, F16MatchesTheCpuF16C) {
 #ifdef WL_TEST_F16C
-  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "CPU lacks F16C";
+  unsigned eax, ebx, ecx = 0, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_F16C)) GTEST_SKIP() << "CPU lacks F16C";
   for (uint32_t h = 0; h <= 0xFFFF; ++h) {
     const float hw = hardware_f16_to_f32(static_cast<uint16_t>(h));
     ASSERT_TRUE(same_or_both_nan(f32_bits(f16_bits_to_f32(static_cast<uint16_t>(h))), f32_bits(hw), 0x7FC00000,

@@ -52,7 +52,8 @@ TEST(AwsIni, MalformedLinesNameTheFileAndLine) {
       {"[a]\nregion = x\n  sub = y\n", "line 3: an indented line continuing the value of 'region'"},
       {"[a]\n = y\n", "line 2: a setting with no name"},
   };
-  for (const auto& [text, want] : cases) {
+  for (const auto& [text_, want] : cases) {
+    const char* text = text_;  // a lambda may not capture a structured binding under clang 14
     const std::string what = test::expect_error(ErrorCode::InvalidArgument, [&] { parse_ini(text, "/home/u/.aws/config"); });
     EXPECT_NE(what.find(want), std::string::npos) << what;
     EXPECT_NE(what.find("/home/u/.aws/config"), std::string::npos) << what;

@@ -24,7 +24,7 @@ constexpr const char* kCorpus[] = {
     "Lily's mom said, \"Lily, let's go to the park.\" Lily was sad and didn't know what to do.",
     "The caf\xC3\xA9 opened at 7:30 and closed at 18:45; it sold 12 kinds of bread and 3 cakes.",
     "A na\xC3\xAFve r\xC3\xA9sum\xC3\xA9 listed 2024 projects, 15 languages and 100% commitment!",
-    "\xC3\x9C" "ber the hills and far away, the wind (cold, sharp) blew over 1,000 trees.",
+    "\u00DCber the hills and far away, the wind (cold, sharp) blew over 1,000 trees.",
     "Tom and Sue were friends. They liked to read books, draw pictures and sing songs together.",
     "\"Why is the sky blue?\" asked Ben. \"Because of the light,\" said his dad with a smile.",
     "In 1969, people walked on the moon. It took 3 days to get there and 8 days in all.",

@@ -84,7 +84,7 @@ TEST(Llama2cRoundTrip, V2QuantisesAsLlama2cExport) {
     // a row of 16 values stays within one row); dequantise group by group here.
     const uint64_t row = tensor.shape()[1];
     const auto& info =
-        *std::find_if(c.tensors.begin(), c.tensors.end(), [&](const TensorInfo& t) { return t.name == name; });
+        *std::find_if(c.tensors.begin(), c.tensors.end(), [&, &name = name](const TensorInfo& t) { return t.name == name; });
     EXPECT_EQ(info.stored_type(), "Q8_0/g8");
     for (uint64_t r = 0; r < tensor.shape()[0]; ++r)
       for (uint64_t g = 0; g < row; g += 8) {
