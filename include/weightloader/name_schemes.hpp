@@ -63,6 +63,20 @@ WL_API std::optional<StackSlot> stack_slot(std::string_view scheme, std::string_
 WL_API std::optional<std::string> stacked_canonical(std::string_view scheme, std::string_view stack, uint64_t slot,
                                                     std::string_view architecture = "llama");
 
+// transformers 5 keeps a mixture-of-experts layer's experts stacked: mlp.experts.gate_up_proj
+// [experts, 2 * ff, hidden] (each expert's gate rows, then its up rows) and mlp.experts.down_proj
+// [experts, hidden, ff]; Mixtral's router is then mlp.gate. The per-expert names the family's earlier
+// checkpoints use for slot `expert` of a stored stack (Mixtral: block_sparse_moe.experts.E.w1 / w3 /
+// w2; Qwen2-MoE: mlp.experts.E.gate_proj / up_proj / down_proj), each with the part of the slot's
+// rows it holds; empty when `stored` is not such a stack of a `model_type` with experts.
+struct ExpertStackPart {
+  std::string name;
+  uint64_t part = 0, parts = 1;  // rows [part, part + 1) * rows / parts of the slot
+};
+WL_API std::vector<ExpertStackPart> unstacked_experts(std::string_view model_type, std::string_view stored, uint64_t expert);
+// The earlier name of a transformers 5 router (Mixtral's mlp.gate.weight); nullopt when unchanged.
+WL_API std::optional<std::string> unstacked_router(std::string_view model_type, std::string_view stored);
+
 // The two rotary layouts of a q/k projection of `rows` = heads * d rows: Meta's interleaved one
 // (Meta, GGUF, llama2.c, torchtune) and Hugging Face's, each head's two rotary halves in turn.
 enum class RotaryOrder {

@@ -86,9 +86,9 @@ class HfLoader final : public WeightLoader {
     if (!files.is_directory(dir)) {
       const FileFormat* f = formats().detect(*files.open(dir));
       if (!f) throw Error(ErrorCode::InvalidArgument, "not a Hugging Face model directory nor a checkpoint file", dir);
-      return dequantized_source(open_files(*f, {dir}, dir, session), files, as_stored_);
+      return checkpoint_view(open_files(*f, {dir}, dir, session), files, as_stored_);
     }
-    return dequantized_source(open_weights(dir, session), files, as_stored_);
+    return checkpoint_view(open_weights(dir, session), files, as_stored_);
   }
 
  private:

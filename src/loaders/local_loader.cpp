@@ -49,7 +49,7 @@ class LocalLoader final : public WeightLoader {
       if (!matches(pattern_, name.substr(0, name.size() - std::string(".index.json").size()))) continue;
       Catalogue c = read_sharded_catalogue(*files, name, format);
       attach_config_json(*files, path, c.metadata);
-      return dequantized_source(std::make_unique<WeightSource>(format.name, path, std::move(c.tensors), std::move(c.metadata), files),
+      return checkpoint_view(std::make_unique<WeightSource>(format.name, path, std::move(c.tensors), std::move(c.metadata), files),
                                 *files, as_stored_);
     }
     // Split GGUF models are opened through their first split, which reads the others.
@@ -75,7 +75,7 @@ class LocalLoader final : public WeightLoader {
     std::map<std::string, std::string> metadata = s->metadata();
     attach_config_json(files, s->origin(), metadata);
     if (metadata.size() != s->metadata().size()) s = s->with_metadata(std::move(metadata));
-    return dequantized_source(std::move(s), files, as_stored);
+    return checkpoint_view(std::move(s), files, as_stored);
   }
 
   // What was looked for and what the directory holds instead (its first few names).

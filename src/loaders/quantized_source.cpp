@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/quantized/dense_view.hpp"
+#include "loaders/stacked_experts_source.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {
@@ -46,6 +47,10 @@ std::unique_ptr<WeightSource> dequantized_source(std::unique_ptr<WeightSource> s
     return source->with_metadata(std::move(metadata));
   }
   return quant::dense_view(std::shared_ptr<const WeightSource>(std::move(source)), *config, from_config_json);
+}
+
+std::unique_ptr<WeightSource> checkpoint_view(std::unique_ptr<WeightSource> source, const Opener& files, bool as_stored) {
+  return with_experts_unstacked(dequantized_source(std::move(source), files, as_stored));
 }
 
 }  // namespace wl

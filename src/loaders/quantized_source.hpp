@@ -20,4 +20,8 @@ inline constexpr const char* kQuantizedKwargHelp =
 // quantization_config.json or quantize_config.json beside the checkpoint.
 std::unique_ptr<WeightSource> dequantized_source(std::unique_ptr<WeightSource> source, const Opener& files, bool as_stored = false);
 
+// What the built-in loaders give for a checkpoint they opened: dequantized_source(), its stacked
+// experts then one tensor per expert (with_experts_unstacked, loaders/stacked_experts_source.hpp).
+std::unique_ptr<WeightSource> checkpoint_view(std::unique_ptr<WeightSource> source, const Opener& files, bool as_stored);
+
 }  // namespace wl

@@ -89,3 +89,58 @@ def test_a_python_loader_fills_phi3s_fused_tensors(testdata, tp):
     llm = wl.LLM(str(folder), weight_loader=StateDictLoader, tensor_parallel_size=tp)
     assert "model.layers.0.self_attn.qkv_proj.weight" in llm.modules[0].state_dict()
     assert worst_error(llm, folder) < 1e-5
+
+
+def transformers5_layout(tensors, experts):
+    """The per-expert tensors stacked as transformers 5 saves a mixture-of-experts layer:
+    mlp.experts.gate_up_proj [experts, 2 ff, hidden] (gate rows, then up), mlp.experts.down_proj
+    [experts, hidden, ff], the router as mlp.gate."""
+    import re
+    import torch
+
+    out, stacks = {}, {}
+    for name, t in tensors.items():
+        m = re.fullmatch(r"model\.layers\.(\d+)\.(?:block_sparse_moe|mlp)\.experts\.(\d+)\.(\w+)\.weight", name)
+        if not m:
+            out[name.replace("block_sparse_moe.gate.", "mlp.gate.")] = t
+            continue
+        layer, e, proj = int(m[1]), int(m[2]), {"w1": "gate", "gate_proj": "gate", "w3": "up", "up_proj": "up"}.get(m[3], "down")
+        stacks.setdefault(layer, {}).setdefault(proj, [None] * experts)[e] = t
+    for layer, p in stacks.items():
+        at = f"model.layers.{layer}.mlp.experts."
+        out[at + "gate_up_proj"] = torch.stack([torch.cat([g, u]) for g, u in zip(p["gate"], p["up"])])
+        out[at + "down_proj"] = torch.stack(p["down"])
+    return out
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_transformers5_stacked_experts_give_the_per_expert_logits(testdata, tmp_path, tp):
+    """Mixtral's checkpoint with its experts stacked as transformers 5 writes them loads as the
+    per-expert one: the same reference logits, each rank reading its rows of each expert in place."""
+    from weightloader.safetensors.torch import load_file, save_file
+
+    mixtral = testdata / "hf-tiny-arch" / "mixtral"
+    cfg = json.loads((mixtral / "config.json").read_text())
+    stacked = transformers5_layout(load_file(str(mixtral / "model.safetensors")), cfg["num_local_experts"])
+    assert "model.layers.0.mlp.experts.gate_up_proj" in stacked and "model.layers.0.mlp.gate.weight" in stacked
+    save_file(stacked, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text((mixtral / "config.json").read_text())
+    (tmp_path / "reference_logits.json").write_text((mixtral / "reference_logits.json").read_text())
+    llm = wl.LLM(str(tmp_path), tensor_parallel_size=tp)
+    assert worst_error(llm, tmp_path) < 1e-5
+    # Each rank reads its share of the stacks: together, the file's expert bytes once.
+    expert_bytes = sum(t.numel() * 4 for n, t in stacked.items() if ".experts." in n)
+    assert sum(r.bytes_read for r in llm.load_reports()) <= 1.05 * (tmp_path / "model.safetensors").stat().st_size
+    assert sum(r.bytes_read for r in llm.load_reports()) >= expert_bytes
+
+
+def test_a_stack_that_is_not_three_dimensional_is_refused_by_name(testdata, tmp_path):
+    import torch
+    from weightloader.safetensors.torch import save_file
+
+    save_file({"model.layers.0.mlp.experts.down_proj": torch.zeros(4, 8)}, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mixtral"}))
+    with pytest.raises(wl.Error) as e:
+        wl.LocalWeightLoader().get_weights(str(tmp_path))
+    assert e.value.code == "UnsupportedLayout" and e.value.tensor == "model.layers.0.mlp.experts.down_proj"
+    assert "[experts, rows, columns]" in str(e.value)

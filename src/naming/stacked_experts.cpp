@@ -1,0 +1,52 @@
+// transformers 5's stacked experts and the per-expert names of each family's earlier checkpoints.
+#include <array>
+
+#include <fmt/format.h>
+
+#include "core/layer_name.hpp"
+#include "weightloader/name_schemes.hpp"
+
+namespace wl {
+
+namespace {
+
+struct Family {
+  std::string_view model_type;
+  std::string_view experts;          // the per-expert layer stem before the expert's number
+  std::string_view gate, up, down;   // after it
+  std::string_view router;           // the earlier router stem (transformers 5: mlp.gate)
+};
+
+constexpr std::array<Family, 2> kFamilies{{
+    {"mixtral", "block_sparse_moe.experts.", "w1", "w3", "w2", "block_sparse_moe.gate"},
+    {"qwen2_moe", "mlp.experts.", "gate_proj", "up_proj", "down_proj", "mlp.gate"},
+}};
+
+const Family* family(std::string_view model_type) {
+  for (const Family& f : kFamilies)
+    if (f.model_type == model_type) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<ExpertStackPart> unstacked_experts(std::string_view model_type, std::string_view stored, uint64_t expert) {
+  const Family* f = family(model_type);
+  const auto layer = split_layer_name(stored, "model.layers.");
+  if (!f || !layer) return {};
+  auto name = [&](std::string_view leaf) {
+    return fmt::format("model.layers.{}.{}{}.{}.weight", layer->first, f->experts, expert, leaf);
+  };
+  if (layer->second == "mlp.experts.gate_up_proj") return {{name(f->gate), 0, 2}, {name(f->up), 1, 2}};
+  if (layer->second == "mlp.experts.down_proj") return {{name(f->down), 0, 1}};
+  return {};
+}
+
+std::optional<std::string> unstacked_router(std::string_view model_type, std::string_view stored) {
+  const Family* f = family(model_type);
+  const auto layer = split_layer_name(stored, "model.layers.");
+  if (!f || !layer || layer->second != "mlp.gate.weight" || f->router == "mlp.gate") return std::nullopt;
+  return fmt::format("model.layers.{}.{}.weight", layer->first, f->router);
+}
+
+}  // namespace wl

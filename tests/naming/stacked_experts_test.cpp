@@ -1,0 +1,28 @@
+// transformers 5's stacked experts: the per-expert names each family's earlier checkpoints use.
+#include <gtest/gtest.h>
+
+#include "weightloader/name_schemes.hpp"
+
+namespace wl {
+namespace {
+
+TEST(StackedExperts, EachFamilyNamesItsExpertsAndRouter) {
+  const auto mixtral = unstacked_experts("mixtral", "model.layers.3.mlp.experts.gate_up_proj", 5);
+  ASSERT_EQ(mixtral.size(), 2u);
+  EXPECT_EQ(mixtral[0].name, "model.layers.3.block_sparse_moe.experts.5.w1.weight");  // gate rows first
+  EXPECT_EQ(mixtral[1].name, "model.layers.3.block_sparse_moe.experts.5.w3.weight");
+  EXPECT_EQ(mixtral[1].part, 1u);
+  EXPECT_EQ(mixtral[1].parts, 2u);
+  const auto down = unstacked_experts("qwen2_moe", "model.layers.0.mlp.experts.down_proj", 2);
+  ASSERT_EQ(down.size(), 1u);
+  EXPECT_EQ(down[0].name, "model.layers.0.mlp.experts.2.down_proj.weight");
+  EXPECT_EQ(unstacked_router("mixtral", "model.layers.1.mlp.gate.weight"), "model.layers.1.block_sparse_moe.gate.weight");
+  EXPECT_EQ(unstacked_router("qwen2_moe", "model.layers.1.mlp.gate.weight"), std::nullopt);  // the same name in both
+  // Not a stack, or a family without experts: nothing to present.
+  EXPECT_TRUE(unstacked_experts("mixtral", "model.layers.3.block_sparse_moe.experts.0.w1.weight", 0).empty());
+  EXPECT_TRUE(unstacked_experts("llama", "model.layers.3.mlp.experts.gate_up_proj", 0).empty());
+  EXPECT_EQ(unstacked_router("llama", "model.layers.1.mlp.gate.weight"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace wl
