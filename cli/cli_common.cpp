@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "weightloader/checkpoint_names.hpp"
+#include "weightloader/format.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::cli {
@@ -54,10 +55,14 @@ Kwargs SourceOptions::kwargs() const {
   return out;
 }
 
-LoaderChoice SourceOptions::choice() const {
-  LoaderChoice c = loader == "auto" ? detect_loader(path) : LoaderChoice{loader, {}};
+SourceOptions::Opened SourceOptions::open_loader(const Kwargs& extra) const {
+  const auto session = std::make_shared<CachingOpener>(default_opener());
+  LoaderChoice c = loader == "auto" ? detect_loader(path, *session, FormatList::global()) : LoaderChoice{loader, {}};
   for (auto& [k, v] : kwargs()) c.kwargs[k] = v;
-  return c;
+  for (const auto& [k, v] : extra) c.kwargs[k] = v;
+  Opened out{c.name, WeightLoaderRegistry::global().create(c.name, c.kwargs)};
+  out.loader->options().opener = session;
+  return out;
 }
 
 std::string human_bytes(uint64_t bytes) {

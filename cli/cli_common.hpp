@@ -27,8 +27,13 @@ struct SourceOptions {
   // --kw items and --name-map as kwargs. InvalidArgument for an item without '='.
   Kwargs kwargs() const;
   // The loader to use ("auto" resolved by content) and its kwargs: kwargs() over the ones
-  // detection suggests.
-  LoaderChoice choice() const;
+  // detection suggests, then `extra` over both; created with one caching opener for detection and
+  // its get_weights, so that each file is opened (over a network: a HEAD) once.
+  struct Opened {
+    std::string name;  // the loader chosen
+    std::unique_ptr<WeightLoader> loader;
+  };
+  Opened open_loader(const Kwargs& extra = {}) const;
 };
 
 // The checkpoint at `path` under the names a comparison or a conversion should see: with

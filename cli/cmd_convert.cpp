@@ -54,8 +54,7 @@ void add_convert_command(CLI::App& app) {
     ConvertOptions o;
     o.to = output_format_for(a->out, a->to.empty() ? std::nullopt : std::optional(parse_checkpoint_format(a->to)));
     if (!a->shard_size.empty()) o.shard_bytes = parse_byte_size(a->shard_size);
-    const LoaderChoice choice = a->source.choice();
-    auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+    auto loader = a->source.open_loader().loader;
     if (!a->dtype.empty()) {
       o.dtype = parse_dtype_alias(a->dtype);
       if (!o.dtype) throw Error(ErrorCode::InvalidArgument, fmt::format("unknown dtype '{}'", a->dtype));

@@ -28,8 +28,7 @@ void add_diff_command(CLI::App& app) {
     x->b.kw = x->a.kw;
     DiffOptions o;
     auto open = [&o](const SourceOptions& side) {
-      const LoaderChoice choice = side.choice();
-      auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+      auto loader = side.open_loader().loader;
       o.io = loader->options().io;  // --kw io=, concurrency=, ...
       return normalised_weights(*loader, side.path);
     };

@@ -59,9 +59,9 @@ nlohmann::json residency_of(const WeightSource& source) {
 
 Inspection inspect(const Args& a) {
   Inspection in;
-  const LoaderChoice choice = a.source.choice();
-  in.loader = choice.name;
-  auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+  SourceOptions::Opened opened = a.source.open_loader();
+  in.loader = opened.name;
+  auto loader = std::move(opened.loader);
   in.source = loader->get_weights(a.source.path);
   if (a.residency) in.files = residency_of(*in.source);
   std::vector<std::string> names;

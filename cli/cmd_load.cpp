@@ -15,12 +15,13 @@ struct Args {
 };
 
 void run_load(const Args& a) {
-  LoaderChoice choice = a.source.choice();
-  if (!a.dtype.empty()) choice.kwargs["dtype"] = a.dtype;
-  if (!a.io.empty()) choice.kwargs["io"] = a.io;
-  if (!a.device.empty()) choice.kwargs["device"] = a.device;
-  if (a.staging >= 0) choice.kwargs["staging_bytes"] = std::to_string(a.staging);
-  auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+  Kwargs extra;
+  if (!a.dtype.empty()) extra["dtype"] = a.dtype;
+  if (!a.io.empty()) extra["io"] = a.io;
+  if (!a.device.empty()) extra["device"] = a.device;
+  if (a.staging >= 0) extra["staging_bytes"] = std::to_string(a.staging);
+  SourceOptions::Opened opened = a.source.open_loader(extra);
+  auto& loader = opened.loader;
   loader->options().io.progress = make_progress_bar(a.quiet);
   auto source = loader->get_weights(a.source.path);
   Model model = loader->mirror_model(*source);
@@ -29,14 +30,14 @@ void run_load(const Args& a) {
   const uint64_t rss = peak_rss_bytes();
   if (a.json) {
     nlohmann::json j = nlohmann::json::parse(report.to_json());
-    j["loader"] = choice.name;
+    j["loader"] = opened.name;
     j["parameter_bytes"] = model.total_bytes();
     j["peak_rss_bytes"] = rss;
     j["rss_before_load_bytes"] = rss_before;
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  fmt::print("loader      {}\n{}", choice.name, report.to_string(a.verbose));
+  fmt::print("loader      {}\n{}", opened.name, report.to_string(a.verbose));
   fmt::print("memory      parameters {}, peak RSS {} (before the load {})\n", human_bytes(model.total_bytes()),
              human_bytes(rss), human_bytes(rss_before));
 }

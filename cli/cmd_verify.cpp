@@ -21,8 +21,7 @@ void add_verify_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", a->quiet, "no progress bar");
   cmd->add_flag("-v,--verbose", a->verbose, "list every tensor and file");
   cmd->callback([a] {
-    const LoaderChoice choice = a->source.choice();
-    auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+    auto loader = a->source.open_loader().loader;
     auto source = loader->get_weights(a->source.path);
     VerifyOptions o;
     o.io = loader->options().io;  // --kw io=, concurrency=, ...

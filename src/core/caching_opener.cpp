@@ -1,15 +1,26 @@
 #include "weightloader/byte_source.hpp"
+#include "weightloader/error.hpp"
 
 namespace wl {
 
-std::shared_ptr<ByteSource> CachingOpener::open(const std::string& name) const {
+namespace {
+
+// The answer cached under `name` in `cache`, or `ask()`'s (asked unlocked: over a network it is a round trip).
+template <class Value, class Ask>
+Value remembered(std::mutex& mutex, std::map<std::string, Value>& cache, const std::string& name, Ask&& ask) {
   {
-    std::lock_guard lock(mutex_);
-    if (auto it = opened_.find(name); it != opened_.end()) return it->second;
+    std::lock_guard lock(mutex);
+    if (auto it = cache.find(name); it != cache.end()) return it->second;
   }
-  std::shared_ptr<ByteSource> source = inner_->open(name);  // unlocked: a remote open is a round trip
-  std::lock_guard lock(mutex_);
-  return opened_.emplace(name, std::move(source)).first->second;  // the first one opened wins
+  Value value = ask();
+  std::lock_guard lock(mutex);
+  return cache.emplace(name, std::move(value)).first->second;  // the first answer wins
+}
+
+}  // namespace
+
+std::shared_ptr<ByteSource> CachingOpener::open(const std::string& name) const {
+  return remembered(mutex_, opened_, name, [&] { return inner_->open(name); });
 }
 
 uint64_t CachingOpener::bytes_fetched() const {
@@ -20,11 +31,24 @@ uint64_t CachingOpener::bytes_fetched() const {
 }
 
 bool CachingOpener::exists(const std::string& name) const {
-  {
-    std::lock_guard lock(mutex_);
-    if (opened_.count(name)) return true;
-  }
-  return inner_->exists(name);
+  return remembered(mutex_, exists_, name, [&] {
+    if (is_directory(name)) return true;
+    try {
+      open(name);  // a remote object's HEAD answers both questions
+      return true;
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::FileNotFound) return false;
+      return inner_->exists(name);  // there, but not openable (permissions): the inner opener says so
+    }
+  });
+}
+
+bool CachingOpener::is_directory(const std::string& name) const {
+  return remembered(mutex_, directories_, name, [&] { return inner_->is_directory(name); });
+}
+
+std::vector<std::string> CachingOpener::list(const std::string& directory) const {
+  return remembered(mutex_, listed_, directory, [&] { return inner_->list(directory); });
 }
 
 }  // namespace wl

@@ -94,11 +94,14 @@ LLM::~LLM() = default;
 std::unique_ptr<WeightSource> LLM::open() {
   LoaderChoice choice{options_.weight_loader, {}};
   // Through the opener: a URL (http, https, s3) is a path as a local one is; a model id means hf.
-  if (choice.name == "auto") choice = detect_loader(options_.model);
+  // Detection and get_weights share one caching opener: each file is opened (a HEAD) once.
+  const auto session = std::make_shared<CachingOpener>(default_opener());
+  if (choice.name == "auto") choice = detect_loader(options_.model, *session, FormatList::global());
   for (const auto& [k, v] : options_.weight_loader_kwargs) choice.kwargs[k] = v;
   loader_name_ = choice.name;
   const WeightLoaderRegistry& registry = options_.registry ? *options_.registry : WeightLoaderRegistry::global();
   std::unique_ptr<WeightLoader> loader = registry.create(choice.name, choice.kwargs);
+  if (!loader->options().opener) loader->options().opener = session;
   // Before get_weights: a model id missing from the cache downloads there, with this progress.
   if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
   std::unique_ptr<WeightSource> source = loader->get_weights(options_.model);

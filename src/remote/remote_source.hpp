@@ -3,8 +3,10 @@
 // the caller's buffer.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -38,11 +40,22 @@ class RemoteSource final : public ByteSource {
   unsigned preferred_concurrency() const override { return 8; }
   uint64_t bytes_fetched() const override { return fetched_; }
 
+  // Small reads within the object's first head_bytes() are served from one request for all of
+  // them: format detection, a header's length and the header itself (a safetensors header of a few
+  // hundred tensors) then cost one round trip, not three. At most 64 KiB and 1/64 of the object, so
+  // that ranks which each fetch it add little to what the server sends.
+  uint64_t head_bytes() const { return std::min<uint64_t>(64u << 10, size_ / 64); }
+
  private:
+  uint64_t fetch(uint64_t offset, void* dst, uint64_t length) const;  // one ranged GET
+
   RemoteTarget target_;
   uint64_t size_ = 0;
   std::string etag_;
   mutable std::atomic<uint64_t> fetched_{0};
+  mutable std::mutex head_mutex_;
+  mutable std::string head_;  // the object's first bytes, once a small read there has fetched them
+  mutable bool head_fetched_ = false;
 };
 
 }  // namespace wl::remote

@@ -615,6 +615,18 @@ def test_one_tensor_reads_about_its_bytes_not_the_file(fault_http, ckpt):
     assert all(r.range for r in fault_http.gets()), [r for r in fault_http.gets() if not r.range]
 
 
+def test_opening_a_remote_checkpoint_costs_one_head_and_one_get(fault_http, ckpt):
+    """Detection, the existence check and the open share one HEAD; the format sniff, the header's
+    length and the header itself one ranged GET (the object's first 64 KiB, kept for all three)."""
+    url = fault_http.put("m/big.safetensors", ckpt["big"])
+    for what, run in (("a loader", lambda: wl.LocalWeightLoader().get_weights(url)),
+                      ("inspect (auto)", lambda: cli_json("inspect", url, "--json"))):
+        fault_http.reset()
+        run()
+        on_file = fault_http.requests("m/big.safetensors")
+        assert [r.method for r in on_file] == ["HEAD", "GET"], (what, [(r.method, r.range) for r in on_file])
+
+
 def test_inspect_reads_only_the_header(fault_http, ckpt):
     url = fault_http.put("m/big.safetensors", ckpt["big"])
     got = cli_json("inspect", url, "--json")
