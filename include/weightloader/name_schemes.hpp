@@ -77,6 +77,13 @@ WL_API std::vector<ExpertStackPart> unstacked_experts(std::string_view model_typ
 // The earlier name of a transformers 5 router (Mixtral's mlp.gate.weight); nullopt when unchanged.
 WL_API std::optional<std::string> unstacked_router(std::string_view model_type, std::string_view stored);
 
+// vLLM's FusedMoE holds a layer's experts stacked as parameters: <module>.experts.w13_weight
+// [experts, 2 * ff, hidden] (each expert's gate rows, then its up rows) and <module>.experts.w2_weight
+// [experts, hidden, ff]. The checkpoint tensors that fill expert `expert` of such a parameter, in
+// row order, under each per-expert naming in use (Mixtral's w1/w3/w2, Qwen2-MoE's
+// gate_proj/up_proj/down_proj); empty when `param` is not one.
+WL_API std::vector<std::vector<std::string>> fused_moe_parts(std::string_view param, uint64_t expert);
+
 // The two rotary layouts of a q/k projection of `rows` = heads * d rows: Meta's interleaved one
 // (Meta, GGUF, llama2.c, torchtune) and Hugging Face's, each head's two rotary halves in turn.
 enum class RotaryOrder {

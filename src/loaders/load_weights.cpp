@@ -97,14 +97,20 @@ bool plan_shard(PlannedRead& read, LoadPlan& plan) {
   Parameter& p = *read.param;
   const ParameterShard& shard = p.shards[size_t(read.shard)];
   const Shape got = WeightSource::slice_shape(t, shard.slice);
-  const Shape& want = p.shape();
+  // A parameter of one more dimension takes slices as rows of its two leading dimensions merged
+  // (vLLM's FusedMoE: [experts, rows, cols] from each expert's [rows, cols]).
+  Shape want = p.shape();
+  if (want.size() == got.size() + 1 && want.size() >= 3) {
+    want[1] *= want[0];
+    want.erase(want.begin());
+  }
   const bool fits = !want.empty() && got.size() == want.size() && std::equal(got.begin() + 1, got.end(), want.begin() + 1) &&
                     shard.row_offset <= want[0] && got[0] <= want[0] - shard.row_offset;
   if (!fits) {
     plan.shape_errors.push_back(fmt::format("'{}' (slice [{}, {}) of dim {}) is {} but must fill rows from {} of parameter '{}' {}",
                                             t.name, shard.slice.begin, std::min(shard.slice.end, t.shape.empty() ? 0 : t.shape[shard.slice.dim]),
                                             shard.slice.dim, shape_to_string(got), shard.row_offset, p.name,
-                                            shape_to_string(want)));
+                                            shape_to_string(p.shape())));
     return false;
   }
   read.request.slice = shard.slice;

@@ -202,6 +202,42 @@ std::vector<ParameterShard> fuse(const std::string& name, const Shape& shape, co
   return shards;
 }
 
+// vLLM's FusedMoE parameters (fused_moe_parts): expert e's rank slice of each of its parts, placed
+// at its rows of the parameter's [experts * rows, cols] (the planner reads a 3-D parameter so).
+// w13_weight takes each part's rank rows (column-parallel); w2_weight each expert's rank columns of
+// its down projection (row-parallel), as vLLM shards them. None when the checkpoint lacks a part.
+std::vector<ParameterShard> fuse_experts(const std::string& name, const Shape& shape,
+                                         const std::unordered_map<std::string, Shape>& checkpoint, const RankLayout& l) {
+  if (shape.size() != 3 || fused_moe_parts(name, 0).empty()) return {};
+  const uint64_t experts = shape[0], size = uint64_t(l.size), rank = uint64_t(l.rank);
+  std::vector<std::vector<std::string>> parts;  // [expert]: its parts in row order, under the naming the checkpoint uses
+  for (size_t naming = 0; naming < fused_moe_parts(name, 0).size() && parts.empty(); ++naming) {
+    std::vector<std::vector<std::string>> candidate;
+    for (uint64_t e = 0; e < experts; ++e) candidate.push_back(fused_moe_parts(name, e)[naming]);
+    const bool found = experts > 0 && std::all_of(candidate.begin(), candidate.end(), [&](const auto& names) {
+      return std::all_of(names.begin(), names.end(), [&](const std::string& n) { return checkpoint.count(n) > 0; });
+    });
+    if (found) parts = std::move(candidate);
+  }
+  if (parts.empty()) return {};
+  const bool down = parts[0].size() == 1;
+  std::vector<ParameterShard> shards;
+  for (uint64_t e = 0; e < experts; ++e) {
+    uint64_t row = e * shape[1];
+    for (const std::string& part : parts[e]) {
+      const Shape& s = checkpoint.at(part);
+      const size_t dim = down ? 1 : 0;
+      if (s.size() != 2 || s[dim] % size != 0)
+        throw shape_error(name, fmt::format("expert part '{}' is {}: its dim {} must split into tp_size={} ranks", part,
+                                            shape_to_string(s), dim, size));
+      const uint64_t n = s[dim] / size;
+      shards.push_back(ParameterShard{part, Slice{dim, rank * n, (rank + 1) * n}, row});
+      row += down ? s[0] : n;
+    }
+  }
+  return shards;
+}
+
 // The checkpoint's tensor shapes under the names `options` give them for `model`.
 std::unordered_map<std::string, Shape> mapped_shapes(const Model& model, const WeightSource& source, const LoadOptions& options) {
   std::unordered_map<std::string, Shape> out;
@@ -255,6 +291,8 @@ ParameterShards plan_rank_shards(const std::vector<std::pair<std::string, Shape>
       shards = split(name, shape, it->second, layout, forced_dim(name, patterns));
     } else if (const std::vector<std::string> parts = fused_parts(name, checkpoint, layout.fused); !parts.empty()) {
       shards = fuse(name, shape, parts, checkpoint, layout);
+    } else {
+      shards = fuse_experts(name, shape, checkpoint, layout);
     }
     if (!shards.empty()) out[name] = std::move(shards);
   }

@@ -42,6 +42,16 @@ std::vector<ExpertStackPart> unstacked_experts(std::string_view model_type, std:
   return {};
 }
 
+std::vector<std::vector<std::string>> fused_moe_parts(std::string_view param, uint64_t expert) {
+  const size_t at = param.rfind(".experts.");
+  if (at == std::string_view::npos) return {};
+  const std::string_view module = param.substr(0, at), leaf = param.substr(at + 9);
+  auto name = [&](std::string_view projection) { return fmt::format("{}.experts.{}.{}.weight", module, expert, projection); };
+  if (leaf == "w13_weight") return {{name("w1"), name("w3")}, {name("gate_proj"), name("up_proj")}};
+  if (leaf == "w2_weight") return {{name("w2")}, {name("down_proj")}};
+  return {};
+}
+
 std::optional<std::string> unstacked_router(std::string_view model_type, std::string_view stored) {
   const Family* f = family(model_type);
   const auto layer = split_layer_name(stored, "model.layers.");

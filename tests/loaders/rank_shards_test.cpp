@@ -79,6 +79,29 @@ TEST(RankShards, FusedPartsTakeTheirRankSlicesAtTheirRowOffsets) {
   EXPECT_NE(msg.find("part 'l.q_proj.w' has 8 rows, which tp_size=3 does not divide"), std::string::npos) << msg;
 }
 
+TEST(RankShards, FusedMoeParametersStackEachExpertsRankSlices) {
+  // 2 experts, ff 4, hidden 6, under Qwen2-MoE's per-expert names; rank 1 of 2.
+  Checkpoint ckpt;
+  for (int e = 0; e < 2; ++e) {
+    const std::string at = fmt::format("m.experts.{}.", e);
+    ckpt[at + "gate_proj.weight"] = {4, 6}, ckpt[at + "up_proj.weight"] = {4, 6}, ckpt[at + "down_proj.weight"] = {6, 4};
+  }
+  const ParameterShards got =
+      plan_rank_shards(Shapes{{"m.experts.w13_weight", {2, 4, 6}}, {"m.experts.w2_weight", {2, 6, 2}}}, ckpt, rank_of(1, 2));
+  // w13: each expert's gate rows then up rows of this rank, at the expert's 4 rows of [2 * 4, 6].
+  EXPECT_EQ(flat(got.at("m.experts.w13_weight")),
+            (Rows{rows("m.experts.0.gate_proj.weight", 2, 4, 0), rows("m.experts.0.up_proj.weight", 2, 4, 2),
+                  rows("m.experts.1.gate_proj.weight", 2, 4, 4), rows("m.experts.1.up_proj.weight", 2, 4, 6)}));
+  // w2: each expert's columns of this rank, at its 6 rows of [2 * 6, 2].
+  EXPECT_EQ(flat(got.at("m.experts.w2_weight")),
+            (Rows{Row{"m.experts.0.down_proj.weight", 1, 2, 4, 0}, Row{"m.experts.1.down_proj.weight", 1, 2, 4, 6}}));
+  const std::string msg = test::expect_error(ErrorCode::ShapeMismatch, [&] {
+    plan_rank_shards(Shapes{{"m.experts.w13_weight", {2, 2, 6}}}, ckpt, rank_of(0, 3));
+  });
+  EXPECT_NE(msg.find("m.experts.0.gate_proj.weight"), std::string::npos) << msg;
+  EXPECT_TRUE(plan_rank_shards(Shapes{{"m.experts.w13_weight", {3, 8, 6}}}, ckpt, rank_of(0, 1)).empty());  // no expert 2
+}
+
 TEST(RankShards, ShardDimsMatchGlobsOrWholeNameRegexesAndDisagreeingPatternsAreAmbiguous) {
   const Checkpoint ckpt{{"a.o_proj.weight", {8, 8}}};
   const Shapes params{{"a.o_proj.weight", {8, 4}}};

@@ -144,3 +144,43 @@ def test_a_stack_that_is_not_three_dimensional_is_refused_by_name(testdata, tmp_
         wl.LocalWeightLoader().get_weights(str(tmp_path))
     assert e.value.code == "UnsupportedLayout" and e.value.tensor == "model.layers.0.mlp.experts.down_proj"
     assert "[experts, rows, columns]" in str(e.value)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+@pytest.mark.parametrize("layout", ["per expert", "transformers 5"])
+def test_vllm_fused_moe_parameters_fill_from_per_expert_tensors(testdata, tmp_path, tp, layout):
+    """A module holding a layer's experts as vLLM's FusedMoE does (experts.w13_weight [experts, 2 ff,
+    hidden]: gate rows then up rows; experts.w2_weight [experts, hidden, ff]) fills from Mixtral's
+    per-expert tensors, or from them stacked as transformers 5 writes them, each rank with vLLM's
+    shards: its rows of gate and of up, its columns of down."""
+    import torch
+    from named_module import Named
+    from weightloader.safetensors.torch import load_file, save_file
+
+    mixtral = testdata / "hf-tiny-arch" / "mixtral"
+    cfg = json.loads((mixtral / "config.json").read_text())
+    stored = load_file(str(mixtral / "model.safetensors"))
+    folder = mixtral
+    if layout == "transformers 5":
+        save_file(transformers5_layout(stored, cfg["num_local_experts"]), str(tmp_path / "model.safetensors"))
+        (tmp_path / "config.json").write_text((mixtral / "config.json").read_text())
+        folder = tmp_path
+    experts, ff, hidden = cfg["num_local_experts"], cfg["intermediate_size"], cfg["hidden_size"]
+    part = ff // tp
+    for rank in range(tp):
+        shapes = {}
+        for layer in range(cfg["num_hidden_layers"]):
+            at = f"model.layers.{layer}.block_sparse_moe.experts."
+            shapes[at + "w13_weight"] = (experts, 2 * part, hidden)
+            shapes[at + "w2_weight"] = (experts, hidden, part)
+        module = Named(shapes, fill=float("nan"))
+        got = wl.load_into(module, str(folder), tp_rank=rank, tp_size=tp, strict=False)
+        assert got.missing_keys == []
+        rows = slice(rank * part, (rank + 1) * part)
+        for layer in range(cfg["num_hidden_layers"]):
+            at = f"model.layers.{layer}.block_sparse_moe.experts."
+            want13 = torch.stack([torch.cat([stored[f"{at}{e}.w1.weight"][rows], stored[f"{at}{e}.w3.weight"][rows]])
+                                  for e in range(experts)])
+            want2 = torch.stack([stored[f"{at}{e}.w2.weight"][:, rows] for e in range(experts)])
+            assert torch.equal(module.get_parameter(at + "w13_weight"), want13)
+            assert torch.equal(module.get_parameter(at + "w2_weight"), want2)
