@@ -202,36 +202,49 @@ std::vector<ParameterShard> fuse(const std::string& name, const Shape& shape, co
   return shards;
 }
 
-// vLLM's FusedMoE parameters (fused_moe_parts): expert e's rank slice of each of its parts, placed
-// at its rows of the parameter's [experts * rows, cols] (the planner reads a 3-D parameter so).
-// w13_weight takes each part's rank rows (column-parallel); w2_weight each expert's rank columns of
-// its down projection (row-parallel), as vLLM shards them. None when the checkpoint lacks a part.
+// The checkpoint's experts for a FusedMoE parameter (fused_moe_parts): [expert] its parts in row
+// order, under the first naming the checkpoint uses; empty when it has none.
+std::vector<std::vector<std::string>> checkpoint_experts(const std::string& name, const std::unordered_map<std::string, Shape>& checkpoint) {
+  auto present = [&](const std::vector<std::string>& names) {
+    return std::all_of(names.begin(), names.end(), [&](const std::string& n) { return checkpoint.count(n) > 0; });
+  };
+  for (size_t naming = 0; naming < fused_moe_parts(name, 0).size(); ++naming) {
+    std::vector<std::vector<std::string>> experts;
+    while (experts.size() < checkpoint.size() && present(fused_moe_parts(name, experts.size())[naming]))
+      experts.push_back(fused_moe_parts(name, experts.size())[naming]);
+    if (!experts.empty()) return experts;
+  }
+  return {};
+}
+
+// vLLM's FusedMoE parameters: each expert's parts placed at its rows of the parameter's
+// [experts * rows, cols] (the planner reads a 3-D parameter so). As vLLM shards them, the shape
+// says how: every expert, each rank with its rows of gate and of up (w13_weight) or its columns of
+// down (w2_weight): tensor parallel; or experts / tp_size whole experts, rank r holding block r:
+// expert parallel. None when the checkpoint has no such experts.
 std::vector<ParameterShard> fuse_experts(const std::string& name, const Shape& shape,
                                          const std::unordered_map<std::string, Shape>& checkpoint, const RankLayout& l) {
-  if (shape.size() != 3 || fused_moe_parts(name, 0).empty()) return {};
-  const uint64_t experts = shape[0], size = uint64_t(l.size), rank = uint64_t(l.rank);
-  std::vector<std::vector<std::string>> parts;  // [expert]: its parts in row order, under the naming the checkpoint uses
-  for (size_t naming = 0; naming < fused_moe_parts(name, 0).size() && parts.empty(); ++naming) {
-    std::vector<std::vector<std::string>> candidate;
-    for (uint64_t e = 0; e < experts; ++e) candidate.push_back(fused_moe_parts(name, e)[naming]);
-    const bool found = experts > 0 && std::all_of(candidate.begin(), candidate.end(), [&](const auto& names) {
-      return std::all_of(names.begin(), names.end(), [&](const std::string& n) { return checkpoint.count(n) > 0; });
-    });
-    if (found) parts = std::move(candidate);
-  }
-  if (parts.empty()) return {};
-  const bool down = parts[0].size() == 1;
+  if (shape.size() != 3) return {};
+  const std::vector<std::vector<std::string>> all = checkpoint_experts(name, checkpoint);
+  if (all.empty()) return {};
+  const uint64_t total = all.size(), size = uint64_t(l.size), rank = uint64_t(l.rank);
+  const bool expert_parallel = size > 1 && shape[0] * size == total;
+  if (shape[0] != total && !expert_parallel)
+    throw shape_error(name, fmt::format("{} holds {} experts of the checkpoint's {}: all of them (tensor parallel) or {} / "
+                                        "tp_size={} (expert parallel)",
+                                        shape_to_string(shape), shape[0], total, total, size));
+  const bool down = all[0].size() == 1;
   std::vector<ParameterShard> shards;
-  for (uint64_t e = 0; e < experts; ++e) {
+  for (uint64_t e = 0; e < shape[0]; ++e) {
     uint64_t row = e * shape[1];
-    for (const std::string& part : parts[e]) {
+    for (const std::string& part : all[expert_parallel ? rank * shape[0] + e : e]) {
       const Shape& s = checkpoint.at(part);
       const size_t dim = down ? 1 : 0;
-      if (s.size() != 2 || s[dim] % size != 0)
+      if (s.size() != 2 || (!expert_parallel && s[dim] % size != 0))
         throw shape_error(name, fmt::format("expert part '{}' is {}: its dim {} must split into tp_size={} ranks", part,
                                             shape_to_string(s), dim, size));
-      const uint64_t n = s[dim] / size;
-      shards.push_back(ParameterShard{part, Slice{dim, rank * n, (rank + 1) * n}, row});
+      const uint64_t n = expert_parallel ? s[dim] : s[dim] / size;
+      shards.push_back(ParameterShard{part, expert_parallel ? Slice{} : Slice{dim, rank * n, (rank + 1) * n}, row});
       row += down ? s[0] : n;
     }
   }

@@ -99,7 +99,13 @@ TEST(RankShards, FusedMoeParametersStackEachExpertsRankSlices) {
     plan_rank_shards(Shapes{{"m.experts.w13_weight", {2, 2, 6}}}, ckpt, rank_of(0, 3));
   });
   EXPECT_NE(msg.find("m.experts.0.gate_proj.weight"), std::string::npos) << msg;
-  EXPECT_TRUE(plan_rank_shards(Shapes{{"m.experts.w13_weight", {3, 8, 6}}}, ckpt, rank_of(0, 1)).empty());  // no expert 2
+  // Expert parallel: 1 whole expert per rank of 2 (rank 1: expert 1).
+  EXPECT_EQ(flat(plan_rank_shards(Shapes{{"m.experts.w13_weight", {1, 8, 6}}}, ckpt, rank_of(1, 2)).at("m.experts.w13_weight")),
+            (Rows{rows("m.experts.1.gate_proj.weight", 0, UINT64_MAX, 0), rows("m.experts.1.up_proj.weight", 0, UINT64_MAX, 4)}));
+  const std::string count = test::expect_error(ErrorCode::ShapeMismatch, [&] {
+    plan_rank_shards(Shapes{{"m.experts.w13_weight", {3, 8, 6}}}, ckpt, rank_of(0, 1));  // no expert 2
+  });
+  EXPECT_NE(count.find("holds 3 experts of the checkpoint's 2"), std::string::npos) << count;
 }
 
 TEST(RankShards, ShardDimsMatchGlobsOrWholeNameRegexesAndDisagreeingPatternsAreAmbiguous) {

@@ -184,3 +184,32 @@ def test_vllm_fused_moe_parameters_fill_from_per_expert_tensors(testdata, tmp_pa
             want2 = torch.stack([stored[f"{at}{e}.w2.weight"][:, rows] for e in range(experts)])
             assert torch.equal(module.get_parameter(at + "w13_weight"), want13)
             assert torch.equal(module.get_parameter(at + "w2_weight"), want2)
+
+
+def test_expert_parallel_ranks_fill_only_their_experts(testdata):
+    """FusedMoE parameters holding experts / tp_size whole experts (vLLM's expert parallelism): rank r
+    fills block r of the experts and reads only those experts' bytes."""
+    import torch
+    from named_module import Named
+    from weightloader.safetensors.torch import load_file
+
+    mixtral = testdata / "hf-tiny-arch" / "mixtral"
+    cfg = json.loads((mixtral / "config.json").read_text())
+    experts, ff, hidden, layers = cfg["num_local_experts"], cfg["intermediate_size"], cfg["hidden_size"], cfg["num_hidden_layers"]
+    stored = load_file(str(mixtral / "model.safetensors"))
+    local = experts // 2
+    for rank in range(2):
+        shapes = {}
+        for layer in range(layers):
+            at = f"model.layers.{layer}.block_sparse_moe.experts."
+            shapes[at + "w13_weight"], shapes[at + "w2_weight"] = (local, 2 * ff, hidden), (local, hidden, ff)
+        module = Named(shapes, fill=float("nan"))
+        got = wl.load_into(module, str(mixtral), tp_rank=rank, tp_size=2, strict=False)
+        assert got.missing_keys == []
+        mine = range(rank * local, (rank + 1) * local)
+        for layer in range(layers):
+            at = f"model.layers.{layer}.block_sparse_moe.experts."
+            want13 = torch.stack([torch.cat([stored[f"{at}{e}.w1.weight"], stored[f"{at}{e}.w3.weight"]]) for e in mine])
+            assert torch.equal(module.get_parameter(at + "w13_weight"), want13)
+            assert torch.equal(module.get_parameter(at + "w2_weight"), torch.stack([stored[f"{at}{e}.w2.weight"] for e in mine]))
+        assert got._report["bytes_read"] == sum(p.numel() * 4 for p in module.parameters())  # only this rank's experts
