@@ -38,11 +38,6 @@ std::unique_ptr<Engine> make_llm(const std::string& model, const std::string& lo
   o.model = model;
   o.weight_loader = loader;
   o.weight_loader_kwargs = to_kwargs(kwargs);
-  if (loader == "auto") {  // chosen as load_into chooses it: a missing path is FileNotFound, not a bad model id
-    LoaderChoice choice = calls.run([&] { return detect_loader(model); });
-    o.weight_loader = choice.name;
-    o.weight_loader_kwargs.merge(choice.kwargs);  // adds the detected kwargs the caller did not give
-  }
   if (!dtype.empty()) o.dtype = dtype_from_name(dtype);
   o.tensor_parallel_size = tp;
   o.tokenizer = tokenizer;
