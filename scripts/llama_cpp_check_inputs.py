@@ -6,6 +6,7 @@
   edit SRC DST KEY=JSON ...   SRC's model in DST: config.json with these keys set, model.safetensors linked
   repeat SRC DST LAYERS       SRC's layers repeated in order up to LAYERS layers (config.json and
                               model.safetensors written anew, the tensors' bytes as they are)
+  restack SRC DST             SRC's experts stacked as transformers 5 writes them (tests/python/moe_layouts.py)
   engine MODEL ID ...         our engine's logits after the ids, one a line
 """
 import json
@@ -55,6 +56,16 @@ def repeat(src, dst, layers):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
 
 
+def restack(src, dst):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+    from moe_layouts import transformers5_layout
+    from weightloader.safetensors.torch import load_file, save_file
+    config = edit(src, dst, [])
+    os.remove(os.path.join(dst, "model.safetensors"))
+    stacked = transformers5_layout(load_file(os.path.join(src, "model.safetensors")), config["num_local_experts"])
+    save_file(stacked, os.path.join(dst, "model.safetensors"))
+
+
 def engine(model, ids):
     import weightloader
     out = weightloader.LLM(model).generate(ids, weightloader.SamplingParams(temperature=0, max_tokens=1), return_logits=True)
@@ -71,6 +82,8 @@ def main(argv):
         edit(args[0], args[1], args[2:])
     elif command == "repeat":
         repeat(args[0], args[1], int(args[2]))
+    elif command == "restack":
+        restack(args[0], args[1])
     elif command == "engine":
         print(*(f"{v:.9g}" for v in engine(args[0], [int(i) for i in args[1:]])), sep="\n")
     else:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import weightloader as wl
+from moe_layouts import transformers5_layout
 
 
 def worst_error(llm, folder):
@@ -89,28 +90,6 @@ def test_a_python_loader_fills_phi3s_fused_tensors(testdata, tp):
     llm = wl.LLM(str(folder), weight_loader=StateDictLoader, tensor_parallel_size=tp)
     assert "model.layers.0.self_attn.qkv_proj.weight" in llm.modules[0].state_dict()
     assert worst_error(llm, folder) < 1e-5
-
-
-def transformers5_layout(tensors, experts):
-    """The per-expert tensors stacked as transformers 5 saves a mixture-of-experts layer:
-    mlp.experts.gate_up_proj [experts, 2 ff, hidden] (gate rows, then up), mlp.experts.down_proj
-    [experts, hidden, ff], the router as mlp.gate."""
-    import re
-    import torch
-
-    out, stacks = {}, {}
-    for name, t in tensors.items():
-        m = re.fullmatch(r"model\.layers\.(\d+)\.(?:block_sparse_moe|mlp)\.experts\.(\d+)\.(\w+)\.weight", name)
-        if not m:
-            out[name.replace("block_sparse_moe.gate.", "mlp.gate.")] = t
-            continue
-        layer, e, proj = int(m[1]), int(m[2]), {"w1": "gate", "gate_proj": "gate", "w3": "up", "up_proj": "up"}.get(m[3], "down")
-        stacks.setdefault(layer, {}).setdefault(proj, [None] * experts)[e] = t
-    for layer, p in stacks.items():
-        at = f"model.layers.{layer}.mlp.experts."
-        out[at + "gate_up_proj"] = torch.stack([torch.cat([g, u]) for g, u in zip(p["gate"], p["up"])])
-        out[at + "down_proj"] = torch.stack(p["down"])
-    return out
 
 
 @pytest.mark.parametrize("tp", [1, 2])
