@@ -8,7 +8,8 @@
 #   - F32 without a tokenizer (tokenizer.ggml.model "none"): llama.cpp's loader reads it and the
 #     logits after ids 1,403,407,261 equal run.c's at position 3 within 1e-4;
 #   - the tiny models of testdata/hf-tiny-arch as GGUF F32 (Qwen2, Mixtral also with its experts
-#     stacked as transformers 5 writes them, Gemma, Phi-3; Mistral
+#     stacked as transformers 5 writes them, Gemma, Phi-3; Mixtral renamed as a Qwen2-MoE with a
+#     shared expert, against our engine; Mistral
 #     without its window, which our converter refuses): llama.cpp's logits after the first sequence
 #     (Mistral: its first 4 ids) equal transformers' within 1e-4 of the row's scale; Gemma 2, whose
 #     query_pre_attn_scalar our converter refuses and which llama.cpp runs only at 26, 42 or 46
@@ -16,7 +17,7 @@
 # Usage: scripts/llama-cpp-check.sh LLAMA_CPP_SOURCE [BUILD_DIR]   (BUILD_DIR default: /tmp/llama.cpp-build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 src=$(realpath "$1")
 build=${2:-/tmp/llama.cpp-build}
 data=../shared/testdata/llama2c-stories260K
@@ -108,6 +109,14 @@ family_row qwen2 "tiny Qwen2, F32, no tokenizer" "architecture qwen2 loads"
 family_row mixtral "tiny Mixtral, F32, no tokenizer" "architecture llama, 4 experts in ffn_*_exps stacks, top-2"
 PYTHONPATH=build/python inputs restack "$arch/mixtral" "$work/mixtral-t5"
 family_row mixtral "tiny Mixtral stacked as transformers 5" "read as per-expert tensors, written as ffn_*_exps stacks" "$work/mixtral-t5"
+# Qwen2-MoE: Mixtral's tiny model renamed, its top-k weights not renormalised (llama.cpp's qwen2moe
+# never does) and a random shared expert; against our engine's logits for it (no reference exists).
+PYTHONPATH=build/python inputs qwen2moe "$arch/mixtral" "$work/qwen2moe"
+read -ra ids < <(inputs ids "$arch/mixtral/reference_logits.json" 16)
+build/weightloader convert "$work/qwen2moe" "$work/qwen2moe.gguf" --gguf-type f32 -q >/dev/null
+PYTHONPATH=build/python inputs engine "$work/qwen2moe" "${ids[@]}" >"$work/qwen2moe-ref.txt"
+logits_row "tiny Qwen2-MoE, F32, no tokenizer" "$work/qwen2moe.gguf" "$work/qwen2moe-ref.txt" \
+  "architecture qwen2moe, ffn_*_exps stacks, shared expert and its gate; logits at position 15 = our engine's" "${ids[@]}"
 family_row gemma "tiny Gemma, F32, no tokenizer" "architecture gemma, norms stored as 1 + w, head tied, head_dim 6"
 family_row phi3 "tiny Phi-3, F32, no tokenizer" "architecture phi3, attn_qkv and ffn_up fused, rotary 6 of 8, window 4"
 # Mistral's window (4, shorter than the 16 ids) is not something llama.cpp's llama can run: our

@@ -7,6 +7,7 @@
   repeat SRC DST LAYERS       SRC's layers repeated in order up to LAYERS layers (config.json and
                               model.safetensors written anew, the tensors' bytes as they are)
   restack SRC DST             SRC's experts stacked as transformers 5 writes them (tests/python/moe_layouts.py)
+  qwen2moe SRC DST            Mixtral's SRC as a Qwen2-MoE: top-k not renormalised, a random shared expert
   engine MODEL ID ...         our engine's logits after the ids, one a line
 """
 import json
@@ -56,14 +57,28 @@ def repeat(src, dst, layers):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
 
 
-def restack(src, dst):
+def rewrite(src, dst, change):
+    """SRC's tensors and config.json through change(tensors, config) -> (tensors, config), into DST."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
-    from moe_layouts import transformers5_layout
     from weightloader.safetensors.torch import load_file, save_file
-    config = edit(src, dst, [])
-    os.remove(os.path.join(dst, "model.safetensors"))
-    stacked = transformers5_layout(load_file(os.path.join(src, "model.safetensors")), config["num_local_experts"])
-    save_file(stacked, os.path.join(dst, "model.safetensors"))
+    tensors, config = change(load_file(os.path.join(src, "model.safetensors")), json.load(open(os.path.join(src, "config.json"))))
+    os.makedirs(dst, exist_ok=True)
+    json.dump(config, open(os.path.join(dst, "config.json"), "w"), indent=1)
+    save_file(tensors, os.path.join(dst, "model.safetensors"))
+
+
+def restack(src, dst):
+    def change(tensors, config):
+        from moe_layouts import transformers5_layout
+        return transformers5_layout(tensors, config["num_local_experts"]), config
+    rewrite(src, dst, change)
+
+
+def qwen2moe(src, dst):
+    def change(tensors, config):
+        from moe_layouts import qwen2_moe_from_mixtral
+        return qwen2_moe_from_mixtral(tensors, config, norm_topk_prob=False, shared_seed=7)
+    rewrite(src, dst, change)
 
 
 def engine(model, ids):
@@ -84,6 +99,8 @@ def main(argv):
         repeat(args[0], args[1], int(args[2]))
     elif command == "restack":
         restack(args[0], args[1])
+    elif command == "qwen2moe":
+        qwen2moe(args[0], args[1])
     elif command == "engine":
         print(*(f"{v:.9g}" for v in engine(args[0], [int(i) for i in args[1:]])), sep="\n")
     else:

@@ -34,10 +34,11 @@ LlamaConfig shaped_llama(const WeightSource& s, const LlamaHeads& h) {
 // llama.cpp's architecture for a family, as its converter's model classes register them.
 std::string architecture_of(const LlamaConfig& c, const std::string& origin) {
   if (c.architecture == "llama" || c.architecture == "mistral" || c.architecture == "mixtral") return "llama";
+  if (c.architecture == "qwen2_moe") return "qwen2moe";
   if (c.architecture == "qwen2" || c.architecture == "gemma" || c.architecture == "gemma2" || c.architecture == "phi3")
     return c.architecture;
   throw Error(ErrorCode::InvalidArgument,
-              fmt::format("GGUF output is written for llama, mistral, mixtral, qwen2, gemma, gemma2 and phi3 models; "
+              fmt::format("GGUF output is written for llama, mistral, mixtral, qwen2, qwen2_moe, gemma, gemma2 and phi3 models; "
                           "this one is not yet ({})", c.features()),
               origin);
 }
@@ -72,6 +73,10 @@ void put_model_keys(const LlamaConfig& c, const std::string& arch, GgufMetadata&
   if (c.moe.num_experts) {
     meta.emplace(a + "expert_count", uint32_t(c.moe.num_experts));
     meta.emplace(a + "expert_used_count", uint32_t(c.moe.experts_per_token));
+  }
+  if (arch == "qwen2moe") {
+    meta.emplace(a + "expert_feed_forward_length", uint32_t(c.moe.expert_intermediate_size));
+    meta.emplace(a + "expert_shared_feed_forward_length", uint32_t(c.moe.shared_expert_intermediate_size));
   }
 }
 

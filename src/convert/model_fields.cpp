@@ -58,10 +58,12 @@ const std::vector<Field>& fields() {
       {"four norms per block", [](const LlamaConfig& c) { return c.sandwich_norms ? "yes" : "no"; }},
       {"experts", [](const LlamaConfig& c) {
          const MoeConfig& m = c.moe;
-         return m.num_experts ? fmt::format("{} of {} units, top-{}{}{}", m.num_experts, m.expert_intermediate_size,
-                                            m.experts_per_token, m.norm_topk_prob ? " renormalised" : "",
-                                            m.shared_expert_intermediate_size ? ", a shared expert" : "")
-                              : std::string("none");
+         if (!m.num_experts) return std::string("none");
+         std::string s = fmt::format("{} of {} units, top-{}{}", m.num_experts, m.expert_intermediate_size, m.experts_per_token,
+                                     m.norm_topk_prob ? " renormalised" : "");
+         if (m.shared_expert_intermediate_size) s += fmt::format(", a shared expert of {} units", m.shared_expert_intermediate_size);
+         if (m.decoder_sparse_step != 1 || !m.mlp_only_layers.empty()) s += ", dense layers between";
+         return s;
        }},
   };
   return all;

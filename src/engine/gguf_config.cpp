@@ -11,7 +11,7 @@ namespace wl {
 
 namespace {
 
-constexpr std::array<std::string_view, 5> kArchitectures{"llama", "qwen2", "gemma", "gemma2", "phi3"};
+constexpr std::array<std::string_view, 6> kArchitectures{"llama", "qwen2", "qwen2moe", "gemma", "gemma2", "phi3"};
 
 // What the architecture itself fixes (biases are the tensors there are, as llama.cpp loads them):
 // Gemma's (1 + w) norms, scaled embeddings and GELU (tanh),
@@ -39,6 +39,17 @@ void read_family(const MetadataFields& m, const std::string& a, LlamaConfig& c) 
     c.moe.experts_per_token = m.uint(a + "expert_used_count");
     c.moe.expert_intermediate_size = c.intermediate_size;
   }
+  if (arch == "qwen2moe") {
+    // llama.cpp's qwen2moe: every layer sparse, the top-k weights never renormalised, a shared
+    // expert behind its sigmoid gate (sizes defaulting as llama-model.cpp does).
+    c.architecture = "qwen2_moe";
+    c.moe.num_experts = m.uint(a + "expert_count");
+    c.moe.experts_per_token = m.uint(a + "expert_used_count");
+    c.moe.norm_topk_prob = false;
+    c.moe.expert_intermediate_size =
+        m.uint(a + "expert_feed_forward_length", c.moe.experts_per_token ? c.intermediate_size / c.moe.experts_per_token : 0);
+    c.moe.shared_expert_intermediate_size = m.uint(a + "expert_shared_feed_forward_length", c.intermediate_size);
+  }
 }
 
 }  // namespace
@@ -50,7 +61,7 @@ LlamaConfig llama_config_from_gguf(const std::map<std::string, std::string>& met
   for (std::string_view k : kArchitectures) known = known || k == arch;
   if (!known)
     throw config_invalid(file, "general.architecture",
-                         fmt::format("'{}' is not an architecture the engine runs (llama, qwen2, gemma, gemma2, phi3)", arch));
+                         fmt::format("'{}' is not an architecture the engine runs (llama, qwen2, qwen2moe, gemma, gemma2, phi3)", arch));
   const std::string a = arch + ".";
   LlamaConfig c;
   c.origin = "gguf";

@@ -141,6 +141,18 @@ const std::vector<Scheme>& schemes() {
           {"block_sparse_moe.experts.", "w2", "ffn_down_exps"}}},
         // The others run NEOX-style rotary on Hugging Face's halves: their rows are not permuted.
         {"qwen2", {}, false, 0, {}},
+        // Qwen2-MoE: the router, the shared expert with its sigmoid gate, and the experts' stacks.
+        {"qwen2moe",
+         {{"mlp.gate", "ffn_gate_inp"},
+          {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"},
+          {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
+          {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
+          {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"}},
+         false,
+         0,
+         {{"mlp.experts.", "gate_proj", "ffn_gate_exps"},
+          {"mlp.experts.", "up_proj", "ffn_up_exps"},
+          {"mlp.experts.", "down_proj", "ffn_down_exps"}}},
         // convert_hf_to_gguf.py's Gemma classes store every norm as 1 + w, what transformers applies.
         {"gemma", {}, false, 1, {}},
         {"gemma2",

@@ -1,12 +1,16 @@
 """Python's LLM over families beyond Llama: logits at every position equal those transformers
 computed (../shared/testdata/hf-tiny-arch), in one process and with two tensor-parallel ranks."""
 import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
 
 import weightloader as wl
-from moe_layouts import transformers5_layout
+from moe_layouts import qwen2_moe_from_mixtral, transformers5_layout
+
+CLI = os.environ.get("WL_CLI", "build/weightloader")
 
 
 def worst_error(llm, folder):
@@ -37,37 +41,51 @@ def test_stop_tokens_come_from_the_config(testdata):
     assert wl.LLM(str(testdata / "hf-tiny-arch" / "qwen2")).stop_token_ids == []
 
 
+def qwen2_moe_dir(testdata, folder, **kwargs):
+    """moe_layouts.qwen2_moe_from_mixtral written into `folder`, with Mixtral's reference logits."""
+    from weightloader.safetensors.torch import load_file, save_file
+
+    mixtral = testdata / "hf-tiny-arch" / "mixtral"
+    tensors, cfg = qwen2_moe_from_mixtral(load_file(str(mixtral / "model.safetensors")),
+                                          json.loads((mixtral / "config.json").read_text()), **kwargs)
+    save_file(tensors, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(cfg))
+    (folder / "reference_logits.json").write_text((mixtral / "reference_logits.json").read_text())
+    return folder
+
+
 def test_qwen2_moe_routes_as_mixtral_does(testdata, tmp_path):
     """Mixtral's checkpoint under Qwen2-MoE's names and config (renormalised top-2, q/k/v biases of
     zero, a shared expert whose output is zero) gives Mixtral's reference logits."""
-    from weightloader.safetensors.torch import load_file, save_file
-    import torch
-
-    mixtral = testdata / "hf-tiny-arch" / "mixtral"
-    cfg = json.loads((mixtral / "config.json").read_text())
-    tensors = {}
-    for name, t in load_file(str(mixtral / "model.safetensors")).items():
-        name = name.replace("block_sparse_moe.", "mlp.")
-        for old, new in (("w1", "gate_proj"), ("w3", "up_proj"), ("w2", "down_proj")):
-            name = name.replace(f".{old}.weight", f".{new}.weight")
-        tensors[name] = t
-    hidden, kv = cfg["hidden_size"], cfg["hidden_size"] // cfg["num_attention_heads"] * cfg["num_key_value_heads"]
-    for layer in range(cfg["num_hidden_layers"]):
-        at = f"model.layers.{layer}."
-        for proj, rows in (("q_proj", hidden), ("k_proj", kv), ("v_proj", kv)):
-            tensors[f"{at}self_attn.{proj}.bias"] = torch.zeros(rows)
-        for proj, shape in (("gate_proj", (4, hidden)), ("up_proj", (4, hidden)), ("down_proj", (hidden, 4))):
-            tensors[f"{at}mlp.shared_expert.{proj}.weight"] = torch.ones(shape) if proj != "down_proj" else torch.zeros(shape)
-        tensors[f"{at}mlp.shared_expert_gate.weight"] = torch.ones(1, hidden)
-    save_file(tensors, str(tmp_path / "model.safetensors"))
-    cfg.update(model_type="qwen2_moe", architectures=["Qwen2MoeForCausalLM"], num_experts=cfg.pop("num_local_experts"),
-               moe_intermediate_size=cfg["intermediate_size"], norm_topk_prob=True, shared_expert_intermediate_size=4)
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    (tmp_path / "reference_logits.json").write_text((mixtral / "reference_logits.json").read_text())
+    qwen2_moe_dir(testdata, tmp_path)
     for tp in (1, 2):
         llm = wl.LLM(str(tmp_path), tensor_parallel_size=tp)
         assert "gated shared expert" in llm.config["features"]
         assert worst_error(llm, tmp_path) < 1e-5
+
+
+def all_logits(model, sequences):
+    llm = wl.LLM(str(model))
+    return [np.array(llm.generate(ids, wl.SamplingParams(temperature=0, max_tokens=1), return_logits=True)[0].logits)
+            for ids in sequences]
+
+
+def test_qwen2_moe_converts_to_gguf_as_llama_cpp_runs_it(testdata, tmp_path):
+    """As llama.cpp's qwen2moe: ffn_*_exps stacks, the shared expert's tensors and gate, its expert
+    sizes in the keys; read back, the same logits at every position. llama.cpp never renormalises
+    the top-k weights, so a model that does is refused by name (scripts/llama-cpp-check.sh runs the
+    conversion in llama.cpp itself)."""
+    src = qwen2_moe_dir(testdata, tmp_path, norm_topk_prob=False, shared_seed=7)
+    out = tmp_path / "q.gguf"
+    subprocess.run([CLI, "convert", str(src), str(out), "--gguf-type", "f32", "-q"], check=True)
+    sequences = json.loads((src / "reference_logits.json").read_text())["sequences"]
+    for want, got in zip(all_logits(src, sequences), all_logits(out, sequences)):
+        assert np.abs(want - got).max() <= 1e-5 * max(1.0, np.abs(want).max())
+    (tmp_path / "r").mkdir()
+    renormalised = qwen2_moe_dir(testdata, tmp_path / "r")
+    r = subprocess.run([CLI, "convert", str(renormalised), str(tmp_path / "r.gguf"), "-q"], capture_output=True, text=True)
+    assert r.returncode != 0 and "renormalised" in r.stderr, r.stderr
+    assert not (tmp_path / "r.gguf").exists()
 
 
 class StateDictLoader(wl.BaseWeightLoader):
