@@ -62,6 +62,10 @@ const TensorInfo& layer_tensor(const WeightSource& raw, const std::string& name,
               raw.origin(), name);
 }
 
+void inconsistent(const TensorInfo& t, const std::string& what) {
+  throw Error(ErrorCode::QuantTensorsInconsistent, what, t.file, t.name);
+}
+
 void expect_tensor(const TensorInfo& t, const Shape& dims, std::initializer_list<DType> dtypes, const std::string& rule) {
   bool shape_ok = t.shape.size() == dims.size();
   for (size_t d = 0; shape_ok && d < dims.size(); ++d) shape_ok = dims[d] == 0 || dims[d] == t.shape[d];

@@ -61,6 +61,8 @@ TensorInfo dense_entry(const std::string& name, const TensorInfo& packed, Shape 
 
 // `raw`'s tensor `name`, or QuantTensorsInconsistent saying which layer needs it.
 const TensorInfo& layer_tensor(const WeightSource& raw, const std::string& name, const std::string& layer);
+// QuantTensorsInconsistent naming the tensor `t` and what is wrong with it.
+[[noreturn]] void inconsistent(const TensorInfo& t, const std::string& what);
 // Checks rank, dims (0 = any) and dtype; throws QuantTensorsInconsistent naming the tensor.
 void expect_tensor(const TensorInfo& t, const Shape& dims, std::initializer_list<DType> dtypes, const std::string& rule);
 

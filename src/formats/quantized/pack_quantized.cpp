@@ -11,10 +11,6 @@ namespace wl::quant {
 
 namespace {
 
-[[noreturn]] void inconsistent(const TensorInfo& t, const std::string& what) {
-  throw Error(ErrorCode::QuantTensorsInconsistent, what, t.file, t.name);
-}
-
 uint64_t words_for(uint64_t values, int bits) { return (values * static_cast<uint64_t>(bits) + 31) / 32; }
 
 // Element `i` of a bit stream of `bits`-wide values, the stream's words `stride` apart.
@@ -119,8 +115,7 @@ QuantLayer pack_quantized_layer(const RawSource& raw, const std::string& prefix,
                   fmt::format("for {} rows and {} groups of {}-bit values packed down each column, weight_zero_point", out, groups, c.bits));
     side.push_back({zero_point, zero_point->dtype});
   } else if (!c.sym) {
-    throw Error(ErrorCode::QuantTensorsInconsistent, fmt::format("{} says asymmetric, but the layer has no weight_zero_point", c.origin),
-                packed.file, packed.name);
+    inconsistent(packed, fmt::format("{} says asymmetric, but the layer has no weight_zero_point", c.origin));
   }
   if (g_idx) {
     expect_tensor(*g_idx, {in}, {DType::I32, DType::I64}, fmt::format("for {} input features weight_g_idx", in));

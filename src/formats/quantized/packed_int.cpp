@@ -11,10 +11,6 @@ namespace wl::quant {
 
 namespace {
 
-[[noreturn]] void inconsistent(const TensorInfo& t, const std::string& what) {
-  throw Error(ErrorCode::QuantTensorsInconsistent, what, t.file, t.name);
-}
-
 // The group of each input feature, from g_idx or from group_size; checked against `groups`.
 std::vector<uint32_t> groups_of_inputs(const TensorView* g_idx, const TensorInfo* g_info, uint64_t in, int64_t group_size,
                                        uint64_t groups) {
