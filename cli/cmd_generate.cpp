@@ -43,6 +43,7 @@ struct Args {
   float temperature = 1.0f, top_p = 0.9f;
   uint64_t seed = 0;
   unsigned tp = 1, threads = 0;
+  bool expert_parallel = false;
   bool quiet = false;
 };
 
@@ -57,6 +58,7 @@ void generate(const Args& o, LLMOptions& options, bool speaker) {
   const std::vector<int32_t> prompt_ids = o.prompt_ids.empty() ? std::vector<int32_t>{} : parse_ids(o.prompt_ids);
   options.dtype = *dtype;
   options.tensor_parallel_size = o.tp;
+  options.expert_parallel = o.expert_parallel;
   options.tokenizer = o.tokenizer;
   if (o.threads) options.threads = o.threads;
   options.io.progress = make_progress_bar(o.quiet || !speaker);
@@ -126,6 +128,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--tp", o->tp,
                   "tensor-parallel ranks (threads in this process), each loading only its slice; under mpirun one rank per "
                   "process (then --tp is 1 or the number of processes)")->capture_default_str();
+  cmd->add_flag("--expert-parallel", o->expert_parallel,
+                "with --tp N, each rank holds num_experts / N whole experts (and reads only theirs) instead of a slice of "
+                "every expert (vLLM's --enable-expert-parallel)");
   cmd->add_option("--dtype", o->dtype, "how weights are held: f32, bf16 or f16 (computed in f32)")->capture_default_str();
   cmd->add_option("--threads", o->threads, "compute threads (default: one per core, shared by the ranks on this host)");
   cmd->add_flag("-q,--quiet", o->quiet, "no load summary or speed on stderr");

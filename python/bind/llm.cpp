@@ -31,8 +31,8 @@ struct ParameterBuffer {
 };
 
 std::unique_ptr<Engine> make_llm(const std::string& model, const std::string& loader, const pyb::dict& kwargs,
-                                 const std::string& dtype, unsigned tp, const std::string& tokenizer, unsigned threads,
-                                 bool defer_load, pyb::object progress) {
+                                 const std::string& dtype, unsigned tp, bool expert_parallel, const std::string& tokenizer,
+                                 unsigned threads, bool defer_load, pyb::object progress) {
   Interruptible calls(std::move(progress));
   LLMOptions o;
   o.model = model;
@@ -40,6 +40,7 @@ std::unique_ptr<Engine> make_llm(const std::string& model, const std::string& lo
   o.weight_loader_kwargs = to_kwargs(kwargs);
   if (!dtype.empty()) o.dtype = dtype_from_name(dtype);
   o.tensor_parallel_size = tp;
+  o.expert_parallel = expert_parallel;
   o.tokenizer = tokenizer;
   o.threads = threads;
   o.defer_load = defer_load;
@@ -92,7 +93,7 @@ void register_llm(pyb::module_& m) {
   pyb::class_<Engine>(m, "LLM")
       .def(pyb::init(&make_llm), pyb::arg("model"), pyb::arg("weight_loader") = "auto",
            pyb::arg("kwargs") = pyb::dict(), pyb::arg("dtype") = "", pyb::arg("tensor_parallel_size") = 1,
-           pyb::arg("tokenizer") = "", pyb::arg("threads") = 0, pyb::arg("defer_load") = false,
+           pyb::arg("expert_parallel") = false, pyb::arg("tokenizer") = "", pyb::arg("threads") = 0, pyb::arg("defer_load") = false,
            pyb::arg("progress") = pyb::none())
       .def_property_readonly("ranks", [](const Engine& e) { return e.llm->ranks(); })
       .def_property_readonly("loader_name", [](const Engine& e) { return e.llm->loader_name(); })

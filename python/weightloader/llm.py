@@ -67,7 +67,11 @@ def _resolve(loader, kwargs):
 
 
 class LLM:
-    """LLM(model, weight_loader="auto", weight_loader_kwargs=None, dtype=None, tensor_parallel_size=1).
+    """LLM(model, weight_loader="auto", weight_loader_kwargs=None, dtype=None, tensor_parallel_size=1,
+    enable_expert_parallel=False).
+
+    enable_expert_parallel (vLLM's name): with tensor_parallel_size N, each rank holds and reads
+    num_experts / N whole experts of a mixture-of-experts model instead of a slice of every expert.
 
     weight_loader: a registered name (C++ or Python), a class or an instance; vLLM's load_format=
     and model_loader_extra_config= are accepted as aliases. With a Python loader, its get_weights
@@ -78,13 +82,13 @@ class LLM:
 
     def __init__(self, model, weight_loader="auto", weight_loader_kwargs=None, dtype=None, tensor_parallel_size=1,
                  tokenizer=None, threads=0, strict=True, progress=None, load_format=None,
-                 model_loader_extra_config=None):
+                 model_loader_extra_config=None, enable_expert_parallel=False):
         loader = load_format if load_format is not None else weight_loader
         kwargs = dict(model_loader_extra_config if model_loader_extra_config is not None else weight_loader_kwargs or {})
         dtype_name = dtypes.name_of(dtype) if dtype is not None else ""
         resolved = _resolve(loader, kwargs)
-        common = dict(dtype=dtype_name, tensor_parallel_size=tensor_parallel_size, tokenizer=str(tokenizer or ""),
-                      threads=threads)
+        common = dict(dtype=dtype_name, tensor_parallel_size=tensor_parallel_size, expert_parallel=enable_expert_parallel,
+                      tokenizer=str(tokenizer or ""), threads=threads)
         if isinstance(resolved, tuple):
             name, core_kwargs = resolved
             self._core = _core.LLM(str(model), name, core_kwargs, progress=progress, **common)

@@ -14,8 +14,9 @@
 
 namespace wl {
 
-LlamaEngine::LlamaEngine(const LlamaConfig& config, Communicator& comm, DType dtype, unsigned threads)
-    : config_(config), comm_(comm), part_(partition_rank(config, comm.rank(), comm.size())), dtype_(dtype), pool_(threads) {
+LlamaEngine::LlamaEngine(const LlamaConfig& config, Communicator& comm, DType dtype, unsigned threads, bool expert_parallel)
+    : config_(config), comm_(comm), part_(partition_rank(config, comm.rank(), comm.size(), expert_parallel)), dtype_(dtype),
+      pool_(threads) {
   if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16)
     throw Error(ErrorCode::InvalidArgument, fmt::format("the engine stores weights in F32, BF16 or F16, not {}", dtype_name(dtype)));
   init_blas_threads();
@@ -69,7 +70,8 @@ void LlamaEngine::bind() {
     if (c.moe_layer(l)) {
       const std::string moe = moe_prefix(c, l);
       L.router = f32(moe + "gate.weight");
-      for (uint64_t e = 0; e < c.moe.num_experts; ++e) L.experts.push_back(bind_mlp(fmt::format("{}experts.{}.", moe, e), part_.expert_ff));
+      for (uint64_t e = part_.expert0; e < part_.expert0 + part_.experts; ++e)
+        L.experts.push_back(bind_mlp(fmt::format("{}experts.{}.", moe, e), part_.expert_ff));
       if (c.moe.shared_expert_intermediate_size) {
         L.shared = bind_mlp(moe + "shared_expert.", part_.shared_ff);
         L.shared_gate = f32(moe + "shared_expert_gate.weight");
@@ -211,8 +213,10 @@ void LlamaEngine::experts(const Layer& L) {
   for (uint64_t i = 0; i < moe.experts_per_token; ++i) chosen += router_logits_[order[i]];
   std::fill(partial_.begin(), partial_.end(), 0.0f);
   for (uint64_t i = 0; i < moe.experts_per_token; ++i) {
-    const float weight = router_logits_[order[i]] / (moe.norm_topk_prob ? chosen : sum);
-    mlp(L.experts[order[i]], expert_out_.data());
+    const uint64_t e = order[i];
+    if (e < part_.expert0 || e >= part_.expert0 + part_.experts) continue;  // another rank's (expert parallel)
+    const float weight = router_logits_[e] / (moe.norm_topk_prob ? chosen : sum);
+    mlp(L.experts[e - part_.expert0], expert_out_.data());
     for (uint64_t j = 0; j < D; ++j) partial_[j] += weight * expert_out_[j];
   }
   if (!L.shared.units) return;

@@ -22,11 +22,12 @@ namespace wl {
 class LlamaEngine {
  public:
   // Rank comm.rank() of comm.size(); `comm` must outlive the engine. threads: this rank's
-  // compute threads (0 = one per core).
-  LlamaEngine(const LlamaConfig& config, Communicator& comm, DType dtype, unsigned threads);
+  // compute threads (0 = one per core). expert_parallel: whole experts per rank (tensor_parallel.hpp).
+  LlamaEngine(const LlamaConfig& config, Communicator& comm, DType dtype, unsigned threads, bool expert_parallel = false);
 
   const LlamaConfig& config() const noexcept { return config_; }
   unsigned rank() const noexcept { return part_.rank; }
+  const RankPartition& partition() const noexcept { return part_; }
   Communicator& communicator() const noexcept { return comm_; }
   // This rank's parameters, to be loaded before the first forward().
   Model& model() noexcept { return model_; }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engine/llama_engine.hpp"
 #include "engine/rank_agreement.hpp"
@@ -114,12 +115,14 @@ std::unique_ptr<WeightSource> LLM::open() {
     if (options_.tensor_parallel_size != 1 && options_.tensor_parallel_size != comm->size())
       throw Error(ErrorCode::InvalidArgument, fmt::format("tensor_parallel_size {} differs from the communicator's {} ranks",
                                                           options_.tensor_parallel_size, comm->size()));
-    engines_.push_back(std::make_unique<LlamaEngine>(config_, *comm, dtype, cores));
+    engines_.push_back(std::make_unique<LlamaEngine>(config_, *comm, dtype, cores, options_.expert_parallel));
   } else {
     const unsigned tp = options_.tensor_parallel_size;
-    partition_rank(config_, 0, tp);  // ConfigInvalid for a size the model cannot be split into
+    partition_rank(config_, 0, tp, options_.expert_parallel);  // ConfigInvalid for a size the model cannot be split into
     own_group_ = in_process_group(tp);
-    for (unsigned r = 0; r < tp; ++r) engines_.push_back(std::make_unique<LlamaEngine>(config_, *own_group_[r], dtype, std::max(1u, cores / tp)));
+    for (unsigned r = 0; r < tp; ++r)
+      engines_.push_back(
+          std::make_unique<LlamaEngine>(config_, *own_group_[r], dtype, std::max(1u, cores / tp), options_.expert_parallel));
   }
 
   // The engine never takes rotary tables, nor lm_head when the embeddings are tied.
@@ -170,6 +173,12 @@ LoadReport LLM::load_rank(unsigned rank, const WeightSource& source, std::option
   const LoadOptions base = loader_->options();
   // Row-parallel biases are added once, by rank 0.
   if (rank > 0) loader_->options().names.drop(R"(.*\.(o_proj|down_proj)\.bias)");
+  // Expert parallel: the other ranks' experts are theirs to read.
+  const RankPartition& part = engine(rank).partition();
+  std::vector<std::string> others;
+  for (uint64_t e = 0; e < config_.moe.num_experts; ++e)
+    if (e < part.expert0 || e >= part.expert0 + part.experts) others.push_back(std::to_string(e));
+  if (!others.empty()) loader_->options().names.drop(fmt::format(R"(.*\.experts\.({})\..*)", fmt::join(others, "|")));
   if (strict) loader_->options().strict = *strict;
   try {
     LoadReport report = loader_->load_weights(model, source);

@@ -82,7 +82,7 @@ void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_
   const uint64_t D = c.hidden_size;
   const bool mixtral = c.architecture == "mixtral";
   m.add_parameter(at + "gate.weight", {c.moe.num_experts, D}, DType::F32);
-  for (uint64_t e = 0; e < c.moe.num_experts; ++e) {
+  for (uint64_t e = p.expert0; e < p.expert0 + p.experts; ++e) {
     const std::string ex = fmt::format("{}experts.{}.", at, e);
     const MlpNames names = mixtral ? MlpNames{ex + "w1", ex + "w3", ex + "w2", ""}
                                    : MlpNames{ex + "gate_proj", ex + "up_proj", ex + "down_proj", ""};
@@ -101,7 +101,7 @@ std::string moe_prefix(const LlamaConfig& c, uint64_t layer) {
   return fmt::format("model.layers.{}.{}.", layer, c.architecture == "mixtral" ? "block_sparse_moe" : "mlp");
 }
 
-RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size) {
+RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size, bool expert_parallel) {
   auto refuse = [&](const std::string& why) {
     return Error(ErrorCode::ConfigInvalid, fmt::format("field 'tensor_parallel_size': {} {}", size, why));
   };
@@ -110,7 +110,10 @@ RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size)
   if (c.num_kv_heads % size != 0 && size % c.num_kv_heads != 0)
     throw refuse(fmt::format("neither divides nor is a multiple of num_key_value_heads {}", c.num_kv_heads));
   if (size > c.intermediate_size || size > c.vocab_size) throw refuse("leaves a rank without MLP units or vocabulary");
-  if (c.moe.num_experts && (size > c.moe.expert_intermediate_size ||
+  if (expert_parallel && !c.moe.num_experts) throw refuse("with expert parallelism needs a model with experts");
+  if (expert_parallel && c.moe.num_experts % size != 0)
+    throw refuse(fmt::format("does not divide num_experts {} (expert parallelism gives each rank whole experts)", c.moe.num_experts));
+  if (c.moe.num_experts && ((!expert_parallel && size > c.moe.expert_intermediate_size) ||
                             (c.moe.shared_expert_intermediate_size && size > c.moe.shared_expert_intermediate_size)))
     throw refuse("leaves a rank without expert units");
   RankPartition p;
@@ -123,7 +126,11 @@ RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size)
   p.kv_heads = c.num_kv_heads >= size ? c.num_kv_heads / size : 1;
   p.kv_head0 = rank_rows_begin(c.num_kv_heads, p.kv_heads, rank, size).value();
   std::tie(p.ff0, p.ff) = unit_range(c.intermediate_size, rank, size);
-  if (c.moe.num_experts) std::tie(p.expert_ff0, p.expert_ff) = unit_range(c.moe.expert_intermediate_size, rank, size);
+  p.experts = expert_parallel ? c.moe.num_experts / size : c.moe.num_experts;
+  p.expert0 = expert_parallel ? rank * p.experts : 0;
+  if (c.moe.num_experts)
+    std::tie(p.expert_ff0, p.expert_ff) =
+        expert_parallel ? std::pair<uint64_t, uint64_t>{0, c.moe.expert_intermediate_size} : unit_range(c.moe.expert_intermediate_size, rank, size);
   if (c.moe.shared_expert_intermediate_size)
     std::tie(p.shared_ff0, p.shared_ff) = unit_range(c.moe.shared_expert_intermediate_size, rank, size);
   p.vocab0 = c.vocab_size * rank / size;

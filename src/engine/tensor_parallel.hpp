@@ -2,8 +2,10 @@
 // q/k/v and gate/up are column-parallel (each rank owns whole heads and a range of the MLP's
 // intermediate units), o_proj and down_proj row-parallel (the matching input columns), the
 // embedding and lm_head vocabulary-parallel. kv heads are replicated when ranks outnumber them.
-// Experts split inside, as the dense MLP does (each rank holds its units of every expert); the
-// router and the shared expert's gate are replicated.
+// Experts split inside, as the dense MLP does (each rank holds its units of every expert), or, with
+// expert parallelism (vLLM's enable_expert_parallel), whole: rank r holds block r of them and
+// computes only the chosen ones it holds (the all-reduce after the MLP sums every rank's experts).
+// The router and the shared expert's gate are replicated; the shared expert splits inside.
 #pragma once
 
 #include <cstdint>
@@ -19,13 +21,15 @@ struct RankPartition {
   uint64_t q_head0 = 0, q_heads = 0;    // this rank's query heads
   uint64_t kv_head0 = 0, kv_heads = 0;  // the kv heads they read
   uint64_t ff0 = 0, ff = 0;             // intermediate units
+  uint64_t expert0 = 0, experts = 0;       // the experts this rank holds (all, unless expert parallel)
   uint64_t expert_ff0 = 0, expert_ff = 0;  // each expert's intermediate units
   uint64_t shared_ff0 = 0, shared_ff = 0;  // the shared expert's
   uint64_t vocab0 = 0, vocab = 0;       // vocabulary rows
 };
 
-// ConfigInvalid (naming tensor_parallel_size) when the heads cannot be split evenly.
-RankPartition partition_rank(const LlamaConfig& config, unsigned rank, unsigned size);
+// ConfigInvalid (naming tensor_parallel_size) when the heads, or with `expert_parallel` the
+// experts, cannot be split evenly.
+RankPartition partition_rank(const LlamaConfig& config, unsigned rank, unsigned size, bool expert_parallel = false);
 
 // Declares rank `p`'s parameters under vLLM's names (qkv_proj, gate_up_proj, ...), each shard
 // reading only its slice of the checkpoint's Hugging Face tensors (of each part of a fused one).

@@ -134,6 +134,18 @@ TEST(TensorParallel, PartitionsHeadsUnitsAndVocabulary) {
   EXPECT_EQ(partition_rank(c, 1, 4).kv_head0, 0u);
   const std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] { partition_rank(c, 0, 3); });
   EXPECT_NE(msg.find("tensor_parallel_size"), std::string::npos) << msg;
+  // Expert parallelism: whole experts per rank; refused without experts or when ranks do not divide them.
+  EXPECT_NE(test::expect_error(ErrorCode::ConfigInvalid, [&] { partition_rank(c, 0, 2, true); }).find("needs a model with experts"),
+            std::string::npos);
+  c.moe.num_experts = 6, c.moe.experts_per_token = 2, c.moe.expert_intermediate_size = 16;
+  const RankPartition ep = partition_rank(c, 1, 2, true);
+  EXPECT_EQ(ep.expert0, 3u);
+  EXPECT_EQ(ep.experts, 3u);
+  EXPECT_EQ(ep.expert_ff, 16u);  // whole
+  EXPECT_EQ(partition_rank(c, 1, 2).experts, 6u);
+  EXPECT_EQ(partition_rank(c, 1, 2).expert_ff, 8u);  // a slice of each
+  EXPECT_NE(test::expect_error(ErrorCode::ConfigInvalid, [&] { partition_rank(c, 0, 4, true); }).find("does not divide num_experts 6"),
+            std::string::npos);
 }
 
 }  // namespace

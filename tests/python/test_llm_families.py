@@ -210,3 +210,21 @@ def test_expert_parallel_ranks_fill_only_their_experts(testdata):
             assert torch.equal(module.get_parameter(at + "w13_weight"), want13)
             assert torch.equal(module.get_parameter(at + "w2_weight"), torch.stack([stored[f"{at}{e}.w2.weight"] for e in mine]))
         assert got._report["bytes_read"] == sum(p.numel() * 4 for p in module.parameters())  # only this rank's experts
+
+
+def test_expert_parallel_engine_gives_the_reference_logits_and_reads_each_expert_once(testdata):
+    """enable_expert_parallel: 2 ranks hold 2 of Mixtral's 4 experts each, whole; the logits are the
+    reference's, and each expert's bytes are read by one rank only."""
+    folder = testdata / "hf-tiny-arch" / "mixtral"
+    llm = wl.LLM(str(folder), tensor_parallel_size=2, enable_expert_parallel=True)
+    assert worst_error(llm, folder) < 1e-5
+    tp = wl.LLM(str(folder), tensor_parallel_size=2)
+    ep_bytes = [r.bytes_read for r in llm.load_reports()]
+    tp_bytes = [r.bytes_read for r in tp.load_reports()]
+    assert sum(ep_bytes) == sum(tp_bytes)  # every byte once, either way
+    cfg = json.loads((folder / "config.json").read_text())
+    expert = 3 * cfg["intermediate_size"] * cfg["hidden_size"] * 4  # w1, w3, w2 in F32
+    # Rank 0 holds experts 0 and 1 of every layer, whole, and reads them: none of 2 and 3.
+    names = [p[0] for p in llm._core.rank_parameters(0)]
+    assert any(".experts.1." in n for n in names) and not any(".experts.2." in n or ".experts.3." in n for n in names)
+    assert ep_bytes[0] >= 2 * expert * cfg["num_hidden_layers"]

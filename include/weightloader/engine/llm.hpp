@@ -28,6 +28,7 @@ struct LLMOptions {
   Kwargs weight_loader_kwargs;          // passed to the loader (file_pattern, strip_prefix, io, ...)
   DType dtype = DType::F32;             // how weights are stored: F32, BF16 or F16 (computed in F32)
   unsigned tensor_parallel_size = 1;    // ranks, each holding and reading only its slice
+  bool expert_parallel = false;         // ranks hold whole experts (num_experts / ranks each), not slices of all
   std::string tokenizer;                // a tokenizer file; empty: the one found beside the model
   unsigned threads = 0;                 // compute threads, shared by the ranks held here; 0 = one per core
   IoOptions io;                         // loading: concurrency, progress
