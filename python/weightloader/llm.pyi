@@ -71,7 +71,8 @@ class LLM:
                  tensor_parallel_size: int = 1, tokenizer: Union[str, os.PathLike[str], None] = None,
                  threads: int = 0, strict: bool = True, progress: _Progress = None,
                  load_format: Union[str, type[BaseWeightLoader], BaseWeightLoader, None] = None,
-                 model_loader_extra_config: Mapping[str, Any] | None = None) -> None: ...
+                 model_loader_extra_config: Mapping[str, Any] | None = None,
+                 enable_expert_parallel: bool = False) -> None: ...
     @property
     def stop_token_ids(self) -> list[int]:
         """Where generation stops: generation_config.json's or config.json's eos_token_id, GGUF's, else
