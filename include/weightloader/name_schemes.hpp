@@ -79,10 +79,14 @@ WL_API std::optional<std::string> unstacked_router(std::string_view model_type, 
 
 // vLLM's FusedMoE holds a layer's experts stacked as parameters: <module>.experts.w13_weight
 // [experts, 2 * ff, hidden] (each expert's gate rows, then its up rows) and <module>.experts.w2_weight
-// [experts, hidden, ff]. The checkpoint tensors that fill expert `expert` of such a parameter, in
-// row order, under each per-expert naming in use (Mixtral's w1/w3/w2, Qwen2-MoE's
-// gate_proj/up_proj/down_proj); empty when `param` is not one.
+// [experts, hidden, ff]; transformers 5's modules the same as experts.gate_up_proj / down_proj. The
+// checkpoint tensors that fill expert `expert` of such a parameter, in row order, under each
+// per-expert naming in use (Mixtral's w1/w3/w2, also under block_sparse_moe for a module's mlp;
+// Qwen2-MoE's gate_proj/up_proj/down_proj); empty when `param` is not one.
 WL_API std::vector<std::vector<std::string>> fused_moe_parts(std::string_view param, uint64_t expert);
+// Where a checkpoint of the earlier layout keeps a transformers 5 router <module>.mlp.gate.weight
+// (Mixtral's <module>.block_sparse_moe.gate.weight); nullopt for other names.
+WL_API std::optional<std::string> earlier_router_name(std::string_view param);
 
 // The two rotary layouts of a q/k projection of `rows` = heads * d rows: Meta's interleaved one
 // (Meta, GGUF, llama2.c, torchtune) and Hugging Face's, each head's two rotary halves in turn.

@@ -304,6 +304,8 @@ ParameterShards plan_rank_shards(const std::vector<std::pair<std::string, Shape>
       shards = split(name, shape, it->second, layout, forced_dim(name, patterns));
     } else if (const std::vector<std::string> parts = fused_parts(name, checkpoint, layout.fused); !parts.empty()) {
       shards = fuse(name, shape, parts, checkpoint, layout);
+    } else if (const auto router = earlier_router_name(name); router && checkpoint.count(*router)) {
+      shards = {ParameterShard{*router, Slice{}, 0}};  // replicated, as every router
     } else {
       shards = fuse_experts(name, shape, checkpoint, layout);
     }

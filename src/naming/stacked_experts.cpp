@@ -28,6 +28,13 @@ const Family* family(std::string_view model_type) {
   return nullptr;
 }
 
+// A transformers 5 Mixtral keeps its experts under mlp; its earlier checkpoints under block_sparse_moe.
+std::vector<std::string> earlier_modules(std::string_view module) {
+  std::vector<std::string> out{std::string(module)};
+  if (module.ends_with(".mlp")) out.push_back(std::string(module.substr(0, module.size() - 4)) + ".block_sparse_moe");
+  return out;
+}
+
 }  // namespace
 
 std::vector<ExpertStackPart> unstacked_experts(std::string_view model_type, std::string_view stored, uint64_t expert) {
@@ -45,12 +52,23 @@ std::vector<ExpertStackPart> unstacked_experts(std::string_view model_type, std:
 std::vector<std::vector<std::string>> fused_moe_parts(std::string_view param, uint64_t expert) {
   const size_t at = param.rfind(".experts.");
   if (at == std::string_view::npos) return {};
-  const std::string_view module = param.substr(0, at), leaf = param.substr(at + 9);
-  auto name = [&](std::string_view projection) { return fmt::format("{}.experts.{}.{}.weight", module, expert, projection); };
-  if (leaf == "w13_weight") return {{name("w1"), name("w3")}, {name("gate_proj"), name("up_proj")}};
-  if (leaf == "w2_weight") return {{name("w2")}, {name("down_proj")}};
-  return {};
+  const std::string_view leaf = param.substr(at + 9);
+  const bool gate_up = leaf == "w13_weight" || leaf == "gate_up_proj", down = leaf == "w2_weight" || leaf == "down_proj";
+  if (!gate_up && !down) return {};
+  std::vector<std::vector<std::string>> namings;
+  for (const std::string& module : earlier_modules(param.substr(0, at))) {
+    auto name = [&](std::string_view projection) { return fmt::format("{}.experts.{}.{}.weight", module, expert, projection); };
+    if (gate_up) namings.push_back({name("w1"), name("w3")}), namings.push_back({name("gate_proj"), name("up_proj")});
+    if (down) namings.push_back({name("w2")}), namings.push_back({name("down_proj")});
+  }
+  return namings;
 }
+
+std::optional<std::string> earlier_router_name(std::string_view param) {
+  if (!param.ends_with(".mlp.gate.weight")) return std::nullopt;
+  return std::string(param.substr(0, param.size() - 16)) + ".block_sparse_moe.gate.weight";
+}
+
 
 std::optional<std::string> unstacked_router(std::string_view model_type, std::string_view stored) {
   const Family* f = family(model_type);

@@ -6,6 +6,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import torch
 
 import weightloader as wl
 from moe_layouts import qwen2_moe_from_mixtral, transformers5_layout
@@ -228,3 +229,22 @@ def test_expert_parallel_engine_gives_the_reference_logits_and_reads_each_expert
     names = [p[0] for p in llm._core.rank_parameters(0)]
     assert any(".experts.1." in n for n in names) and not any(".experts.2." in n or ".experts.3." in n for n in names)
     assert ep_bytes[0] >= 2 * expert * cfg["num_hidden_layers"]
+
+
+def test_a_transformers5_module_fills_from_the_per_expert_checkpoint(testdata):
+    """The other direction: a module holding experts as transformers 5 does (mlp.experts.gate_up_proj,
+    mlp.experts.down_proj, the router as mlp.gate) fills from Mixtral's per-expert checkpoint
+    (block_sparse_moe.experts.E.w1/w3/w2 and block_sparse_moe.gate), exactly as restacking it gives."""
+    from named_module import Named
+    from weightloader.safetensors.torch import load_file
+
+    mixtral = testdata / "hf-tiny-arch" / "mixtral"
+    cfg = json.loads((mixtral / "config.json").read_text())
+    want = {n: t for n, t in transformers5_layout(load_file(str(mixtral / "model.safetensors")), cfg["num_local_experts"]).items()
+            if ".mlp." in n}
+    assert any(n.endswith("mlp.gate.weight") for n in want) and any(n.endswith("experts.gate_up_proj") for n in want)
+    module = Named({n: tuple(t.shape) for n, t in want.items()}, fill=float("nan"))
+    got = wl.load_into(module, str(mixtral), strict=False)
+    assert got.missing_keys == []
+    for name, t in want.items():
+        assert torch.equal(module.get_parameter(name), t), name
