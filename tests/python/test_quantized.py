@@ -133,3 +133,31 @@ def test_compressed_tensors_pack_quantized_folder_loads_dense(tmp_path):
     assert torch.equal(module.state_dict()[prefix + ".weight"].view(torch.int16), want.view(torch.int16))
     shown = subprocess.run([CLI, "inspect", str(tmp_path)], capture_output=True, text=True, check=True).stdout
     assert "compressed-tensors pack-quantized, 4-bit" in shown
+
+
+# compressed-tensors sparse-bitmask: a pruned BF16 [3, 20] weight as compressed-tensors'
+# bitmask_compress writes it and the dense weight its bitmask_decompress gives back
+# (tests/formats/quantized/sparse_bitmask_test.cpp says where they come from).
+SPARSE_VALUES = [0xbd9d, 0x3eb8, 0xbf48, 0x3d92, 0xbfcc, 0xbd54, 0x3e7e, 0x3ed5, 0x3f6e, 0xbf04, 0xbfd3, 0x3f06, 0x3f10,
+                 0x4010, 0x3fef, 0x3f7f, 0xbef4, 0xbeb2, 0x3eb3, 0xbe8b, 0x3e11, 0x3f2e, 0x3e50, 0x3ed8, 0xbf9c, 0xbea9,
+                 0xbed9, 0x3f03, 0xbefa]
+SPARSE_BITMASK = [0x8f, 0x85, 0x0e, 0x72, 0xd1, 0x00, 0x1b, 0xe4, 0x09]
+
+
+def test_compressed_tensors_sparse_bitmask_folder_loads_dense(tmp_path):
+    import json
+    from weightloader.safetensors.torch import save_file
+    w = "model.layers.0.mlp.down_proj.weight"
+    save_file({w + ".compressed": bf16(SPARSE_VALUES), w + ".bitmask": torch.tensor(SPARSE_BITMASK, dtype=torch.uint8).reshape(3, 3),
+               w + ".row_offsets": torch.tensor([0, 11, 19]), w + ".shape": torch.tensor([3, 20])}, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps({"quantization_config": {
+        "quant_method": "compressed-tensors", "format": "dense", "sparsity_config": {"format": "sparse-bitmask"}}}))
+    module = dense_module(w, torch.empty(3, 20))
+    assert wl.load_into(module, str(tmp_path)) == ([], [])
+    got = module.state_dict()[w]
+    mask = torch.zeros(3, 24, dtype=torch.bool)
+    for row in range(3):
+        for c in range(24):
+            mask[row, c] = bool(SPARSE_BITMASK[row * 3 + c // 8] >> (c % 8) & 1)
+    assert torch.equal(got[~mask[:, :20]].float(), torch.zeros(int((~mask[:, :20]).sum())))  # zeros where pruned
+    assert torch.equal(got[mask[:, :20]].view(torch.int16), bf16(SPARSE_VALUES).view(torch.int16))  # the values, in order

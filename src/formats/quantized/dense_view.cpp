@@ -10,6 +10,7 @@
 #include "formats/quantized/fp8.hpp"
 #include "formats/quantized/pack_quantized.hpp"
 #include "formats/quantized/packed_int.hpp"
+#include "formats/quantized/sparse_bitmask.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::quant {
@@ -23,7 +24,7 @@ bool strip_suffix(const std::string& name, std::string_view suffix, std::string&
 }
 
 // What each tensor name says about its layer's method, whatever the config says.
-enum class Seen { None, PackedInt, Bnb4, Bnb8, Fp8, CtPacked };
+enum class Seen { None, PackedInt, Bnb4, Bnb8, Fp8, CtPacked, CtSparse };
 
 Seen seen_in(const WeightSource& raw, const TensorInfo& t, std::string& prefix, std::string& extra) {
   if (strip_suffix(t.name, ".qweight", prefix)) return Seen::PackedInt;
@@ -33,6 +34,7 @@ Seen seen_in(const WeightSource& raw, const TensorInfo& t, std::string& prefix, 
   }
   if (strip_suffix(t.name, ".SCB", prefix)) return Seen::Bnb8;
   if (strip_suffix(t.name, ".weight_packed", prefix)) return Seen::CtPacked;
+  if (strip_suffix(t.name, ".weight.bitmask", prefix)) return Seen::CtSparse;
   for (const char* suffix : {".weight_scale_inv", ".weight_scale"})
     if (strip_suffix(t.name, suffix, prefix)) {
       const TensorInfo* w = raw.find(prefix + ".weight");
@@ -51,6 +53,7 @@ const char* seen_name(Seen s) {
     case Seen::Bnb8: return "bitsandbytes int8 (SCB)";
     case Seen::Fp8: return "FP8 (F8_E4M3 weight with a scale)";
     case Seen::CtPacked: return "compressed-tensors pack-quantized (weight_packed)";
+    case Seen::CtSparse: return "compressed-tensors sparse-bitmask (weight.bitmask)";
     case Seen::None: break;
   }
   return "dense";
@@ -63,7 +66,7 @@ bool config_expects(const QuantConfig& c, Seen s) {
     case Method::Bnb4: return s == Seen::Bnb4;
     case Method::Bnb8: return s == Seen::Bnb8;
     case Method::Fp8: return s == Seen::Fp8;
-    case Method::CompressedTensors: return s == Seen::Fp8 || s == Seen::CtPacked;
+    case Method::CompressedTensors: return s == Seen::Fp8 || s == Seen::CtPacked || (s == Seen::CtSparse && !c.ct_sparsity.empty());
   }
   return false;
 }
@@ -76,6 +79,10 @@ QuantLayer make_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen,
     case Seen::Bnb8: return bnb8_layer(raw, prefix, c);
     case Seen::Fp8: return fp8_layer(raw, prefix, extra, c);
     case Seen::CtPacked: return pack_quantized_layer(raw, prefix, c);
+    case Seen::CtSparse:
+      if (c.ct_sparsity == "sparse-bitmask") return sparse_bitmask_layer(raw, prefix);
+      throw Error(ErrorCode::QuantUnsupported, fmt::format("compressed-tensors '{}' sparsity is not decoded (sparse-bitmask is)", c.ct_sparsity),
+                  t.file, t.name);
     case Seen::None: break;
   }
   throw Error(ErrorCode::QuantUnsupported, fmt::format("{} layers are not decoded yet", seen_name(seen)), t.file, t.name);

@@ -97,6 +97,13 @@ void read_fp8(const json& j, QuantConfig& c) {
 void read_compressed_tensors(const json& j, QuantConfig& c) {
   c.ct_format = string_key(j, "format", "", c.origin);
   c.ignore = string_list(j, "ignore", c.origin);
+  if (j.contains("sparsity_config") && j["sparsity_config"].is_object())
+    c.ct_sparsity = string_key(j["sparsity_config"], "format", "", c.origin);
+  // A sparse model that is not quantized has no config_groups.
+  if (!c.ct_sparsity.empty() && (!j.contains("config_groups") || j["config_groups"].empty())) {
+    if (c.ct_format.empty()) c.ct_format = "dense";
+    return;
+  }
   if (!j.contains("config_groups") || !j["config_groups"].is_object() || j["config_groups"].empty())
     invalid(c.origin, "compressed-tensors without config_groups");
   // One scheme for every target: the groups of real checkpoints agree on the weights' scheme.
@@ -148,8 +155,9 @@ std::string QuantConfig::describe() const {
       return fp8_block.empty() ? "fp8 e4m3, per-tensor scale_inv"
                                : fmt::format("fp8 e4m3, {}x{} block scale_inv", fp8_block[0], fp8_block[1]);
     case Method::CompressedTensors:
-      return fmt::format("compressed-tensors {}, {}-bit, {} scale{}{}", ct_format, bits, ct_strategy,
+      return fmt::format("compressed-tensors {}{}{}{}", bits ? fmt::format("{}, {}-bit, {} scale", ct_format, bits, ct_strategy) : ct_format,
                          group_size > 0 ? fmt::format(", group {}", group_size) : "",
+                         ct_sparsity.empty() ? "" : fmt::format(", {} sparsity", ct_sparsity),
                          ignore.empty() ? "" : fmt::format(", ignore {}", fmt::join(ignore, ",")));
   }
   return "?";

@@ -28,6 +28,7 @@ struct QuantConfig {
   std::vector<int64_t> fp8_block;  // FP8 [rows, cols] per scale; empty: per tensor or per channel
   std::string ct_format;       // compressed-tensors: float-quantized, pack-quantized, naive-quantized, ...
   std::string ct_strategy;     // compressed-tensors weights: tensor, channel, group, block
+  std::string ct_sparsity;     // compressed-tensors sparsity_config format: sparse-bitmask, ...; empty: dense
   std::vector<std::string> ignore;  // layers left dense (compressed-tensors ignore, modules_to_not_convert)
 
   std::string method_name() const;  // "gptq", "awq", "bitsandbytes-nf4", "bitsandbytes-int8", "fp8", ...
