@@ -28,10 +28,13 @@ const Family* family(std::string_view model_type) {
   return nullptr;
 }
 
-// A transformers 5 Mixtral keeps its experts under mlp; its earlier checkpoints under block_sparse_moe.
-std::vector<std::string> earlier_modules(std::string_view module) {
+// The module a family's earlier checkpoints keep a layer's experts under: the module's own, and
+// for a module that transformers 5 names mlp, the family's earlier one (Mixtral: block_sparse_moe).
+std::vector<std::string> earlier_modules(std::string_view module, const Family& f) {
   std::vector<std::string> out{std::string(module)};
-  if (module.ends_with(".mlp")) out.push_back(std::string(module.substr(0, module.size() - 4)) + ".block_sparse_moe");
+  const std::string_view earlier = f.experts.substr(0, f.experts.find('.'));
+  if (module.ends_with(".mlp") && earlier != "mlp")
+    out.push_back(fmt::format("{}.{}", module.substr(0, module.size() - 4), earlier));
   return out;
 }
 
@@ -56,19 +59,21 @@ std::vector<std::vector<std::string>> fused_moe_parts(std::string_view param, ui
   const bool gate_up = leaf == "w13_weight" || leaf == "gate_up_proj", down = leaf == "w2_weight" || leaf == "down_proj";
   if (!gate_up && !down) return {};
   std::vector<std::vector<std::string>> namings;
-  for (const std::string& module : earlier_modules(param.substr(0, at))) {
-    auto name = [&](std::string_view projection) { return fmt::format("{}.experts.{}.{}.weight", module, expert, projection); };
-    if (gate_up) namings.push_back({name("w1"), name("w3")}), namings.push_back({name("gate_proj"), name("up_proj")});
-    if (down) namings.push_back({name("w2")}), namings.push_back({name("down_proj")});
-  }
+  for (const Family& f : kFamilies)
+    for (const std::string& module : earlier_modules(param.substr(0, at), f)) {
+      auto name = [&](std::string_view projection) { return fmt::format("{}.experts.{}.{}.weight", module, expert, projection); };
+      namings.push_back(gate_up ? std::vector<std::string>{name(f.gate), name(f.up)} : std::vector<std::string>{name(f.down)});
+    }
   return namings;
 }
 
 std::optional<std::string> earlier_router_name(std::string_view param) {
-  if (!param.ends_with(".mlp.gate.weight")) return std::nullopt;
-  return std::string(param.substr(0, param.size() - 16)) + ".block_sparse_moe.gate.weight";
+  constexpr std::string_view kRouter = ".mlp.gate.weight";
+  if (!param.ends_with(kRouter)) return std::nullopt;
+  for (const Family& f : kFamilies)
+    if (f.router != "mlp.gate") return fmt::format("{}.{}.weight", param.substr(0, param.size() - kRouter.size()), f.router);
+  return std::nullopt;
 }
-
 
 std::optional<std::string> unstacked_router(std::string_view model_type, std::string_view stored) {
   const Family* f = family(model_type);

@@ -71,15 +71,14 @@ uint64_t RemoteSource::read_some(uint64_t offset, void* dst, uint64_t length) co
   length = std::min(length, size_ - offset);
   if (offset + length <= head_bytes()) {
     std::lock_guard lock(head_mutex_);
-    if (!head_fetched_) {
+    if (!head_) {
       std::string head(head_bytes(), '\0');
       head.resize(fetch(0, head.data(), head.size()));  // a dropped connection keeps what arrived
       head_ = std::move(head);
-      head_fetched_ = true;
     }
-    if (offset < head_.size()) {
-      const uint64_t n = std::min<uint64_t>(length, head_.size() - offset);
-      std::memcpy(dst, head_.data() + offset, n);
+    if (offset < head_->size()) {
+      const uint64_t n = std::min<uint64_t>(length, head_->size() - offset);
+      std::memcpy(dst, head_->data() + offset, n);
       return n;
     }
   }

@@ -54,8 +54,7 @@ class RemoteSource final : public ByteSource {
   std::string etag_;
   mutable std::atomic<uint64_t> fetched_{0};
   mutable std::mutex head_mutex_;
-  mutable std::string head_;  // the object's first bytes, once a small read there has fetched them
-  mutable bool head_fetched_ = false;
+  mutable std::optional<std::string> head_;  // the object's first bytes, once a small read there has fetched them
 };
 
 }  // namespace wl::remote
