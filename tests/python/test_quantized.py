@@ -161,3 +161,34 @@ def test_compressed_tensors_sparse_bitmask_folder_loads_dense(tmp_path):
             mask[row, c] = bool(SPARSE_BITMASK[row * 3 + c // 8] >> (c % 8) & 1)
     assert torch.equal(got[~mask[:, :20]].float(), torch.zeros(int((~mask[:, :20]).sum())))  # zeros where pruned
     assert torch.equal(got[mask[:, :20]].view(torch.int16), bf16(SPARSE_VALUES).view(torch.int16))  # the values, in order
+
+
+# compressed-tensors sparse-24-bitmask over int8 (2:4 sparsity applied over int-quantized weights),
+# tensors named as since its #219 (no ".weight" infix): the int8 [4, 8] case of
+# tests/formats/quantized/sparse_bitmask_test.cpp, whose values compressed-tensors' own
+# sparse24_bitmask_compress and dequantize computed (provenance there).
+TWO_FOUR_INT8 = [-53, 80, -75, -93, -126, -108, 97, 71, 96, 102, -65, 40, -119, 80, 125, 112]
+TWO_FOUR_BITMASK = [108, 54, 204, 198]
+TWO_FOUR_SCALE_BF16 = [0x3c03, 0x3ad0, 0x3c2b, 0x3b3c]
+TWO_FOUR_DENSE_BF16 = [0x0000, 0x0000, 0xbed9, 0x3f24, 0x0000, 0xbf1a, 0xbf3e, 0x0000, 0x0000, 0xbe4d, 0xbe30, 0x0000, 0x3e1e, 0x3de7, 0x0000, 0x0000, 0x0000, 0x0000, 0x3f80, 0x3f88, 0x0000, 0x0000, 0xbf2e, 0x3ed6, 0x0000, 0xbeaf, 0x3e6b, 0x0000, 0x0000, 0x0000, 0x3eb8, 0x3ea4]
+
+
+def test_compressed_tensors_sparse_24_over_int8_folder_loads_dense(tmp_path):
+    import json
+    from weightloader.safetensors.torch import save_file
+    layer = "model.layers.0.mlp.up_proj"
+    save_file({layer + ".compressed": torch.tensor(TWO_FOUR_INT8, dtype=torch.int8).reshape(4, 4),
+               layer + ".bitmask": torch.tensor(TWO_FOUR_BITMASK, dtype=torch.uint8).reshape(4, 1),
+               layer + ".shape": torch.tensor([4, 8]).reshape(2, 1), layer + ".weight_scale": bf16(TWO_FOUR_SCALE_BF16).reshape(4, 1),
+               layer + ".input_scale": torch.tensor([0.5], dtype=torch.bfloat16)}, str(tmp_path / "model.safetensors"))
+    group = {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True},
+             "input_activations": {"num_bits": 8, "type": "int", "strategy": "tensor", "symmetric": True}}
+    (tmp_path / "config.json").write_text(json.dumps({"quantization_config": {
+        "quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {"group_0": group},
+        "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4", "targets": ["Linear"]}}}))
+    want = bf16(TWO_FOUR_DENSE_BF16).reshape(4, 8)
+    module = dense_module(layer + ".weight", want)
+    assert wl.load_into(module, str(tmp_path)) == ([], [])
+    assert torch.equal(module.state_dict()[layer + ".weight"].view(torch.int16), want.view(torch.int16))
+    shown = subprocess.run([CLI, "inspect", str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert "int-quantized, 8-bit, channel scale, sparse-24-bitmask sparsity" in shown

@@ -24,7 +24,7 @@ bool strip_suffix(const std::string& name, std::string_view suffix, std::string&
 }
 
 // What each tensor name says about its layer's method, whatever the config says.
-enum class Seen { None, PackedInt, Bnb4, Bnb8, Fp8, CtPacked, CtSparse };
+enum class Seen { None, PackedInt, Bnb4, Bnb8, Fp8, CtPacked, CtInt8, CtSparse };
 
 Seen seen_in(const WeightSource& raw, const TensorInfo& t, std::string& prefix, std::string& extra) {
   if (strip_suffix(t.name, ".qweight", prefix)) return Seen::PackedInt;
@@ -34,7 +34,11 @@ Seen seen_in(const WeightSource& raw, const TensorInfo& t, std::string& prefix, 
   }
   if (strip_suffix(t.name, ".SCB", prefix)) return Seen::Bnb8;
   if (strip_suffix(t.name, ".weight_packed", prefix)) return Seen::CtPacked;
-  if (strip_suffix(t.name, ".weight.bitmask", prefix)) return Seen::CtSparse;
+  // A sparse layer's tensors hang off `<prefix>.weight` or, since compressed-tensors' #219, `<prefix>`.
+  if (strip_suffix(t.name, ".bitmask", extra) && raw.find(extra + ".compressed")) {
+    if (!strip_suffix(extra, ".weight", prefix)) prefix = extra;
+    return Seen::CtSparse;
+  }
   for (const char* suffix : {".weight_scale_inv", ".weight_scale"})
     if (strip_suffix(t.name, suffix, prefix)) {
       const TensorInfo* w = raw.find(prefix + ".weight");
@@ -42,6 +46,7 @@ Seen seen_in(const WeightSource& raw, const TensorInfo& t, std::string& prefix, 
         extra = t.name;
         return Seen::Fp8;
       }
+      if (w && w->dtype == DType::I8 && t.name.ends_with(".weight_scale")) return Seen::CtInt8;
     }
   return Seen::None;
 }
@@ -53,7 +58,8 @@ const char* seen_name(Seen s) {
     case Seen::Bnb8: return "bitsandbytes int8 (SCB)";
     case Seen::Fp8: return "FP8 (F8_E4M3 weight with a scale)";
     case Seen::CtPacked: return "compressed-tensors pack-quantized (weight_packed)";
-    case Seen::CtSparse: return "compressed-tensors sparse-bitmask (weight.bitmask)";
+    case Seen::CtInt8: return "compressed-tensors naive/int-quantized (I8 weight with weight_scale)";
+    case Seen::CtSparse: return "compressed-tensors sparse (bitmask)";
     case Seen::None: break;
   }
   return "dense";
@@ -66,7 +72,8 @@ bool config_expects(const QuantConfig& c, Seen s) {
     case Method::Bnb4: return s == Seen::Bnb4;
     case Method::Bnb8: return s == Seen::Bnb8;
     case Method::Fp8: return s == Seen::Fp8;
-    case Method::CompressedTensors: return s == Seen::Fp8 || s == Seen::CtPacked || (s == Seen::CtSparse && !c.ct_sparsity.empty());
+    case Method::CompressedTensors:
+      return s == Seen::Fp8 || s == Seen::CtPacked || s == Seen::CtInt8 || (s == Seen::CtSparse && !c.ct_sparsity.empty());
   }
   return false;
 }
@@ -79,9 +86,11 @@ QuantLayer make_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen,
     case Seen::Bnb8: return bnb8_layer(raw, prefix, c);
     case Seen::Fp8: return fp8_layer(raw, prefix, extra, c);
     case Seen::CtPacked: return pack_quantized_layer(raw, prefix, c);
+    case Seen::CtInt8: return naive_quantized_layer(raw, prefix, c);
     case Seen::CtSparse:
-      if (c.ct_sparsity == "sparse-bitmask") return sparse_bitmask_layer(raw, prefix);
-      throw Error(ErrorCode::QuantUnsupported, fmt::format("compressed-tensors '{}' sparsity is not decoded (sparse-bitmask is)", c.ct_sparsity),
+      if (c.ct_sparsity == "sparse-bitmask" || c.ct_sparsity == "sparse-24-bitmask") return sparse_layer(raw, prefix, extra, c);
+      throw Error(ErrorCode::QuantUnsupported,
+                  fmt::format("compressed-tensors '{}' sparsity is not decoded (sparse-bitmask and sparse-24-bitmask are)", c.ct_sparsity),
                   t.file, t.name);
     case Seen::None: break;
   }
@@ -109,7 +118,7 @@ std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw
     layers.push_back(make_layer(raw, seen, prefix, extra, config, t));
     for (const std::string& s : layers.back().stored) layer_of_stored.emplace(s, layers.size() - 1);
   }
-  if (layers.empty() && !require_layers) return raw->with_metadata(raw->metadata());
+  if (layers.empty() && (!require_layers || config.stored_dense())) return raw->with_metadata(raw->metadata());
   if (layers.empty())
     throw Error(ErrorCode::QuantConfigInvalid,
                 fmt::format("{} says {}, but no tensor of the checkpoint is quantized that way", config.origin, config.method_name()),

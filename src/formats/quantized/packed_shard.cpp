@@ -93,6 +93,34 @@ Slice pack_quantized(const TensorInfo& t, const QuantConfig& c, ParallelStyle st
   refuse(t, "not a tensor of a pack-quantized layer");
 }
 
+// compressed-tensors naive-/int-quantized: one int8 per value, so the plain splits, an input split on
+// whole groups with the groups' scales and zero points ([out, groups]) beside it.
+Slice int8_values(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
+  const bool column = style == ParallelStyle::Column, grouped = c.group_size > 0 && c.ct_strategy == "group";
+  if (ends(t.name, ".weight_g_idx")) {
+    if (column) return {};
+    refuse(t, "act-order layers keep their groups in g_idx's order, not by input columns");
+  }
+  if (ends(t.name, ".bias")) return column ? share(t, 0, 1, "row", rank, world) : Slice{};
+  if (ends(t.name, "input_scale") || t.numel() <= 1) return {};
+  if (ends(t.name, ".weight_scale") || ends(t.name, ".weight_zero_point"))
+    return column ? share(t, 0, 1, "row", rank, world) : grouped ? share(t, 1, 1, "group", rank, world) : Slice{};
+  return share(t, column ? 0 : 1, column || !grouped ? 1 : static_cast<uint64_t>(c.group_size), "group", rank, world);
+}
+
+// A compressed-tensors layer: sparse tensors have no split of their own (their values are packed
+// per row), integer and float values their format's.
+Slice compressed_tensors(const WeightSource& source, const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank,
+                         unsigned world) {
+  if (!c.ct_sparsity.empty() && c.ct_sparsity != "dense" && (ends(t.name, ".compressed") || ends(t.name, ".bitmask") ||
+                                                            ends(t.name, ".row_offsets") || ends(t.name, ".shape")))
+    refuse(t, fmt::format("{} values are packed per row; load the layer dequantized", c.ct_sparsity));
+  if (c.ct_format == "pack-quantized") return pack_quantized(t, c, style, rank, world);
+  const std::string prefix = t.name.substr(0, t.name.rfind('.'));
+  const TensorInfo* weight = source.find(prefix + ".weight");
+  return weight && weight->dtype == DType::I8 ? int8_values(t, c, style, rank, world) : fp8(t, c, style, rank, world);
+}
+
 }  // namespace
 
 Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, ParallelStyle style, unsigned rank, unsigned world) {
@@ -108,8 +136,7 @@ Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, Paralle
     case Method::Gptq:
     case Method::Awq: return packed_int(tensor, c, style, rank, world);
     case Method::Fp8: return fp8(tensor, c, style, rank, world);
-    case Method::CompressedTensors:
-      return c.ct_format == "pack-quantized" ? pack_quantized(tensor, c, style, rank, world) : fp8(tensor, c, style, rank, world);
+    case Method::CompressedTensors: return compressed_tensors(source, tensor, c, style, rank, world);
     case Method::Bnb4:
     case Method::Bnb8: break;
   }

@@ -128,6 +128,10 @@ void read_compressed_tensors(const json& j, QuantConfig& c) {
 
 }  // namespace
 
+bool QuantConfig::stored_dense() const {
+  return method == Method::CompressedTensors && ct_format == "dense" && (ct_sparsity.empty() || ct_sparsity == "dense");
+}
+
 std::string QuantConfig::method_name() const {
   switch (method) {
     case Method::Gptq: return "gptq";

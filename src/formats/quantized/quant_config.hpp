@@ -31,6 +31,8 @@ struct QuantConfig {
   std::string ct_sparsity;     // compressed-tensors sparsity_config format: sparse-bitmask, ...; empty: dense
   std::vector<std::string> ignore;  // layers left dense (compressed-tensors ignore, modules_to_not_convert)
 
+  // compressed-tensors' "dense" format with no or "dense" sparsity: the weights are stored as they are.
+  bool stored_dense() const;
   std::string method_name() const;  // "gptq", "awq", "bitsandbytes-nf4", "bitsandbytes-int8", "fp8", ...
   std::string describe() const;     // one line for `inspect`: method, bits, group, conventions
 };

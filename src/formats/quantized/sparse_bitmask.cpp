@@ -1,84 +1,127 @@
 #include "formats/quantized/sparse_bitmask.hpp"
 
 #include <bit>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "formats/quantized/group_scales.hpp"
 #include "weightloader/dtype_convert.hpp"
 
 namespace wl::quant {
 
 namespace {
 
-class SparseBitmaskDecoder final : public LayerDecoder {
+class SparseDecoder final : public LayerDecoder {
  public:
-  SparseBitmaskDecoder(const TensorInfo& values, uint64_t rows, uint64_t cols, RawSource raw, std::vector<SideTensor> side,
-                       const TensorInfo* bitmask)
-      : LayerDecoder(fmt::format("sparse-bitmask {}", dtype_name(values.dtype)), values, rows, cols, std::move(raw),
-                     std::move(side)),
-        rows_(rows), cols_(cols), total_(values.numel()), dtype_(values.dtype), bitmask_(bitmask) {}
+  SparseDecoder(std::string name, const TensorInfo& values, uint64_t rows, uint64_t cols, RawSource raw, std::vector<SideTensor> side,
+                const TensorInfo* bitmask, bool two_four, std::optional<GroupScales> scales)
+      : LayerDecoder(std::move(name), values, rows, cols, std::move(raw), std::move(side)), rows_(rows), cols_(cols),
+        total_(values.numel()), dtype_(values.dtype), two_four_(two_four), bitmask_(bitmask), scales_(std::move(scales)) {}
 
  private:
   void unpack_side(const std::vector<TensorView>& side) const override {
     const auto* bits = reinterpret_cast<const uint8_t*>(side[0].raw());
     mask_.assign(bits, bits + side[0].numel());
-    const auto* offsets = reinterpret_cast<const int64_t*>(side[1].raw());
-    offsets_.assign(offsets, offsets + rows_);
-    // Each row's values must start where its offset says and the bitmask must count them all.
+    offsets_.resize(rows_);
+    if (two_four_) {
+      for (uint64_t r = 0; r < rows_; ++r) offsets_[r] = static_cast<int64_t>(r * cols_ / 2);
+    } else {
+      const auto* offsets = reinterpret_cast<const int64_t*>(side[1].raw());
+      offsets_.assign(offsets, offsets + rows_);
+    }
+    check_mask();
+    if (scales_) scales_->unpack(side, two_four_ ? 1 : 2);
+  }
+
+  // Each row's values must start where its offset says and the bitmask must count them all; in
+  // 2:4, two of every four.
+  void check_mask() const {
     const uint64_t row_bytes = (cols_ + 7) / 8;
     uint64_t at = 0;
     for (uint64_t r = 0; r < rows_; ++r) {
       if (offsets_[r] < 0 || uint64_t(offsets_[r]) != at)
-        inconsistent(*bitmask_, fmt::format("row {}'s values start at {} by row_offsets but at {} by the bitmask", r, offsets_[r], at));
+        inconsistent(*bitmask_, fmt::format("row {}'s values start at {} by {} but at {} by the bitmask", r, offsets_[r],
+                                            two_four_ ? "the 2:4 layout" : "row_offsets", at));
+      const uint8_t* row = mask_.data() + r * row_bytes;
       for (uint64_t b = 0; b < row_bytes; ++b) {
-        uint8_t byte = mask_[r * row_bytes + b];
+        uint8_t byte = row[b];
         if (b + 1 == row_bytes && cols_ % 8) byte &= uint8_t((1u << (cols_ % 8)) - 1);  // bits past the row's end
         at += uint64_t(std::popcount(byte));
+        for (int half = 0; two_four_ && half < 2 && b * 8 + half * 4 < cols_; ++half)
+          if (std::popcount(uint8_t((byte >> (4 * half)) & 15)) != 2)
+            inconsistent(*bitmask_, fmt::format("keeps {} of the four values at row {}, columns {}..{}: 2:4 keeps two",
+                                                std::popcount(uint8_t((byte >> (4 * half)) & 15)), r, b * 8 + half * 4, b * 8 + half * 4 + 3));
       }
     }
-    if (at != total_) inconsistent(*bitmask_, fmt::format("marks {} non-zero values, but the compressed tensor holds {}", at, total_));
+    if (at != total_) inconsistent(*bitmask_, fmt::format("marks {} kept values, but the compressed tensor holds {}", at, total_));
   }
 
   void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const override {
     const uint64_t row_bytes = (cols_ + 7) / 8, size = dtype_size(dtype_);
-    std::vector<float> values;
+    thread_local std::vector<float> values;
     for (uint64_t r = row0; r < row1; ++r, out += cols_) {
       const uint64_t begin = uint64_t(offsets_[r]), end = r + 1 < rows_ ? uint64_t(offsets_[r + 1]) : total_;
       values.resize(end - begin);
       convert(dtype_, packed + begin * size, DType::F32, values.data(), values.size());
       const uint8_t* bits = mask_.data() + r * row_bytes;
       for (uint64_t c = 0, v = 0; c < cols_; ++c) out[c] = (bits[c / 8] >> (c % 8)) & 1 ? values[v++] : 0.0f;
+      if (scales_) scales_->dequantize_row(r, out, out);
     }
   }
 
   uint64_t rows_, cols_, total_;
   DType dtype_;
+  bool two_four_;
   const TensorInfo* bitmask_;  // the source's entry (its source outlives the decoder)
+  mutable std::optional<GroupScales> scales_;
   mutable std::vector<uint8_t> mask_;
   mutable std::vector<int64_t> offsets_;
 };
 
 }  // namespace
 
-QuantLayer sparse_bitmask_layer(const RawSource& raw, const std::string& prefix) {
-  const std::string w = prefix + ".weight";
-  const TensorInfo& values = layer_tensor(*raw, w + ".compressed", prefix);
-  const TensorInfo& bitmask = layer_tensor(*raw, w + ".bitmask", prefix);
-  const TensorInfo& offsets = layer_tensor(*raw, w + ".row_offsets", prefix);
-  const TensorInfo& shape = layer_tensor(*raw, w + ".shape", prefix);
-  expect_tensor(shape, {2}, {DType::I64, DType::I32}, "weight.shape, the dense (rows, cols),");
+QuantLayer sparse_layer(const RawSource& raw, const std::string& prefix, const std::string& base, const QuantConfig& c) {
+  const bool two_four = c.ct_sparsity == "sparse-24-bitmask";
+  const TensorInfo& values = layer_tensor(*raw, base + ".compressed", prefix);
+  const TensorInfo& bitmask = layer_tensor(*raw, base + ".bitmask", prefix);
+  const TensorInfo& shape = layer_tensor(*raw, base + ".shape", prefix);
+  if (shape.numel() != 2 || shape.decoder || (shape.dtype != DType::I64 && shape.dtype != DType::I32))
+    expect_tensor(shape, {2}, {DType::I64, DType::I32}, "shape, the dense (rows, cols),");
   const TensorView dims = raw->load(shape, DType::I64);
   const auto* d = reinterpret_cast<const int64_t*>(dims.raw());
   if (d[0] <= 0 || d[1] <= 0) inconsistent(shape, fmt::format("({}, {}) is not a matrix's shape", d[0], d[1]));
   const uint64_t rows = uint64_t(d[0]), cols = uint64_t(d[1]);
-  if (values.shape.size() != 1 || values.decoder || values.numel() > rows * cols)
-    inconsistent(values, fmt::format("is {} {}, but must be the at most {} non-zero values of a [{}, {}] weight, in one dimension",
-                                     values.stored_type(), shape_to_string(values.shape), rows * cols, rows, cols));
+  std::vector<SideTensor> side{{&bitmask, bitmask.dtype}};
+  std::vector<std::string> stored{values.name, bitmask.name, shape.name};
+  if (two_four) {
+    if (cols % 4) inconsistent(shape, fmt::format("has {} columns: 2:4 sparsity needs a multiple of 4", cols));
+    expect_tensor(values, {rows, cols / 2}, {values.dtype}, fmt::format("for a 2:4 sparse [{}, {}] weight the kept values", rows, cols));
+  } else {
+    if (values.shape.size() != 1 || values.decoder || values.numel() > rows * cols)
+      inconsistent(values, fmt::format("is {} {}, but must be the at most {} kept values of a [{}, {}] weight, in one dimension",
+                                       values.stored_type(), shape_to_string(values.shape), rows * cols, rows, cols));
+    const TensorInfo& offsets = layer_tensor(*raw, base + ".row_offsets", prefix);
+    expect_tensor(offsets, {rows}, {DType::I64, DType::I32}, fmt::format("for {} rows row_offsets", rows));
+    side.push_back({&offsets, DType::I64});
+    stored.push_back(offsets.name);
+  }
   expect_tensor(bitmask, {rows, (cols + 7) / 8}, {DType::U8, DType::I8}, fmt::format("for a [{}, {}] weight the bitmask", rows, cols));
-  expect_tensor(offsets, {rows}, {DType::I64, DType::I32}, fmt::format("for {} rows row_offsets", rows));
-  auto decoder = std::make_shared<SparseBitmaskDecoder>(values, rows, cols, raw,
-                                                        std::vector<SideTensor>{{&bitmask, bitmask.dtype}, {&offsets, DType::I64}}, &bitmask);
-  return {dense_entry(w, values, {rows, cols}, decoder), {values.name, bitmask.name, offsets.name, shape.name}};
+  // Quantized values (sparsity over quantization) take the layer's scales; float values are the weight.
+  std::optional<GroupScales> scales;
+  if (values.dtype == DType::F8_E4M3 || values.dtype == DType::I8) {
+    scales.emplace(*raw, prefix, values, rows, cols, c, 0);
+    for (const SideTensor& s : scales->side()) side.push_back(s);
+    for (std::string& n : scales->stored()) stored.push_back(std::move(n));
+    if (const TensorInfo* input = raw->find(prefix + ".input_scale")) stored.push_back(input->name);
+  } else if (const TensorInfo* scale = raw->find(prefix + ".weight_scale")) {
+    inconsistent(*scale, fmt::format("scales {} values, but only quantized (F8_E4M3 or I8) values take a scale", values.stored_type()));
+  }
+  const std::string name = fmt::format("{} {}{}", two_four ? "sparse-24-bitmask" : "sparse-bitmask", dtype_name(values.dtype),
+                                       scales ? " scaled" : "");
+  auto decoder = std::make_shared<SparseDecoder>(name, values, rows, cols, raw, std::move(side), &bitmask, two_four,
+                                                 std::move(scales));
+  return {dense_entry(prefix + ".weight", values, {rows, cols}, decoder), std::move(stored)};
 }
 
 }  // namespace wl::quant

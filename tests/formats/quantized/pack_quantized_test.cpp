@@ -5,6 +5,10 @@
 // ((x_q.to(scale.dtype) - zero_point) * scale per group, g_idx order, as _dequantize and _process_group
 // compute it). BF16 scales: the reference is BF16 (compressed-tensors computes in the scale's dtype),
 // what our F32 decoding gives rounded once.
+// naive-quantized / int-quantized: int8 weights [5, 12] and their scales (BF16 per channel, F16 per
+// group of 4 with int8 zero points, one BF16 for the tensor) through compressed-tensors' own
+// quantization/lifecycle/forward.py dequantize (at ac8e2ba8; it infers the strategy from the
+// scale's shape and computes in the scale's dtype), run the same way.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -144,6 +148,100 @@ TEST(PackQuantized, InconsistentLayersNameTheTensorAndTheRule) {
     std::vector<std::vector<std::byte>> storage;
     const std::string msg = test::expect_error(ErrorCode::QuantTensorsInconsistent, [&] {
       auto view = dense_view(layer_source(c, storage), config_of(c), true);
+      view->load(view->at("l.weight"), DType::F32);
+    });
+    EXPECT_NE(msg.find(h.tensor), std::string::npos) << msg;
+  }
+}
+
+const std::vector<int8_t> kNaiveQ = {
+     101, -32, -90, 28, 28, 111, -126, -43, -6, -66, -5, -18, 31, 16, -121, -112,
+     -57, -54, -127, -108, -5, 22, 86, 127, -8, -16, 86, -90, 45, 118, 47, -72,
+     -75, -120, -59, 100, 125, 95, 62, 5, 67, 118, -27, 119, -18, -79, -72, 31,
+     39, -79, -37, 54, -36, -78, 97, -127, -62, 119, -117, 50};
+
+struct NaiveCase {
+  const char* what;
+  const char* strategy;
+  int64_t group_size;
+  DType scale_dtype;              // also the reference's dtype
+  std::vector<uint16_t> scale;    // bits, [5, groups]
+  std::vector<int8_t> zero_point;  // [5, groups]; empty: symmetric
+  std::vector<uint16_t> dense;    // bits
+};
+
+const std::vector<NaiveCase>& naive_cases() {
+  static const std::vector<NaiveCase> all{
+      {"channel, BF16 scales", "channel", -1, DType::BF16, {
+     0x3b0a, 0x3b64, 0x3b6b, 0x3b70, 0x3ba1}, {}, {
+     0x3e5a, 0xbd8a, 0xbe42, 0x3d72, 0x3d72, 0x3e6f, 0xbe88, 0xbdb9, 0xbc4f, 0xbe0e, 0xbc2c, 0xbd1b,
+     0x3ddd, 0x3d64, 0xbed8, 0xbec8, 0xbe4b, 0xbe40, 0xbee2, 0xbec0, 0xbc8e, 0x3d9d, 0x3e99, 0x3ee2,
+     0xbceb, 0xbd6b, 0x3e9e, 0xbea5, 0x3e25, 0x3ed9, 0x3e2d, 0xbe84, 0xbe8a, 0xbedc, 0xbe59, 0x3eb8,
+     0x3eea, 0x3eb2, 0x3e68, 0x3c96, 0x3e7b, 0x3edd, 0xbdca, 0x3edf, 0xbd87, 0xbe94, 0xbe87, 0x3de8,
+     0x3e44, 0xbec7, 0xbe3a, 0x3e88, 0xbe35, 0xbec4, 0x3ef4, 0xbf20, 0xbe9c, 0x3f16, 0xbf13, 0x3e7c}},
+      {"asymmetric groups of 4, F16 scales, int8 zero points", "group", 4, DType::F16, {
+     0x1cd5, 0x1f35, 0x20c7, 0x1c51, 0x2120, 0x2174, 0x1c0c, 0x1eca, 0x1da8, 0x1bc3, 0x1d8b, 0x2102,
+     0x1f46, 0x18dc, 0x20eb}, {
+     5, -8, -6, 3, -1, -3, -4, -8, -3, 2, -6, -8, -7, 5, 0}, {
+     0x3740, 0xb196, 0xb72c, 0x2ef2, 0x340e, 0x3ab3, 0xbaa5, 0xb3e2, 0x0000, 0xb87b, 0x20c7, 0xaf2a,
+     0x2f8e, 0x2b04, 0xb82e, 0xb7c2, 0xb87c, 0xb83e, 0xbd0c, 0xbc49, 0xa574, 0x3443, 0x3b95, 0x3d8a,
+     0xa40c, 0xaa12, 0x35b1, 0xb570, 0x359f, 0x3aaf, 0x35d6, 0xb6ca, 0xb65d, 0xb92c, 0xb4f3, 0x388d,
+     0x3775, 0x35a4, 0x3347, 0x21d2, 0x3653, 0x395f, 0xaf46, 0x396a, 0xae42, 0xb98e, 0xb902, 0x361a,
+     0x353a, 0xb817, 0xb2d2, 0x36ef, 0xae3a, 0xb24d, 0x32fc, 0xb503, 0xb8c4, 0x3c92, 0xbc7f, 0x37af}},
+      {"tensor, one BF16 scale", "tensor", -1, DType::BF16, {
+     0x3c4a}, {}, {
+     0x3f9f, 0xbeca, 0xbf8e, 0x3eb1, 0x3eb1, 0x3faf, 0xbfc7, 0xbf08, 0xbd98, 0xbf50, 0xbd7c, 0xbe63,
+     0x3ec4, 0x3e4a, 0xbfbf, 0xbfb1, 0xbf34, 0xbf2a, 0xbfc8, 0xbfaa, 0xbd7c, 0x3e8b, 0x3f88, 0x3fc8,
+     0xbdca, 0xbe4a, 0x3f88, 0xbf8e, 0x3f0e, 0x3fba, 0x3f14, 0xbf63, 0xbf6d, 0xbfbd, 0xbf3a, 0x3f9e,
+     0x3fc5, 0x3f96, 0x3f44, 0x3d7c, 0x3f53, 0x3fba, 0xbeaa, 0x3fbc, 0xbe63, 0xbf79, 0xbf63, 0x3ec4,
+     0x3ef6, 0xbf79, 0xbeea, 0x3f2a, 0xbee3, 0xbf76, 0x3f99, 0xbfc8, 0xbf44, 0x3fbc, 0xbfb9, 0x3f1e}},
+  };
+  return all;
+}
+
+std::unique_ptr<WeightSource> naive_source(const NaiveCase& c, const std::vector<int8_t>& q) {
+  const uint64_t groups = c.scale.size() == 1 ? 0 : c.scale.size() / 5;
+  std::vector<MemoryTensor> t{{"l.weight", DType::I8, {5, q.size() / 5}, {}, q.data(), nullptr},
+                              {"l.weight_scale", c.scale_dtype, groups ? Shape{5, groups} : Shape{1}, {}, c.scale.data(), nullptr}};
+  if (!c.zero_point.empty()) t.push_back({"l.weight_zero_point", DType::I8, {5, groups}, {}, c.zero_point.data(), nullptr});
+  return WeightSource::from_memory("<memory>", t);
+}
+
+QuantConfig naive_config(const NaiveCase& c) {
+  QuantConfig q;
+  q.method = Method::CompressedTensors, q.ct_format = "int-quantized", q.ct_strategy = c.strategy, q.bits = 8;
+  q.group_size = c.group_size, q.sym = c.zero_point.empty(), q.origin = "config.json";
+  return q;
+}
+
+TEST(NaiveQuantized, DecodesAsCompressedTensorsDequantizes) {
+  for (const NaiveCase& c : naive_cases()) {
+    SCOPED_TRACE(c.what);
+    auto view = dense_view(naive_source(c, kNaiveQ), naive_config(c), true);
+    ASSERT_EQ(view->tensors().size(), 1u);
+    const TensorView got = view->load(view->at("l.weight"), c.scale_dtype);
+    const auto* bits = reinterpret_cast<const uint16_t*>(got.raw());
+    EXPECT_EQ(std::vector<uint16_t>(bits, bits + got.numel()), c.dense);
+  }
+}
+
+TEST(NaiveQuantized, InconsistentLayersNameTheTensorAndTheRule) {
+  const std::vector<int8_t> q11(kNaiveQ.begin(), kNaiveQ.begin() + 55);  // 11 columns: groups of 4 do not cover them
+  struct Hostile {
+    const char* what;
+    const NaiveCase& c;
+    const std::vector<int8_t>& q;
+    bool sym;
+    const char* tensor;
+  };
+  const Hostile hostile[] = {{"groups that do not cover the row", naive_cases()[1], q11, false, "l.weight_scale"},
+                             {"asymmetric without zero points", naive_cases()[0], kNaiveQ, false, "l.weight"}};
+  for (const Hostile& h : hostile) {
+    SCOPED_TRACE(h.what);
+    QuantConfig config = naive_config(h.c);
+    config.sym = h.sym;
+    const std::string msg = test::expect_error(ErrorCode::QuantTensorsInconsistent, [&] {
+      auto view = dense_view(naive_source(h.c, h.q), config, true);
       view->load(view->at("l.weight"), DType::F32);
     });
     EXPECT_NE(msg.find(h.tensor), std::string::npos) << msg;

@@ -102,6 +102,31 @@ TEST(PackedShard, CompressedTensorsPackQuantized) {
   test::expect_error(ErrorCode::QuantUnsupported, [&] { packed_shard(*s, at("weight_zero_point"), ParallelStyle::Column, 0, 16); });
 }
 
+TEST(PackedShard, CompressedTensorsInt8AndSparse) {
+  // int-quantized, groups of 32, asymmetric: weight I8 [64 out, 128 in], scales and zero points [64, 4].
+  static const std::vector<std::byte> zeros(64 * 128);
+  auto tensor = [](const char* name, DType dtype, Shape shape) { return MemoryTensor{name, dtype, std::move(shape), {}, zeros.data(), nullptr}; };
+  const auto source = WeightSource::from_memory("<memory>", {tensor("l.weight", DType::I8, {64, 128}),
+                                                             tensor("l.weight_scale", DType::BF16, {64, 4}),
+                                                             tensor("l.weight_zero_point", DType::I8, {64, 4}),
+                                                             tensor("s.compressed", DType::BF16, {64, 64}),
+                                                             tensor("s.bitmask", DType::U8, {64, 16})});
+  const std::string config = R"({"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {"group_0":
+      {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "int", "strategy": "group", "group_size": 32, "symmetric": false}}},
+      "sparsity_config": {"format": "sparse-24-bitmask", "targets": ["s"]}})";
+  const auto s = source->with_metadata({{"quantization_config", config}});
+  auto at = [&](const char* n) -> const TensorInfo& { return s->at(n); };
+  expect_slice(packed_shard(*s, at("l.weight"), ParallelStyle::Column, 1, 2), 0, 32, 64);
+  expect_slice(packed_shard(*s, at("l.weight_zero_point"), ParallelStyle::Column, 1, 2), 0, 32, 64);
+  expect_slice(packed_shard(*s, at("l.weight"), ParallelStyle::Row, 1, 4), 1, 32, 64);  // one group of inputs each
+  expect_slice(packed_shard(*s, at("l.weight_scale"), ParallelStyle::Row, 1, 4), 1, 1, 2);
+  expect_slice(packed_shard(*s, at("l.weight_zero_point"), ParallelStyle::Row, 3, 4), 1, 3, 4);
+  std::string m = test::expect_error(ErrorCode::QuantUnsupported, [&] { packed_shard(*s, at("l.weight"), ParallelStyle::Row, 0, 8); });
+  EXPECT_NE(m.find("would cut a group"), std::string::npos) << m;
+  m = test::expect_error(ErrorCode::QuantUnsupported, [&] { packed_shard(*s, at("s.compressed"), ParallelStyle::Column, 0, 2); });
+  EXPECT_NE(m.find("sparse-24-bitmask"), std::string::npos) << m;
+}
+
 }  // namespace
 }  // namespace wl
 
