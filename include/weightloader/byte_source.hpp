@@ -26,6 +26,19 @@ enum class AccessHint {
   MappedDone,    // this range of mapping() has been copied out: drop its pages (madvise DONTNEED)
 };
 
+// What kind of bytes a source holds, for the I/O engine's choice of reads.
+enum class SourceKind {
+  LocalFile,  // a file of the local file system: scattered reads, O_DIRECT, page-cache residency
+  Memory,     // bytes already in memory: mapping() is all of them
+  Remote,     // bytes that come only by reading (a network, a test double): readers wait on them
+};
+
+// One destination of a scattered read.
+struct ReadBuffer {
+  void* data;
+  uint64_t length;
+};
+
 // Bytes at offsets. Thread-safe: every method may be called from several threads at once.
 // Errors are wl::Error naming name(); Error::retryable() tells a transient failure (worth trying
 // again) from a final one.
@@ -49,8 +62,11 @@ class WL_API ByteSource {
   std::string read_string(uint64_t offset, uint64_t length) const;
 
   // --- Optional capabilities the I/O engine asks for (the defaults say "not available"). ---
-  // A descriptor positioned reads (pread/preadv) may use; -1 if none.
-  virtual int fd() const noexcept { return -1; }
+  virtual SourceKind kind() const noexcept { return SourceKind::Remote; }
+  // Reads the bytes from `offset` on into `count` buffers in order (as preadv does); returns the
+  // count, fewer than all only where read_some would return fewer. The default reads into the
+  // first buffer only.
+  virtual uint64_t read_some_scattered(uint64_t offset, const ReadBuffer* buffers, size_t count) const;
   // O_DIRECT reads of whole aligned blocks (offset, length and dst multiples of direct_alignment());
   // returns the bytes read, fewer only at the end. Only when supports_direct().
   virtual bool supports_direct() const { return false; }

@@ -32,6 +32,12 @@ std::string ByteSource::read_string(uint64_t offset, uint64_t length) const {
   return out;
 }
 
+uint64_t ByteSource::read_some_scattered(uint64_t offset, const ReadBuffer* buffers, size_t count) const {
+  for (size_t i = 0; i < count; ++i)
+    if (buffers[i].length) return read_some(offset, buffers[i].data, buffers[i].length);
+  return 0;
+}
+
 uint64_t ByteSource::read_direct(uint64_t, void*, uint64_t) const {
   throw Error(ErrorCode::Io, "this source has no O_DIRECT reads (use io=pread)", name());
 }

@@ -4,11 +4,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <vector>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <random>
 
@@ -169,6 +171,16 @@ void File::hint(uint64_t offset, uint64_t length, AccessHint hint) const {
 
 uint64_t File::read_some(uint64_t offset, void* dst, uint64_t length) const {
   return pread_fully(fd_, offset, dst, length, path_);
+}
+
+uint64_t File::read_some_scattered(uint64_t offset, const ReadBuffer* buffers, size_t count) const {
+  std::vector<iovec> iov(std::min<size_t>(count, IOV_MAX));
+  for (size_t i = 0; i < iov.size(); ++i) iov[i] = {buffers[i].data, static_cast<size_t>(buffers[i].length)};
+  for (;;) {
+    const ssize_t n = ::preadv(fd_, iov.data(), static_cast<int>(iov.size()), static_cast<off_t>(offset));
+    if (n >= 0) return static_cast<uint64_t>(n);
+    if (errno != EINTR) throw_errno(fmt::format("read of {} buffers at offset {} failed", count, offset), path_);
+  }
 }
 
 }  // namespace wl

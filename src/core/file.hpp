@@ -26,8 +26,9 @@ class File final : public ByteSource {
   const std::string& name() const noexcept override { return path_; }
   const std::string& path() const noexcept { return path_; }
   uint64_t size() const noexcept override { return size_; }
-  int fd() const noexcept override { return fd_; }
+  SourceKind kind() const noexcept override { return SourceKind::LocalFile; }
   uint64_t read_some(uint64_t offset, void* dst, uint64_t length) const override;
+  uint64_t read_some_scattered(uint64_t offset, const ReadBuffer* buffers, size_t count) const override;  // preadv
 
   // False if the file system refuses O_DIRECT (the second descriptor is opened once, on first ask).
   bool supports_direct() const override;

@@ -4,15 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <latch>
 #include <mutex>
 #include <thread>
-
-#include <sys/uio.h>
 
 #include <fmt/format.h>
 
@@ -122,7 +119,7 @@ class Executor {
   void hint_ahead(size_t i) const;
   const ByteSource& source(const Chunk& c) const { return *sources_[c.source]; }
   // Neither a descriptor nor memory: each read is a request to a server (an HTTP or S3 object).
-  static bool waits_on_network(const ByteSource* s) { return s->fd() < 0 && s->mapping() == nullptr; }
+  static bool waits_on_network(const ByteSource* s) { return s->kind() == SourceKind::Remote && s->mapping() == nullptr; }
 
   const IoPlan& plan_;
   const std::vector<ByteSource*>& sources_;
@@ -254,33 +251,34 @@ void Executor::run_chunk(const Chunk& c, Scratch& scratch) {
   finish(c, staging, scratch);
 }
 
-// Unstaged chunks back to back: one preadv straight into their destinations where the source has
-// a descriptor, else one positioned read per chunk.
+// Unstaged chunks back to back: one scattered read straight into their destinations from a local
+// file, else one positioned read per chunk.
 void Executor::scatter_read(const Chunk* c, const Extent& e, Scratch& scratch) const {
   const ByteSource& src = source(c[0]);
   const uint64_t offset = c[0].src_offset;
-  if (src.fd() < 0) {
+  if (src.kind() != SourceKind::LocalFile) {
     for (size_t i = 0; i < e.count; ++i) fetch(c[i], c[i].src_offset, c[i].src_bytes, c[i].dst, scratch, 0);
     return;
   }
-  std::vector<iovec> iov(e.count);
-  for (size_t i = 0; i < e.count; ++i) iov[i] = {c[i].dst, c[i].src_bytes};
+  std::vector<ReadBuffer> buffers(e.count);
+  for (size_t i = 0; i < e.count; ++i) buffers[i] = {c[i].dst, c[i].src_bytes};
   size_t at = 0;
   uint64_t done = 0;
-  while (at < iov.size()) {
-    const ssize_t n = ::preadv(src.fd(), iov.data() + at, static_cast<int>(iov.size() - at), static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      throw Error(ErrorCode::Io, fmt::format("read at offset {} failed: {}", offset + done, std::strerror(errno)),
-                  src.name(), c[at].tensor->name);
+  while (at < buffers.size()) {
+    uint64_t n;
+    try {
+      n = src.read_some_scattered(offset + done, buffers.data() + at, buffers.size() - at);
+    } catch (const Error& err) {
+      throw Error(err.code(), err.message(), src.name(), c[at].tensor->name);
+    }
     if (n == 0) throw_truncated(c[at], src);
-    done += static_cast<uint64_t>(n);
-    for (uint64_t left = static_cast<uint64_t>(n); left > 0 && at < iov.size();) {  // skip what was filled
-      const uint64_t take = std::min<uint64_t>(left, iov[at].iov_len);
-      iov[at].iov_base = static_cast<std::byte*>(iov[at].iov_base) + take;
-      iov[at].iov_len -= take;
+    done += n;
+    for (uint64_t left = n; left > 0 && at < buffers.size();) {  // skip what was filled
+      const uint64_t take = std::min(left, buffers[at].length);
+      buffers[at].data = static_cast<std::byte*>(buffers[at].data) + take;
+      buffers[at].length -= take;
       left -= take;
-      if (iov[at].iov_len == 0) ++at;
+      if (buffers[at].length == 0) ++at;
     }
   }
 }
@@ -456,9 +454,10 @@ bool has_mapping(const ByteSource& s) { return s.size() == 0 || s.mapping() != n
 // a second copy of the weights), unless a file system refuses it. Sources without a descriptor
 // are copied out of memory when they are memory, else read with positioned reads.
 IoMode choose_mode(const std::vector<ByteSource*>& sources, std::string& reason) {
-  const bool all_files = std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return s->fd() >= 0; });
+  const bool all_files =
+      std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return s->kind() == SourceKind::LocalFile; });
   if (!all_files) {
-    if (std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return s->fd() < 0 && has_mapping(*s); })) {
+    if (std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return has_mapping(*s); })) {
       reason = "auto: sources in memory, copied out of it";
       return IoMode::Mmap;
     }

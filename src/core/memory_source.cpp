@@ -38,6 +38,7 @@ class MemorySource final : public ByteSource {
     return n;
   }
   // The region is its own mapping: the engine copies and converts straight out of it.
+  SourceKind kind() const noexcept override { return SourceKind::Memory; }
   const std::byte* mapping() const override { return region_.data; }
   std::optional<uint64_t> resident_bytes() const override { return region_.size; }
 

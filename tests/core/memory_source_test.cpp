@@ -114,7 +114,7 @@ TEST(MemorySource, IsItsOwnMappingAndAllResident) {
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(s->mapping()), s->size()), bytes);
   ASSERT_TRUE(s->resident_bytes().has_value());
   EXPECT_EQ(*s->resident_bytes(), bytes.size());
-  EXPECT_EQ(s->fd(), -1);
+  EXPECT_EQ(s->kind(), SourceKind::Memory);
   EXPECT_FALSE(s->supports_direct());
   char buf[4096];
   const std::string msg = expect_error(ErrorCode::Io, [&] { s->read_direct(0, buf, sizeof buf); });
