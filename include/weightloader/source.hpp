@@ -48,6 +48,10 @@ class WL_API Decoder {
     (void)dtype;
     decode(src, nblocks, dst);
   }
+  // What rebuilds this decoder in another process (a rank given the catalogue as a value): a JSON
+  // object naming a registered kind and its parameters, as decoder_from_spec reads it; empty where
+  // the decoder holds more than a value can carry (a quantized layer's side tensors).
+  virtual std::string spec() const { return {}; }
 };
 
 // One tensor of a checkpoint. Nothing of its data has been read.

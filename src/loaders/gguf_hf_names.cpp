@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "loaders/offset_decoder.hpp"
 #include "weightloader/checkpoint_names.hpp"
-#include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/gguf.hpp"
 #include "weightloader/name_schemes.hpp"
@@ -51,32 +51,6 @@ std::vector<uint64_t> hf_rows(const Catalogue& c, const std::string& arch, const
   return rotary_row_order(rows, heads, RotaryOrder::InterleavedAsHf, {ErrorCode::GgufHeadCount, key, file}, info.name);
 }
 
-// Values stored as offset + w, read as w (F32): a GGUF Gemma's norms.
-class OffsetDecoder final : public Decoder {
- public:
-  OffsetDecoder(const TensorInfo& t, float offset) : inner_(t.decoder), stored_(t.dtype), offset_(offset) {}
-  std::string name() const override {
-    return fmt::format("{} stored as {} + w", inner_ ? inner_->name() : std::string(dtype_name(stored_)), offset_);
-  }
-  uint64_t block_elems() const override { return inner_ ? inner_->block_elems() : 1; }
-  uint64_t block_bytes() const override { return inner_ ? inner_->block_bytes() : dtype_size(stored_); }
-  DType output_dtype() const override { return DType::F32; }
-  void prepare() const override {
-    if (inner_) inner_->prepare();
-  }
-  void decode(const std::byte* src, uint64_t nblocks, void* dst) const override {
-    const uint64_t n = nblocks * block_elems();
-    if (inner_) inner_->decode_as(DType::F32, src, nblocks, dst);
-    else convert(stored_, src, DType::F32, dst, n);
-    for (float* p = static_cast<float*>(dst), *end = p + n; p != end; ++p) *p -= offset_;
-  }
-
- private:
-  std::shared_ptr<const Decoder> inner_;
-  DType stored_;
-  float offset_;
-};
-
 // Slot `e` of a stored stack (its slices along dim 0 are contiguous, each whole rows of blocks).
 TensorInfo stack_slot_of(const TensorInfo& stack, uint64_t e, std::string name) {
   TensorInfo t = stack;
@@ -95,7 +69,7 @@ void present(const Catalogue& c, const std::string& arch, TensorInfo& info, cons
   // file's bytes, must not size an allocation: found by fuzz_gguf).
   if (interleaved_rotary("gguf", arch) && hf->rotary && info.numel() > 0) info.row_order = hf_rows(c, arch, info, hf->kv, file);
   if (const float offset = norm_offset("gguf", hf->name, arch); offset != 0) {
-    info.decoder = std::make_shared<OffsetDecoder>(info, offset);
+    info.decoder = offset_decoder(info.decoder, info.dtype, offset);
     info.dtype = DType::F32;
   }
   info.name = std::move(hf->name);

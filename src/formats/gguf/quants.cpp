@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "formats/gguf/ggml_types.hpp"
 #include "formats/gguf/quants.hpp"
 #include "weightloader/dtype_convert.hpp"
@@ -156,6 +158,7 @@ class BlockDecoder final : public Decoder {
  public:
   BlockDecoder(GgmlType type, BlockFn fn) : traits_(*ggml_type_traits(static_cast<uint32_t>(type))), fn_(fn) {}
   std::string name() const override { return std::string(traits_.name); }
+  std::string spec() const override { return fmt::format(R"({{"kind":"ggml","type":{}}})", static_cast<uint32_t>(traits_.type)); }
   uint64_t block_elems() const override { return traits_.block_elems; }
   uint64_t block_bytes() const override { return traits_.block_bytes; }
   DType output_dtype() const override { return DType::F32; }

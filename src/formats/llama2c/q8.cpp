@@ -14,6 +14,7 @@ namespace wl::llama2c {
 static_assert(std::endian::native == std::endian::little, "scales are copied as little-endian float32");
 
 std::string Q8Decoder::name() const { return fmt::format("Q8_0/g{}", group_size_); }
+std::string Q8Decoder::spec() const { return fmt::format(R"({{"kind":"llama2c-q8","group":{}}})", group_size_); }
 
 void Q8Decoder::decode(const std::byte* src, uint64_t nblocks, void* dst) const {
   const auto* q = reinterpret_cast<const int8_t*>(src);

@@ -14,6 +14,7 @@ class Q8Decoder final : public Decoder {
  public:
   explicit Q8Decoder(uint64_t group_size) : group_size_(group_size) {}
   std::string name() const override;  // "Q8_0/g64"
+  std::string spec() const override;  // {"kind":"llama2c-q8","group":64}
   uint64_t block_elems() const override { return group_size_; }
   uint64_t block_bytes() const override { return group_size_ + sizeof(float); }
   uint64_t aux_block_bytes() const override { return sizeof(float); }

@@ -26,6 +26,7 @@ class BigEndianDecoder final : public Decoder {
   explicit BigEndianDecoder(DType dtype) : dtype_(dtype) {}
 
   std::string name() const override { return fmt::format("{} big-endian", dtype_name(dtype_)); }
+  std::string spec() const override { return fmt::format(R"({{"kind":"big-endian","dtype":"{}"}})", dtype_name(dtype_)); }
   uint64_t block_elems() const override { return 1; }
   uint64_t block_bytes() const override { return dtype_size(dtype_); }
   DType output_dtype() const override { return dtype_; }

@@ -1,0 +1,108 @@
+// A catalogue sent as a value is the catalogue: the same tensors, decoders and bytes, rebuilt
+// without reading or opening any file; values that cannot be carried are said to be so.
+#include "loaders/catalogue_value.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "engine/rank_agreement.hpp"
+#include "test_util.hpp"
+#include "weightloader/convert_checkpoint.hpp"
+#include "weightloader/registry.hpp"
+#include "weightloader/synth.hpp"
+
+namespace wl {
+namespace {
+
+std::unique_ptr<WeightSource> open(const std::string& path, const std::string& loader = "local", Kwargs kw = {}) {
+  return WeightLoaderRegistry::global().create(loader, kw)->get_weights(path);
+}
+
+// The local file system, counting what is opened.
+class CountingOpener final : public Opener {
+ public:
+  std::shared_ptr<ByteSource> open(const std::string& name) const override {
+    ++opens;
+    return local_opener()->open(name);
+  }
+  bool exists(const std::string& name) const override { return local_opener()->exists(name); }
+  bool is_directory(const std::string& name) const override { return local_opener()->is_directory(name); }
+  std::vector<std::string> list(const std::string& directory) const override { return local_opener()->list(directory); }
+  mutable std::atomic<int> opens{0};
+};
+
+void expect_same_catalogue(const WeightSource& a, const std::string& value) {
+  auto files = std::make_shared<CountingOpener>();
+  auto b = catalogue_from_value(value, files);
+  EXPECT_EQ(files->opens, 0);  // building it opened nothing
+  EXPECT_EQ(describe_checkpoint(a), describe_checkpoint(*b));
+  EXPECT_EQ(a.metadata(), b->metadata());
+  ASSERT_EQ(a.tensors().size(), b->tensors().size());
+  for (size_t i = 0; i < a.tensors().size(); ++i) {
+    const TensorInfo &t = a.tensors()[i], &u = b->tensors()[i];
+    ASSERT_EQ(t.name, u.name);
+    EXPECT_EQ(t.stored_type(), u.stored_type()) << t.name;
+    EXPECT_EQ(t.row_order, u.row_order) << t.name;
+    const TensorView x = a.load(t, DType::F32), y = b->load(u, DType::F32);
+    ASSERT_EQ(x.nbytes(), y.nbytes()) << t.name;
+    EXPECT_EQ(std::memcmp(x.raw(), y.raw(), x.nbytes()), 0) << t.name;
+  }
+  EXPECT_GT(files->opens, 0);  // reading did
+}
+
+TEST(CatalogueValue, EveryFormatComesBackTheSame) {
+  WL_REQUIRE_TESTDATA();
+  test::TempDir dir;
+  SynthOptions synth;
+  synth.shape = LlamaShape::preset("tiny");
+  write_synthetic_llama(dir.file("hf"), synth);
+  auto hf = open(dir.file("hf"), "hf");
+  ConvertOptions q8;  // GGUF: ggml block decoders, rotary rows in Hugging Face's order
+  q8.to = CheckpointFormat::Gguf, q8.gguf_type = "q8_0";
+  convert_checkpoint(*hf, dir.file("m.gguf"), q8);
+  ConvertOptions v2;  // llama2.c v2: a split encoding (int8 values, then their scales)
+  v2.to = CheckpointFormat::Llama2c, v2.llama2c_version = 2;
+  convert_checkpoint(*hf, dir.file("m.bin"), v2);
+  auto gemma = open((test::testdata_dir() / "hf-tiny-arch" / "gemma").string(), "hf");
+  ConvertOptions gemma_gguf;  // Gemma's norms stored as 1 + w: the offset decoder over F32
+  gemma_gguf.to = CheckpointFormat::Gguf, gemma_gguf.gguf_type = "f32";
+  convert_checkpoint(*gemma, dir.file("gemma.gguf"), gemma_gguf);
+  const std::pair<std::string, const char*> cases[] = {  // each path, and a decoder kind its value carries
+      {dir.file("hf"), ""}, {dir.file("m.gguf"), R"("kind":"ggml")"}, {dir.file("m.bin"), R"("kind":"llama2c-q8")"},
+      {dir.file("gemma.gguf"), R"("kind":"offset")"}, {(test::testdata_dir() / "pytorch-zip" / "candle_test.pt").string(), ""},
+      {(test::testdata_dir() / "hf-tiny-arch" / "mixtral").string(), ""}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.first);
+    auto source = open(c.first);
+    const std::optional<std::string> value = catalogue_value(*source);
+    ASSERT_TRUE(value.has_value());
+    EXPECT_NE(value->find(c.second), std::string::npos);
+    expect_same_catalogue(*source, *value);
+  }
+}
+
+TEST(CatalogueValue, QuantizedLayersDecodedOnReadAreNotCarried) {
+  WL_REQUIRE_TESTDATA();
+  auto gptq = open((test::testdata_dir() / "quantized" / "gptq-falcon3-1b-int4" / "quantized.safetensors").string());
+  EXPECT_FALSE(catalogue_value(*gptq).has_value());
+  auto as_stored = open((test::testdata_dir() / "quantized" / "gptq-falcon3-1b-int4" / "quantized.safetensors").string(), "local",
+                        {{"quantized", std::string("as_stored")}});
+  ASSERT_TRUE(catalogue_value(*as_stored).has_value());
+  expect_same_catalogue(*as_stored, *catalogue_value(*as_stored));
+}
+
+TEST(CatalogueValue, ValuesThisBuildDidNotWriteAreRefused) {
+  for (const char* value : {"[1, 2]", R"({"files": []})", R"({"format": "x", "origin": "o", "metadata": {}, "files": [],
+      "tensors": [{"name": "t", "dtype": "F32", "shape": [1], "file": 0, "offset": 0, "nbytes": 4}]})",
+                            R"({"format": "x", "origin": "o", "metadata": {}, "files": ["f"],
+      "tensors": [{"name": "t", "dtype": "F32", "shape": [32], "file": 0, "offset": 0, "nbytes": 34, "decoder": {"kind": "zstd"}}]})"}) {
+    SCOPED_TRACE(value);
+    const std::string msg = test::expect_error(ErrorCode::InvalidArgument, [&] { catalogue_from_value(value, local_opener()); });
+    EXPECT_NE(msg.find("not a catalogue value"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace wl
