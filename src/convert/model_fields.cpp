@@ -32,6 +32,13 @@ std::string windows(const LlamaConfig& c) {
   return window(0) ? fmt::format("{} on every layer", window(0)) : "none";
 }
 
+// "uniform", or each layer's intermediate size and kv heads (0: a skipped sub-block).
+std::string layer_widths(const LlamaConfig& c) {
+  std::string each;
+  for (const LayerWidths& w : c.layer_widths) each += fmt::format("{}{}/{}", each.empty() ? "" : ",", w.intermediate_size, w.num_kv_heads);
+  return each.empty() ? "uniform" : fmt::format("[{}] per layer", each);
+}
+
 // Floats as the file stores them (F32).
 std::string f32(double v) { return fmt::format("{}", float(v)); }
 
@@ -42,6 +49,7 @@ const std::vector<Field>& fields() {
       {"num_hidden_layers", [](const LlamaConfig& c) { return std::to_string(c.num_layers); }},
       {"num_attention_heads", [](const LlamaConfig& c) { return std::to_string(c.num_heads); }},
       {"num_key_value_heads", [](const LlamaConfig& c) { return std::to_string(c.num_kv_heads); }},
+      {"per-layer intermediate_size/kv heads", layer_widths},
       {"head_dim", [](const LlamaConfig& c) { return std::to_string(c.head_dim); }},
       {"rotary dimensions", [](const LlamaConfig& c) { return std::to_string(c.rotary_dims()); }},
       {"rms_norm_eps", [](const LlamaConfig& c) { return f32(c.rms_norm_eps); }},

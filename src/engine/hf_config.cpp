@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "engine/config_fields.hpp"
+#include "engine/hf_layer_widths.hpp"
 #include "weightloader/engine/llama_config.hpp"
 
 namespace wl {
@@ -19,14 +20,16 @@ using nlohmann::json;
 struct Family {
   std::string_view model_type, architecture;
 };
-constexpr std::array<Family, 8> kFamilies{{{"llama", "LlamaForCausalLM"},
+constexpr std::array<Family, 10> kFamilies{{{"llama", "LlamaForCausalLM"},
                                            {"mistral", "MistralForCausalLM"},
                                            {"mixtral", "MixtralForCausalLM"},
                                            {"qwen2", "Qwen2ForCausalLM"},
                                            {"qwen2_moe", "Qwen2MoeForCausalLM"},
                                            {"gemma", "GemmaForCausalLM"},
                                            {"gemma2", "Gemma2ForCausalLM"},
-                                           {"phi3", "Phi3ForCausalLM"}}};
+                                           {"phi3", "Phi3ForCausalLM"},
+                                           {"nemotron-nas", "DeciLMForCausalLM"},
+                                           {"deci", "DeciLMForCausalLM"}}};
 
 std::string family_list(bool architectures) {
   std::string out;
@@ -144,7 +147,7 @@ RopeScaling rope_scaling(const JsonFields& top) {
 
 // Which layers slide, and by how much, as each family's transformers code decides it.
 void read_windows(const JsonFields& f, const std::string& type, LlamaConfig& c) {
-  if (type == "llama" || type == "gemma") {
+  if (type == "llama" || type == "gemma" || decilm_family(type)) {
     if (f.has("sliding_window")) throw config_invalid(f.file(), "sliding_window", fmt::format("{} models have no sliding window", type));
     return;
   }
@@ -224,6 +227,24 @@ double partial_rotary_factor(const JsonFields& f) {
   return partial;
 }
 
+// attention_bias gives q/k/v/o biases (Qwen2: q/k/v always); DeciLM as vLLM reads it: `bias` too,
+// and qkv_bias overriding it for q/k/v.
+void read_biases(const JsonFields& f, const std::string& type, LlamaConfig& c) {
+  const bool deci = decilm_family(type);
+  const bool attention_bias = f.boolean("attention_bias", false) || (deci && f.boolean("bias", false));
+  c.qkv_bias = deci ? f.boolean("qkv_bias", attention_bias) : attention_bias || type == "qwen2" || type == "qwen2_moe";
+  c.o_bias = attention_bias && type != "qwen2" && type != "qwen2_moe";
+  c.mlp_bias = f.boolean("mlp_bias", false);
+  if (c.mlp_bias && type != "llama" && !deci) throw config_invalid(f.file(), "mlp_bias", fmt::format("{} models have no MLP biases", type));
+}
+
+// DeciLM's rotary layouts other than rotate-half (vLLM turns these two with Meta's interleaved pairs).
+void refuse_interleaved_rotary(const JsonFields& f, const std::string& type) {
+  const std::string position = decilm_family(type) ? f.string("position_embedding_type") : "";
+  if (position == "mistral_yarn" || position == "rope_llama4")
+    throw config_invalid(f.file(), "position_embedding_type", fmt::format("'{}' is not supported", position));
+}
+
 }  // namespace
 
 LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string& file) {
@@ -240,14 +261,14 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   const double partial = partial_rotary_factor(f);
   read_windows(f, type, c);
   read_gemma(f, type, c);
+  refuse_interleaved_rotary(f, type);
   c.moe = read_moe(f, type);
   c.eos_token_ids = token_ids(f, "eos_token_id");
   c.hidden_size = f.uint("hidden_size");
-  c.intermediate_size = f.uint("intermediate_size");
-  if (type == "mixtral") c.moe.expert_intermediate_size = c.intermediate_size;
   c.num_layers = f.uint("num_hidden_layers");
   c.num_heads = f.uint("num_attention_heads");
-  c.num_kv_heads = f.uint("num_key_value_heads", c.num_heads);
+  read_layer_widths(f, type, c);
+  if (type == "mixtral") c.moe.expert_intermediate_size = c.intermediate_size;
   c.head_dim = f.uint("head_dim", c.num_heads ? c.hidden_size / c.num_heads : 0);
   c.rotary_dim = uint64_t(double(c.head_dim) * partial);  // transformers: int(head_dim * factor); validated with the rest
   c.vocab_size = f.uint("vocab_size", 0);
@@ -255,11 +276,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
   c.rope_theta = f.number("rope_theta", 10000.0);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", type == "gemma" || type == "gemma2");
-  const bool attention_bias = f.boolean("attention_bias", false);
-  c.qkv_bias = attention_bias || type == "qwen2" || type == "qwen2_moe";
-  c.o_bias = attention_bias && type != "qwen2" && type != "qwen2_moe";
-  c.mlp_bias = f.boolean("mlp_bias", false);
-  if (c.mlp_bias && type != "llama") throw config_invalid(file, "mlp_bias", fmt::format("{} models have no MLP biases", type));
+  read_biases(f, type, c);
   return c;
 }
 

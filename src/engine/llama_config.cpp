@@ -13,6 +13,7 @@
 
 #include "engine/config_fields.hpp"
 #include "engine/gguf_config.hpp"
+#include "engine/hf_layer_widths.hpp"
 
 namespace wl {
 
@@ -120,30 +121,58 @@ LlamaConfig from_meta_params(const WeightSource& s) {
   return c;
 }
 
-// Checks the configuration's widths against the first layer's tensors (of whichever MLP it has).
+// A tensor the checkpoint must not have: one of a sub-block the configuration says the layer skips.
+void check_absent(const WeightSource& s, const std::string& name, uint64_t layer, const char* block) {
+  if (s.find(name))
+    throw Error(ErrorCode::ConfigInvalid, fmt::format("the configuration skips layer {}'s {} (no_op) but the checkpoint has this tensor", layer, block),
+                s.origin(), name);
+}
+
+void check_experts(const WeightSource& s, const LlamaConfig& c, uint64_t l, const std::string& dims) {
+  const std::string at = fmt::format("model.layers.{}.", l);
+  const uint64_t E = c.moe.num_experts, ff = c.moe.expert_intermediate_size;
+  const std::string moe = fmt::format("{}, {} experts of {} units", dims, E, ff);
+  const bool mixtral = c.architecture == "mixtral";
+  check_shape(s, at + (mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight"), {E, c.hidden_size}, moe);
+  check_shape(s, at + (mixtral ? "block_sparse_moe.experts.0.w1.weight" : "mlp.experts.0.gate_proj.weight"), {ff, c.hidden_size}, moe);
+  if (s.find(fmt::format("{}{}.experts.{}.", at, mixtral ? "block_sparse_moe" : "mlp", E) + (mixtral ? "w1.weight" : "gate_proj.weight")))
+    throw invalid(s.origin(), mixtral ? "num_local_experts" : "num_experts", fmt::format("{} but the checkpoint has an expert {}", E, E));
+  check_shape(s, at + "mlp.shared_expert.gate_proj.weight", {c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
+}
+
+// Layer l's tensors against the layer's widths (of whichever MLP it has).
+void check_layer(const WeightSource& s, const LlamaConfig& c, uint64_t l) {
+  const uint64_t kv_dim = c.layer_kv_heads(l) * c.head_dim, ff = c.layer_intermediate_size(l);
+  const std::string at = fmt::format("model.layers.{}.", l);
+  const std::string dims = fmt::format("layer {}: hidden_size {}, heads {} x head_dim {}, kv heads {}, intermediate_size {}", l, c.hidden_size,
+                                       c.num_heads, c.head_dim, c.layer_kv_heads(l), ff);
+  if (kv_dim) {
+    check_shape(s, at + "self_attn.q_proj.weight", {c.q_dim(), c.hidden_size}, dims);
+    check_shape(s, at + "self_attn.k_proj.weight", {kv_dim, c.hidden_size}, dims);
+    check_shape(s, at + "self_attn.v_proj.weight", {kv_dim, c.hidden_size}, dims);
+    check_shape(s, at + "self_attn.qkv_proj.weight", {c.q_dim() + 2 * kv_dim, c.hidden_size}, dims);
+    check_shape(s, at + "self_attn.o_proj.weight", {c.hidden_size, c.q_dim()}, dims);
+  } else {
+    for (const char* t : {"self_attn.q_proj.weight", "self_attn.qkv_proj.weight", "self_attn.o_proj.weight"}) check_absent(s, at + t, l, "attention");
+  }
+  if (c.moe_layer(l)) {
+    check_experts(s, c, l, dims);
+  } else if (ff) {
+    check_shape(s, at + "mlp.gate_proj.weight", {ff, c.hidden_size}, dims);
+    check_shape(s, at + "mlp.up_proj.weight", {ff, c.hidden_size}, dims);
+    check_shape(s, at + "mlp.gate_up_proj.weight", {2 * ff, c.hidden_size}, dims);
+    check_shape(s, at + "mlp.down_proj.weight", {c.hidden_size, ff}, dims);
+  } else {
+    for (const char* t : {"mlp.gate_proj.weight", "mlp.gate_up_proj.weight", "mlp.down_proj.weight"}) check_absent(s, at + t, l, "MLP");
+  }
+}
+
+// Checks the configuration's widths against every layer's tensors before anything is allocated.
 void check_tensors(const WeightSource& s, const LlamaConfig& c) {
-  const std::string dims = fmt::format("hidden_size {}, heads {} x head_dim {}, kv heads {}, intermediate_size {}, vocab_size {}",
-                                       c.hidden_size, c.num_heads, c.head_dim, c.num_kv_heads, c.intermediate_size, c.vocab_size);
-  const std::string l0 = "model.layers.0.";
+  const std::string dims = fmt::format("hidden_size {}, vocab_size {}", c.hidden_size, c.vocab_size);
   check_shape(s, "model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, dims);
   check_shape(s, "lm_head.weight", {c.vocab_size, c.hidden_size}, dims);
-  check_shape(s, l0 + "self_attn.q_proj.weight", {c.q_dim(), c.hidden_size}, dims);
-  check_shape(s, l0 + "self_attn.k_proj.weight", {c.kv_dim(), c.hidden_size}, dims);
-  check_shape(s, l0 + "self_attn.qkv_proj.weight", {c.q_dim() + 2 * c.kv_dim(), c.hidden_size}, dims);
-  check_shape(s, l0 + "self_attn.o_proj.weight", {c.hidden_size, c.q_dim()}, dims);
-  if (c.moe_layer(0)) {
-    const uint64_t E = c.moe.num_experts, ff = c.moe.expert_intermediate_size;
-    const std::string moe = fmt::format("{}, {} experts of {} units", dims, E, ff);
-    const bool mixtral = c.architecture == "mixtral";
-    check_shape(s, l0 + (mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight"), {E, c.hidden_size}, moe);
-    check_shape(s, l0 + (mixtral ? "block_sparse_moe.experts.0.w1.weight" : "mlp.experts.0.gate_proj.weight"), {ff, c.hidden_size}, moe);
-    if (s.find(fmt::format("{}{}.experts.{}.", l0, mixtral ? "block_sparse_moe" : "mlp", E) + (mixtral ? "w1.weight" : "gate_proj.weight")))
-      throw invalid(s.origin(), mixtral ? "num_local_experts" : "num_experts", fmt::format("{} but the checkpoint has an expert {}", E, E));
-    check_shape(s, l0 + "mlp.shared_expert.gate_proj.weight", {c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
-  } else {
-    check_shape(s, l0 + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size}, dims);
-    check_shape(s, l0 + "mlp.gate_up_proj.weight", {2 * c.intermediate_size, c.hidden_size}, dims);
-  }
+  for (uint64_t l = 0; l < c.num_layers; ++l) check_layer(s, c, l);
   if (s.find(fmt::format("model.layers.{}.input_layernorm.weight", c.num_layers)))
     throw invalid(s.origin(), "num_hidden_layers", fmt::format("{} but the checkpoint has a layer {}", c.num_layers, c.num_layers));
 }
@@ -228,7 +257,12 @@ std::string LlamaConfig::features() const {
   std::vector<std::string> f;
   if (qkv_bias) f.push_back(o_bias ? "q/k/v/o biases" : "q/k/v biases");
   if (mlp_bias) f.push_back("MLP biases");
-  if (num_kv_heads != num_heads) f.push_back(fmt::format("GQA ({} heads, {} kv)", num_heads, num_kv_heads));
+  if (!layer_widths.empty()) {
+    std::vector<uint64_t> ff, kv;
+    for (const LayerWidths& w : layer_widths) ff.push_back(w.intermediate_size), kv.push_back(w.num_kv_heads);
+    f.push_back(fmt::format("per-layer widths (intermediate_size {}, kv heads {}; 0: skipped)", ff, kv));
+  }
+  if (num_kv_heads != num_heads) f.push_back(fmt::format("GQA ({} heads, {}{} kv)", num_heads, layer_widths.empty() ? "" : "at most ", num_kv_heads));
   if (head_dim * num_heads != hidden_size) f.push_back(fmt::format("head_dim {} ≠ hidden/heads", head_dim));
   if (rotary_dims() != head_dim) f.push_back(fmt::format("partial rotary ({} of {})", rotary_dims(), head_dim));
   if (!rope_scaling.type.empty()) f.push_back(fmt::format("rope scaling {} x{}", rope_scaling.type, rope_scaling.factor));
@@ -256,7 +290,7 @@ std::string LlamaConfig::to_hf_config_json() const {
   static const std::map<std::string, std::string> classes = {
       {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"mixtral", "MixtralForCausalLM"},
       {"qwen2", "Qwen2ForCausalLM"}, {"qwen2_moe", "Qwen2MoeForCausalLM"}, {"gemma", "GemmaForCausalLM"},
-      {"gemma2", "Gemma2ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}};
+      {"gemma2", "Gemma2ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}, {"nemotron-nas", "DeciLMForCausalLM"}, {"deci", "DeciLMForCausalLM"}};
   if (!classes.count(type)) throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json for architecture '{}'", architecture));
   json j = {
       {"architectures", {classes.at(type)}},
@@ -276,6 +310,19 @@ std::string LlamaConfig::to_hf_config_json() const {
   };
   if (type == "llama" || type == "gemma" || type == "gemma2") j["attention_bias"] = qkv_bias && o_bias;
   if (type == "llama") j["mlp_bias"] = mlp_bias;
+  if (decilm_family(type)) {
+    j["attention_bias"] = o_bias, j["qkv_bias"] = qkv_bias, j["mlp_bias"] = mlp_bias;
+    j["block_configs"] = block_configs_json(*this);
+  } else if (!layer_widths.empty()) {
+    // Outside DeciLM's block_configs config.json says per-layer FFN widths only.
+    std::vector<uint64_t> ff;
+    for (const LayerWidths& w : layer_widths) {
+      if (w.num_kv_heads != num_kv_heads || !w.intermediate_size)
+        throw Error(ErrorCode::ConfigInvalid, fmt::format("no {} config.json for per-layer kv heads or skipped sub-blocks", type));
+      ff.push_back(w.intermediate_size);
+    }
+    j["intermediate_size"] = ff;
+  }
   if (rotary_dims() != head_dim) j["partial_rotary_factor"] = double(rotary_dims()) / double(head_dim);
   if (!rope_scaling.type.empty()) j["rope_scaling"] = rope_scaling_json(*this);
   if (rope_scaling.type == "longrope") j["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;

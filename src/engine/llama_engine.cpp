@@ -53,10 +53,16 @@ void LlamaEngine::bind() {
   lm_head_ = c.tie_word_embeddings ? embed_ : raw("lm_head.weight");
   norm_ = f32("model.norm.weight");
   layers_.clear();
-  uint64_t widest_ff = part_.ff;
+  uint64_t widest_ff = 0, widest_kv = 0;
+  kv_width_ = 0;
   for (uint64_t l = 0; l < c.num_layers; ++l) {
     const std::string at = fmt::format("model.layers.{}.", l);
+    const LayerPartition& lp = part_.layers[l];
     Layer L{};
+    L.kv_heads = lp.kv_heads, L.kv_head0 = lp.kv_head0, L.kv_offset = kv_width_;
+    L.kv_group = lp.kv_heads ? c.num_heads / c.layer_kv_heads(l) : 0;
+    kv_width_ += lp.kv_heads * c.head_dim;
+    widest_kv = std::max(widest_kv, lp.kv_heads);
     L.attn_norm = f32(at + "input_layernorm.weight");
     // Gemma 2 normalises each sublayer's output too; its MLP's input norm is pre_feedforward_layernorm.
     L.post_attn_norm = c.sandwich_norms ? f32(at + "post_attention_layernorm.weight") : nullptr;
@@ -77,13 +83,14 @@ void LlamaEngine::bind() {
         L.shared_gate = f32(moe + "shared_expert_gate.weight");
       }
       widest_ff = std::max({widest_ff, part_.expert_ff, part_.shared_ff});
-    } else {
-      L.mlp = bind_mlp(at + "mlp.", part_.ff);
+    } else if (lp.ff) {
+      L.mlp = bind_mlp(at + "mlp.", lp.ff);
+      widest_ff = std::max(widest_ff, lp.ff);
     }
     layers_.push_back(std::move(L));
   }
   const uint64_t hd = c.head_dim;
-  qkv_.resize((part_.q_heads + 2 * part_.kv_heads) * hd);
+  qkv_.resize((part_.q_heads + 2 * widest_kv) * hd);
   att_.resize(part_.q_heads * hd);
   partial_.resize(c.hidden_size);
   expert_out_.resize(c.hidden_size);
@@ -102,7 +109,7 @@ void LlamaEngine::reset(uint64_t positions) {
     throw Error(ErrorCode::InvalidArgument, fmt::format("{} positions exceed the model's context of {}", positions, config_.context_length()));
   if (!bound_) bind();
   positions_ = positions;
-  const uint64_t n = config_.num_layers * positions * part_.kv_heads * config_.head_dim;
+  const uint64_t n = positions * kv_width_;
   k_cache_.assign(n, 0.0f);
   v_cache_.assign(n, 0.0f);
   if (config_.rope_scaling.depends_on_length()) inv_freq_ = rotary_frequencies(config_), rope_length_ = 0;
@@ -131,20 +138,22 @@ void LlamaEngine::add_all_reduced(const float* bias, const float* post_norm) {
   for (uint64_t i = 0; i < D; ++i) x_[i] += partial_[i];
 }
 
-void LlamaEngine::attention(uint64_t l, uint64_t pos, uint64_t window) {
+void LlamaEngine::attention(const Layer& L, uint64_t pos) {
   const LlamaConfig& c = config_;
-  const uint64_t hd = c.head_dim, kvw = part_.kv_heads * hd;
+  const uint64_t hd = c.head_dim, kvw = L.kv_heads * hd, window = L.window;
+  const float* k_cache = k_cache_.data() + L.kv_offset * positions_;
+  const float* v_cache = v_cache_.data() + L.kv_offset * positions_;
   const float scale = 1.0f / std::sqrt(float(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(hd)));
   // A sliding window shows a position itself and the window - 1 positions before it.
   const uint64_t first = window && pos + 1 > window ? pos + 1 - window : 0;
   // One task per query head.
   pool_.run(part_.q_heads, [&](size_t h) {
-    const uint64_t kv_local = (part_.q_head0 + h) / (c.num_heads / c.num_kv_heads) - part_.kv_head0;
+    const uint64_t kv_local = (part_.q_head0 + h) / L.kv_group - L.kv_head0;
     const float* q = qkv_.data() + h * hd;
     thread_local std::vector<float> scores;
     scores.resize(pos + 1);
     for (uint64_t t = first; t <= pos; ++t) {
-      const float* k = k_cache_.data() + (l * positions_ + t) * kvw + kv_local * hd;
+      const float* k = k_cache + t * kvw + kv_local * hd;
       float s = 0;
       for (uint64_t j = 0; j < hd; ++j) s += q[j] * k[j];
       scores[t] = s * scale;
@@ -156,29 +165,29 @@ void LlamaEngine::attention(uint64_t l, uint64_t pos, uint64_t window) {
     float* out = att_.data() + h * hd;
     std::fill(out, out + hd, 0.0f);
     for (uint64_t t = first; t <= pos; ++t) {
-      const float* v = v_cache_.data() + (l * positions_ + t) * kvw + kv_local * hd;
+      const float* v = v_cache + t * kvw + kv_local * hd;
       const float a = scores[t] / sum;
       for (uint64_t j = 0; j < hd; ++j) out[j] += a * v[j];
     }
   });
 }
 
-void LlamaEngine::attention_block(const Layer& L, uint64_t l, uint64_t pos) {
-  const uint64_t D = config_.hidden_size, hd = config_.head_dim, kvw = part_.kv_heads * hd;
+void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
+  const uint64_t D = config_.hidden_size, hd = config_.head_dim, kvw = L.kv_heads * hd, rows = part_.q_heads * hd + 2 * kvw;
   rmsnorm(xb_.data(), x_.data(), L.attn_norm, D, float(config_.rms_norm_eps), config_.norm_weight_offset ? 1.0f : 0.0f);
-  const MatVec qkv{L.qkv, dtype_, qkv_.size(), D, xb_.data(), qkv_.data()};
+  const MatVec qkv{L.qkv, dtype_, rows, D, xb_.data(), qkv_.data()};
   run_matvecs(pool_, {&qkv, 1});
   if (L.qkv_bias)
-    for (uint64_t i = 0; i < qkv_.size(); ++i) qkv_[i] += L.qkv_bias[i];
+    for (uint64_t i = 0; i < rows; ++i) qkv_[i] += L.qkv_bias[i];
   float* q = qkv_.data();
   float* k = q + part_.q_heads * hd;
   const float* v = k + kvw;
   rope(q, part_.q_heads, hd, cos_, sin_);
-  rope(k, part_.kv_heads, hd, cos_, sin_);
-  const uint64_t at = (l * positions_ + pos) * kvw;
+  rope(k, L.kv_heads, hd, cos_, sin_);
+  const uint64_t at = L.kv_offset * positions_ + pos * kvw;
   std::copy(k, k + kvw, k_cache_.begin() + at);
   std::copy(v, v + kvw, v_cache_.begin() + at);
-  attention(l, pos, L.window);
+  attention(L, pos);
   const MatVec o{L.o, dtype_, D, att_.size(), att_.data(), partial_.data()};
   run_matvecs(pool_, {&o, 1});
   add_all_reduced(L.o_bias, L.post_attn_norm);
@@ -227,6 +236,17 @@ void LlamaEngine::experts(const Layer& L) {
   for (uint64_t j = 0; j < D; ++j) partial_[j] += weight * expert_out_[j];
 }
 
+void LlamaEngine::ffn_block(const Layer& L) {
+  rmsnorm(xb_.data(), x_.data(), L.ffn_norm, config_.hidden_size, float(config_.rms_norm_eps), config_.norm_weight_offset ? 1.0f : 0.0f);
+  if (L.router) {
+    experts(L);
+    add_all_reduced(nullptr, L.post_ffn_norm);
+  } else {
+    mlp(L.mlp, partial_.data());
+    add_all_reduced(L.mlp.down_bias, L.post_ffn_norm);
+  }
+}
+
 // Each rank computed its vocabulary rows; every rank receives all of them (padded to the widest slice).
 void LlamaEngine::gather_logits() {
   const uint64_t widest = local_logits_.size();
@@ -257,17 +277,10 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
     sin_[j] = std::sin(angle) * rope_attention_factor_;
   }
 
-  for (uint64_t l = 0; l < c.num_layers; ++l) {
-    const Layer& L = layers_[l];
-    attention_block(L, l, pos);
-    rmsnorm(xb_.data(), x_.data(), L.ffn_norm, D, eps, offset);
-    if (L.router) {
-      experts(L);
-      add_all_reduced(nullptr, L.post_ffn_norm);
-    } else {
-      mlp(L.mlp, partial_.data());
-      add_all_reduced(L.mlp.down_bias, L.post_ffn_norm);
-    }
+  // A pruned layer's skipped sub-block adds nothing to the residual stream.
+  for (const Layer& L : layers_) {
+    if (L.kv_heads) attention_block(L, pos);
+    if (L.router || L.mlp.units) ffn_block(L);
   }
 
   rmsnorm(xb_.data(), x_.data(), norm_, D, eps, offset);

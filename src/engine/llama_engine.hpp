@@ -60,6 +60,9 @@ class LlamaEngine {
     Mlp shared;                            // the shared expert (units 0: none)
     const float* shared_gate = nullptr;    // [hidden]
     uint64_t window = 0;
+    // This rank's kv heads (0: the layer has no attention), the first one's index, the query heads
+    // that share each, and where the layer's cache begins (in floats per position).
+    uint64_t kv_heads = 0, kv_head0 = 0, kv_group = 0, kv_offset = 0;
   };
   LlamaConfig config_;
   Communicator& comm_;
@@ -74,7 +77,8 @@ class LlamaEngine {
   const float* norm_ = nullptr;
   bool bound_ = false;
   uint64_t positions_ = 0;
-  // Per-token activations and this rank's KV cache: [layer][position][kv_heads * head_dim].
+  uint64_t kv_width_ = 0;  // the cache's floats per position, summed over layers
+  // Per-token activations and this rank's KV cache: [layer][position][the layer's kv_heads * head_dim].
   std::vector<float> x_, xb_, qkv_, att_, partial_, expert_out_, router_logits_, gate_up_, hidden_, k_cache_, v_cache_;
   std::vector<float> inv_freq_, cos_, sin_;  // rotary frequencies (rope_scaling applied), this position's
   float rope_attention_factor_ = 1;          // cos and sin scale by it (yarn, longrope)
@@ -83,8 +87,9 @@ class LlamaEngine {
 
   void bind();
   Mlp bind_mlp(const std::string& at, uint64_t units) const;
-  void attention_block(const Layer& L, uint64_t layer, uint64_t pos);
-  void attention(uint64_t layer, uint64_t pos, uint64_t window);
+  void attention_block(const Layer& L, uint64_t pos);
+  void attention(const Layer& L, uint64_t pos);
+  void ffn_block(const Layer& L);
   // out = this rank's part of mlp(xb_) (its down_proj columns' partial sum).
   void mlp(const Mlp& m, float* out);
   // partial_ = this rank's part of the experts' weighted sum (and the gated shared expert's).

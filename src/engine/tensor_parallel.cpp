@@ -58,9 +58,10 @@ void declare_mlp(Model& m, const std::string& at, const MlpNames& from, uint64_t
   if (bias && rank0) m.add_parameter(at + "down_proj.bias", {D}, DType::F32);
 }
 
-void declare_attention(Model& m, const LlamaConfig& c, const RankPartition& p, const std::string& attn, DType dtype) {
+void declare_attention(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_t l, const std::string& attn, DType dtype) {
   const uint64_t D = c.hidden_size, hd = c.head_dim;
-  const uint64_t q_rows = p.q_heads * hd, kv_rows = p.kv_heads * hd;
+  const LayerPartition& lp = p.layers[l];
+  const uint64_t q_rows = p.q_heads * hd, kv_rows = lp.kv_heads * hd, kv_dim = c.layer_kv_heads(l) * hd;
   for (const char* kind : {"weight", "bias"}) {
     const bool bias = std::string(kind) == "bias";
     if (bias && !c.qkv_bias) continue;
@@ -68,10 +69,10 @@ void declare_attention(Model& m, const LlamaConfig& c, const RankPartition& p, c
     // A fused checkpoint's qkv_proj holds all q rows, then all k rows, then all v rows.
     const std::string fused = attn + "qkv_proj." + kind;
     auto from = [&](const char* split) { return c.fused_checkpoint ? fused : attn + split + "." + kind; };
-    const uint64_t k_at = c.fused_checkpoint ? c.q_dim() : 0, v_at = c.fused_checkpoint ? c.q_dim() + c.kv_dim() : 0;
+    const uint64_t k_at = c.fused_checkpoint ? c.q_dim() : 0, v_at = c.fused_checkpoint ? c.q_dim() + kv_dim : 0;
     m.add_parameter(fused, shape, bias ? DType::F32 : dtype,
-                    {rows(from("q_proj"), p.q_head0 * hd, q_rows, 0), rows(from("k_proj"), k_at + p.kv_head0 * hd, kv_rows, q_rows),
-                     rows(from("v_proj"), v_at + p.kv_head0 * hd, kv_rows, q_rows + kv_rows)});
+                    {rows(from("q_proj"), p.q_head0 * hd, q_rows, 0), rows(from("k_proj"), k_at + lp.kv_head0 * hd, kv_rows, q_rows),
+                     rows(from("v_proj"), v_at + lp.kv_head0 * hd, kv_rows, q_rows + kv_rows)});
   }
   m.add_parameter(attn + "o_proj.weight", {D, q_rows}, dtype, {columns(attn + "o_proj.weight", p.q_head0 * hd, q_rows)});
   if (c.o_bias && p.rank == 0) m.add_parameter(attn + "o_proj.bias", {D}, DType::F32);
@@ -95,6 +96,27 @@ void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_
   m.add_parameter(at + "shared_expert_gate.weight", {1, D}, DType::F32);
 }
 
+Error refuse_split(unsigned size, const std::string& why) {
+  return Error(ErrorCode::ConfigInvalid, fmt::format("field 'tensor_parallel_size': {} {}", size, why));
+}
+
+// The loaders' rule for a rank's rows (loaders/rank_shards.hpp), counted in heads: an even split,
+// or kv heads each shared by consecutive ranks when ranks outnumber them.
+LayerPartition partition_layer(const LlamaConfig& c, uint64_t l, unsigned rank, unsigned size) {
+  const uint64_t kv = c.layer_kv_heads(l), ff = c.layer_intermediate_size(l);
+  const std::string layer = c.layer_widths.empty() ? "" : fmt::format("layer {}'s ", l);
+  if (kv && kv % size != 0 && size % kv != 0)
+    throw refuse_split(size, fmt::format("neither divides nor is a multiple of {}num_key_value_heads {}", layer, kv));
+  if (ff && !c.moe_layer(l) && size > ff) throw refuse_split(size, fmt::format("leaves a rank without MLP units ({}intermediate_size {})", layer, ff));
+  LayerPartition lp;
+  if (kv) {
+    lp.kv_heads = kv >= size ? kv / size : 1;
+    lp.kv_head0 = rank_rows_begin(kv, lp.kv_heads, rank, size).value();
+  }
+  if (ff) std::tie(lp.ff0, lp.ff) = unit_range(ff, rank, size);
+  return lp;
+}
+
 }  // namespace
 
 std::string moe_prefix(const LlamaConfig& c, uint64_t layer) {
@@ -102,30 +124,21 @@ std::string moe_prefix(const LlamaConfig& c, uint64_t layer) {
 }
 
 RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size, bool expert_parallel) {
-  auto refuse = [&](const std::string& why) {
-    return Error(ErrorCode::ConfigInvalid, fmt::format("field 'tensor_parallel_size': {} {}", size, why));
-  };
-  if (size == 0) throw refuse("must be at least 1");
-  if (c.num_heads % size != 0) throw refuse(fmt::format("does not divide num_attention_heads {}", c.num_heads));
-  if (c.num_kv_heads % size != 0 && size % c.num_kv_heads != 0)
-    throw refuse(fmt::format("neither divides nor is a multiple of num_key_value_heads {}", c.num_kv_heads));
-  if (size > c.intermediate_size || size > c.vocab_size) throw refuse("leaves a rank without MLP units or vocabulary");
-  if (expert_parallel && !c.moe.num_experts) throw refuse("with expert parallelism needs a model with experts");
+  if (size == 0) throw refuse_split(size, "must be at least 1");
+  if (c.num_heads % size != 0) throw refuse_split(size, fmt::format("does not divide num_attention_heads {}", c.num_heads));
+  if (size > c.vocab_size) throw refuse_split(size, "leaves a rank without vocabulary");
+  if (expert_parallel && !c.moe.num_experts) throw refuse_split(size, "with expert parallelism needs a model with experts");
   if (expert_parallel && c.moe.num_experts % size != 0)
-    throw refuse(fmt::format("does not divide num_experts {} (expert parallelism gives each rank whole experts)", c.moe.num_experts));
+    throw refuse_split(size, fmt::format("does not divide num_experts {} (expert parallelism gives each rank whole experts)", c.moe.num_experts));
   if (c.moe.num_experts && ((!expert_parallel && size > c.moe.expert_intermediate_size) ||
                             (c.moe.shared_expert_intermediate_size && size > c.moe.shared_expert_intermediate_size)))
-    throw refuse("leaves a rank without expert units");
+    throw refuse_split(size, "leaves a rank without expert units");
   RankPartition p;
   p.rank = rank;
   p.size = size;
-  // The loaders' rule for a rank's rows (loaders/rank_shards.hpp), counted in heads: an even split,
-  // or kv heads each shared by consecutive ranks when ranks outnumber them (the checks above make it fit).
   p.q_heads = c.num_heads / size;
   p.q_head0 = rank_rows_begin(c.num_heads, p.q_heads, rank, size).value();
-  p.kv_heads = c.num_kv_heads >= size ? c.num_kv_heads / size : 1;
-  p.kv_head0 = rank_rows_begin(c.num_kv_heads, p.kv_heads, rank, size).value();
-  std::tie(p.ff0, p.ff) = unit_range(c.intermediate_size, rank, size);
+  for (uint64_t l = 0; l < c.num_layers; ++l) p.layers.push_back(partition_layer(c, l, rank, size));
   p.experts = expert_parallel ? c.moe.num_experts / size : c.moe.num_experts;
   p.expert0 = expert_parallel ? rank * p.experts : 0;
   if (c.moe.num_experts)
@@ -146,20 +159,23 @@ Model declare_rank_parameters(const LlamaConfig& c, const RankPartition& p, DTyp
   m.add_parameter("model.embed_tokens.weight", {p.vocab, D}, dtype, {rows("model.embed_tokens.weight", p.vocab0, p.vocab, 0)});
   for (uint64_t l = 0; l < c.num_layers; ++l) {
     const std::string at = fmt::format("model.layers.{}.", l);
-    whole(at + "input_layernorm.weight", D);
-    whole(at + "post_attention_layernorm.weight", D);
-    if (c.sandwich_norms) {
+    // A pruned layer's skipped sub-block has no tensors, its norm included.
+    const bool attention = c.layer_kv_heads(l) != 0, ffn = c.moe_layer(l) || c.layer_intermediate_size(l) != 0;
+    if (attention) whole(at + "input_layernorm.weight", D);
+    if (c.sandwich_norms ? attention : ffn) whole(at + "post_attention_layernorm.weight", D);
+    if (c.sandwich_norms && ffn) {
       whole(at + "pre_feedforward_layernorm.weight", D);
       whole(at + "post_feedforward_layernorm.weight", D);
     }
-    declare_attention(m, c, p, at + "self_attn.", dtype);
+    if (attention) declare_attention(m, c, p, l, at + "self_attn.", dtype);
     if (c.moe_layer(l)) {
       declare_moe(m, c, p, l, dtype);
-      continue;
+    } else if (ffn) {
+      const std::string mlp = at + "mlp.";
+      const LayerPartition& lp = p.layers[l];
+      declare_mlp(m, mlp, {mlp + "gate_proj", mlp + "up_proj", mlp + "down_proj", c.fused_checkpoint ? mlp + "gate_up_proj" : ""},
+                  c.layer_intermediate_size(l), lp.ff0, lp.ff, D, dtype, c.mlp_bias, p.rank == 0);
     }
-    const std::string mlp = at + "mlp.";
-    declare_mlp(m, mlp, {mlp + "gate_proj", mlp + "up_proj", mlp + "down_proj", c.fused_checkpoint ? mlp + "gate_up_proj" : ""},
-                c.intermediate_size, p.ff0, p.ff, D, dtype, c.mlp_bias, p.rank == 0);
   }
   whole("model.norm.weight", D);
   if (!c.tie_word_embeddings)

@@ -9,26 +9,32 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/model.hpp"
 
 namespace wl {
 
+// A rank's share of one layer, whose widths may differ from the other layers' (pruned models).
+struct LayerPartition {
+  uint64_t kv_head0 = 0, kv_heads = 0;  // the kv heads this rank's query heads read (0: no attention)
+  uint64_t ff0 = 0, ff = 0;             // intermediate units (0: no MLP)
+};
+
 struct RankPartition {
   unsigned rank = 0;
   unsigned size = 1;
-  uint64_t q_head0 = 0, q_heads = 0;    // this rank's query heads
-  uint64_t kv_head0 = 0, kv_heads = 0;  // the kv heads they read
-  uint64_t ff0 = 0, ff = 0;             // intermediate units
+  uint64_t q_head0 = 0, q_heads = 0;    // this rank's query heads (the same on every layer)
+  std::vector<LayerPartition> layers;   // one per layer
   uint64_t expert0 = 0, experts = 0;       // the experts this rank holds (all, unless expert parallel)
   uint64_t expert_ff0 = 0, expert_ff = 0;  // each expert's intermediate units
   uint64_t shared_ff0 = 0, shared_ff = 0;  // the shared expert's
   uint64_t vocab0 = 0, vocab = 0;       // vocabulary rows
 };
 
-// ConfigInvalid (naming tensor_parallel_size) when the heads, or with `expert_parallel` the
-// experts, cannot be split evenly.
+// ConfigInvalid (naming tensor_parallel_size, and the layer when the layers differ in width) when
+// the heads, or with `expert_parallel` the experts, cannot be split evenly.
 RankPartition partition_rank(const LlamaConfig& config, unsigned rank, unsigned size, bool expert_parallel = false);
 
 // Declares rank `p`'s parameters under vLLM's names (qkv_proj, gate_up_proj, ...), each shard

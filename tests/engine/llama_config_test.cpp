@@ -57,7 +57,7 @@ TEST(LlamaConfig, ErrorsNameTheField) {
     const char* field;
   };
   const Case cases[] = {
-      {R"({"hidden_size": 8})", "intermediate_size"},
+      {R"({"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2})", "intermediate_size"},
       {R"({"model_type": "gpt2", "hidden_size": 8})", "model_type"},
       {R"({"architectures": ["BertModel"]})", "architectures"},
       {R"({"hidden_act": "relu"})", "hidden_act"},
@@ -125,13 +125,13 @@ TEST(TensorParallel, PartitionsHeadsUnitsAndVocabulary) {
   const RankPartition p = partition_rank(c, 1, 2);
   EXPECT_EQ(p.q_head0, 2u);
   EXPECT_EQ(p.q_heads, 2u);
-  EXPECT_EQ(p.kv_head0, 1u);
-  EXPECT_EQ(p.kv_heads, 1u);
-  EXPECT_EQ(p.ff0, 32u);
+  EXPECT_EQ(p.layers.at(1).kv_head0, 1u);
+  EXPECT_EQ(p.layers.at(1).kv_heads, 1u);
+  EXPECT_EQ(p.layers.at(1).ff0, 32u);
   EXPECT_EQ(p.vocab0, 50u);
   // Four ranks over two kv heads: each kv head is replicated on two ranks.
-  EXPECT_EQ(partition_rank(c, 3, 4).kv_head0, 1u);
-  EXPECT_EQ(partition_rank(c, 1, 4).kv_head0, 0u);
+  EXPECT_EQ(partition_rank(c, 3, 4).layers.at(0).kv_head0, 1u);
+  EXPECT_EQ(partition_rank(c, 1, 4).layers.at(0).kv_head0, 0u);
   const std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] { partition_rank(c, 0, 3); });
   EXPECT_NE(msg.find("tensor_parallel_size"), std::string::npos) << msg;
   // Expert parallelism: whole experts per rank; refused without experts or when ranks do not divide them.

@@ -1,6 +1,6 @@
 // The model description the engine runs: the hyperparameters of a decoder-only transformer of the
 // Llama lineage, read from the checkpoint itself — a Hugging Face config.json (Llama, Mistral,
-// Qwen2, Qwen2-MoE, Mixtral, Gemma, Gemma 2, Phi-3), GGUF metadata (architectures llama, qwen2,
+// Qwen2, Qwen2-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM), GGUF metadata (architectures llama, qwen2,
 // gemma, gemma2, phi3, read as llama.cpp reads them), Meta's params.json or a llama2.c header. Every field that changes the math is here; one a family's config.json
 // sets that the engine cannot honour is refused, naming it, never ignored.
 #pragma once
@@ -44,6 +44,15 @@ struct WL_API MoeConfig {
   bool operator==(const MoeConfig&) const = default;
 };
 
+// One layer's widths in a pruned model whose layers differ (config.json's per-layer intermediate_size
+// list, Nemotron-NAS / DeciLM block_configs). 0 is a sub-block the model skips, its residual add too
+// (block_configs' no_op): its tensors and its norm are absent.
+struct WL_API LayerWidths {
+  uint64_t intermediate_size = 0;  // 0: no MLP
+  uint64_t num_kv_heads = 0;       // 0: no attention
+  bool operator==(const LayerWidths&) const = default;
+};
+
 struct WL_API LlamaConfig {
   std::string architecture = "llama";  // config.json's model_type
   uint64_t hidden_size = 0;
@@ -52,6 +61,9 @@ struct WL_API LlamaConfig {
   uint64_t num_heads = 0;
   uint64_t num_kv_heads = 0;
   uint64_t head_dim = 0;
+  // One entry per layer when the layers differ in width (query heads and head_dim stay global);
+  // intermediate_size and num_kv_heads then hold the widest layer's. Empty: every layer has those.
+  std::vector<LayerWidths> layer_widths;
   uint64_t rotary_dim = 0;  // the leading dimensions of each head that turn (partial_rotary_factor); 0: head_dim
   uint64_t vocab_size = 0;
   uint64_t max_position_embeddings = 0;
@@ -81,6 +93,8 @@ struct WL_API LlamaConfig {
 
   uint64_t q_dim() const { return num_heads * head_dim; }
   uint64_t kv_dim() const { return num_kv_heads * head_dim; }
+  uint64_t layer_intermediate_size(uint64_t l) const { return layer_widths.empty() ? intermediate_size : layer_widths[l].intermediate_size; }
+  uint64_t layer_kv_heads(uint64_t l) const { return layer_widths.empty() ? num_kv_heads : layer_widths[l].num_kv_heads; }
   uint64_t rotary_dims() const { return rotary_dim ? rotary_dim : head_dim; }
   // The longest sequence the model runs: max_position_embeddings, or what yarn and dynamic scaling
   // extend it to (factor times the context they scale).
