@@ -1,7 +1,9 @@
-// Tensor parallelism for Python: the C++ shard planner (loaders/rank_shards.hpp) over shapes, and
-// the description ranks compare before loading (engine/rank_agreement.hpp).
+// Tensor parallelism for Python: the C++ shard planner (loaders/rank_shards.hpp) over shapes, the
+// description ranks compare before loading (engine/rank_agreement.hpp) and the catalogue rank 0
+// sends the others (engine/shared_catalogue.hpp).
 #include "bind/bindings.hpp"
 #include "engine/rank_agreement.hpp"
+#include "engine/shared_catalogue.hpp"
 
 namespace wl::py {
 
@@ -37,6 +39,13 @@ void register_tensor_parallel(pyb::module_& m) {
           return shards_to_python(plan_rank_shards(params, checkpoint, to_rank_layout(rank, size, shard_dims, fused)));
         });
   m.def("describe_checkpoint", [](const WeightSource& source) { return describe_checkpoint(source); });
+  m.def("share_catalogue", [](const std::string& loader, const WeightSource& source, const std::string& path) {
+    return share({loader, {}}, source, path);
+  });
+  m.def("shared_catalogue", [](const std::string& shared, const std::string& path) -> std::shared_ptr<WeightSource> {
+    if (!received_catalogue(shared, path)) return nullptr;
+    return shared_catalogue(shared, default_opener());
+  });
 }
 
 }  // namespace wl::py

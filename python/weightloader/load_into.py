@@ -78,16 +78,18 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
         materialize.allocate(module, replace_all=assign)
     kwargs.update(_name_map_kwargs(name_map))
     ranks = tensor_parallel.Ranks(tp_rank, tp_size, tp_group)
-    with ranks.agreement("opening the checkpoint") as opened:
+    def make_loader():
         if isinstance(loader, BaseWeightLoader):
-            instance = loader
-        else:
-            if loader == "auto":
-                loader, detected = _core.detect_loader(str(path))
-                kwargs = {**detected, **kwargs}
-            cls = WeightLoaderRegistry.get(loader) if isinstance(loader, str) else loader
-            instance = cls(**kwargs)
-        weights = instance.get_weights(str(path))
+            return loader
+        name, chosen = loader, kwargs
+        if name == "auto":
+            name, detected = _core.detect_loader(str(path))
+            chosen = {**detected, **kwargs}
+        cls = WeightLoaderRegistry.get(name) if isinstance(name, str) else name
+        return cls(**chosen)
+
+    with ranks.agreement("opening the checkpoint") as opened:
+        instance, weights = tensor_parallel.open_weights(make_loader, str(path), ranks)
         opened.payload = tensor_parallel.fingerprint(weights)
     ranks.check_same_checkpoint(opened.gathered)
     with ranks.agreement("loading"):

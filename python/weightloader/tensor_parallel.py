@@ -25,7 +25,7 @@ from collections import namedtuple
 
 from . import _core
 from .errors import _from_core
-from .loaders import Weights
+from .loaders import CoreWeightLoader, Weights
 
 #: vLLM's fused parameters and the checkpoint tensors they are stacked from, in row order.
 VLLM_FUSED = {name: tuple(parts) for name, parts in _core.vllm_fused().items()}
@@ -127,6 +127,33 @@ class _Agreement:
 
 def _describe(error):
     return str(error) if hasattr(error, "code") else f"{type(error).__name__}: {error}"
+
+
+def open_weights(make_loader, path, ranks):
+    """(loader, loader.get_weights(path)) with loader = make_loader(), the checkpoint read once for
+    the group: under torch.distributed rank 0 reads the headers and sends its catalogue as a value
+    (C++'s share_catalogue: files, tensors, decoders); the ranks given the same path take it and
+    open only the bytes they load. The others (another path, a model id each node resolves itself,
+    quantized layers decoded on read, a Python loader) read their own. Every rank takes part in the
+    broadcast, whatever failed before it."""
+    if ranks.dist is None or ranks.size == 1:
+        loader = make_loader()
+        return loader, loader.get_weights(path)
+    root = 0 if ranks.group is None else ranks.dist.distributed_c10d._get_global_rank(ranks.group, 0)
+    shared = [""]
+    if ranks.dist.get_rank(ranks.group) == 0:
+        try:
+            loader = make_loader()
+            weights = loader.get_weights(path)
+            if isinstance(loader, CoreWeightLoader):
+                shared[0] = _core.share_catalogue(loader.loader_name, weights._source, path)
+        finally:
+            ranks.dist.broadcast_object_list(shared, src=root, group=ranks.group)
+        return loader, weights
+    ranks.dist.broadcast_object_list(shared, src=root, group=ranks.group)
+    loader = make_loader()
+    source = _core.shared_catalogue(shared[0], path) if isinstance(loader, CoreWeightLoader) else None
+    return loader, (loader.get_weights(path) if source is None else Weights(source, loader._core.dtype))
 
 
 def fingerprint(weights):

@@ -2,7 +2,7 @@
 rank's module (Megatron's and vLLM's conventions), and the agreement between ranks that turns a
 failure on one rank into the same error on every rank."""
 from types import TracebackType
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from .loaders import _WeightsLike
 
@@ -49,6 +49,9 @@ class Ranks:
         """A block whose failure on any rank raises RankFailed on every rank."""
     def check_same_checkpoint(self, fingerprints: Sequence[Any]) -> None:
         """RanksDisagree on every rank when the ranks' checkpoints (their fingerprints) differ."""
+
+def open_weights(make_loader: Callable[[], Any], path: str, ranks: Ranks) -> tuple[Any, _WeightsLike]:
+    """(make_loader(), its weights of path), the headers read by rank 0 alone and sent to the ranks given the same path."""
 
 def fingerprint(weights: _WeightsLike) -> str | None:
     """The C++ library's description of the checkpoint that ranks compare; None for a Python loader's tensors."""

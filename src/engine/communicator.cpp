@@ -20,4 +20,12 @@ std::vector<std::string> all_gather_strings(Communicator& comm, const std::strin
   return out;
 }
 
+std::string broadcast_string(Communicator& comm, const std::string& mine, unsigned root) {
+  uint64_t length = mine.size();
+  comm.broadcast(&length, sizeof length, root);
+  std::string out = comm.rank() == root ? mine : std::string(length, '\0');
+  comm.broadcast(out.data(), length, root);
+  return out;
+}
+
 }  // namespace wl

@@ -13,6 +13,7 @@
 #include "engine/llama_engine.hpp"
 #include "engine/rank_agreement.hpp"
 #include "engine/sampler.hpp"
+#include "engine/shared_catalogue.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {
@@ -75,7 +76,12 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
       throw;
     }
   };
-  attempt([&] { source = open(); });
+  // Rank 0 reads the headers; the others given the same model take its catalogue (where it can be
+  // carried) and open only the bytes they load. Every rank then compares what it holds.
+  std::string shared;
+  if (comm->rank() == 0) attempt([&] { source = open({}, &shared); });
+  shared = broadcast_string(*comm, shared, 0);
+  if (comm->rank() != 0) attempt([&] { source = open(shared); });
   agree(*comm, "opening the checkpoint", failure, failure ? std::string() : describe_checkpoint(*source));
   if (!options_.defer_load) attempt([&] { load_held_ranks(*source); });
   agree(*comm, "loading", failure);
@@ -92,12 +98,15 @@ LLM::LLM(LLMOptions options) : options_(std::move(options)) {
 
 LLM::~LLM() = default;
 
-std::unique_ptr<WeightSource> LLM::open() {
+std::unique_ptr<WeightSource> LLM::open(const std::string& shared, std::string* to_share) {
   LoaderChoice choice{options_.weight_loader, {}};
   // Through the opener: a URL (http, https, s3) is a path as a local one is; a model id means hf.
   // Detection and get_weights share one caching opener: each file is opened (a HEAD) once.
   const auto session = std::make_shared<CachingOpener>(default_opener());
-  if (choice.name == "auto") choice = detect_loader(options_.model, *session, FormatList::global());
+  const bool received = received_catalogue(shared, options_.model);
+  if (received) choice = shared_choice(shared);
+  else if (choice.name == "auto") choice = detect_loader(options_.model, *session, FormatList::global());
+  const LoaderChoice detected = choice;
   for (const auto& [k, v] : options_.weight_loader_kwargs) choice.kwargs[k] = v;
   loader_name_ = choice.name;
   const WeightLoaderRegistry& registry = options_.registry ? *options_.registry : WeightLoaderRegistry::global();
@@ -105,7 +114,9 @@ std::unique_ptr<WeightSource> LLM::open() {
   if (!loader->options().opener) loader->options().opener = session;
   // Before get_weights: a model id missing from the cache downloads there, with this progress.
   if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
-  std::unique_ptr<WeightSource> source = loader->get_weights(options_.model);
+  std::unique_ptr<WeightSource> source =
+      received ? shared_catalogue(shared, session) : loader->get_weights(options_.model);
+  if (to_share) *to_share = share(detected, *source, options_.model);
   // Under Hugging Face names (name_map=auto: whatever the checkpoint's scheme), as the configuration reads them.
   config_ = llama_config_from_source(*loader->canonical_source(*source));
   const DType dtype = loader->dtype().value_or(options_.dtype);

@@ -413,6 +413,42 @@ def four_ranks(tp_work, testdata):
     return _spawn(4, work, _meta_scenarios(testdata, tp_work))
 
 
+@pytest.fixture(scope="module")
+def four_ranks_over_http(tp_work, testdata, nginx):
+    """meta_tiny on four gloo ranks from nginx: ([each rank's outcome], the requests for the file)."""
+    work = tp_work / "four-http"
+    work.mkdir()
+    url = nginx.put("tp/tiny/model.safetensors", testdata / TINY / "model.safetensors")
+    nginx.put("tp/tiny/config.json", testdata / TINY / "config.json")
+    s = {"name": "meta_tiny_http", "meta": True, "config_file": str(testdata / TINY / "config.json"), "paths": [url] * 4}
+    def requests(run):
+        before = len(nginx.log())
+        out = run()
+        return out, [e for e in nginx.log()[before:] if e.path == "tp/tiny/model.safetensors"]
+    c = Config.from_hf(json.loads((testdata / TINY / "config.json").read_text()))
+    _, alone = requests(lambda: wl.load_into(meta_module(c), url, name_map="auto"))
+    outcomes, four = requests(lambda: _spawn(4, work, [s])["meta_tiny_http"])
+    return outcomes, alone, four
+
+
+def test_four_ranks_over_http_make_the_header_requests_of_one_and_take_their_slices(four_ranks_over_http, tp_work, testdata):
+    """Rank 0 reads the header and sends the catalogue as a value: the others open the file (a
+    HEAD) and range over their own bytes; each rank's tensors are its slices of the local load."""
+    outcomes, alone, four = four_ranks_over_http
+    heads = [[e.range for e in on_file if e.method == "GET" and e.range.startswith("bytes=0-")] for on_file in (alone, four)]
+    assert heads[0] and heads[1] == heads[0], [(e.method, e.range) for e in four]
+    assert sum(e.method == "HEAD" for e in four) == 4 * sum(e.method == "HEAD" for e in alone)  # each rank opens it
+    c = Config.from_hf(json.loads((testdata / TINY / "config.json").read_text()))
+    whole = meta_module(c)
+    assert wl.load_into(whole, str(testdata / TINY), name_map="auto") == ([], [])
+    want = whole.state_dict()
+    for rank, out in enumerate(outcomes):
+        assert out.get("keys") == [[], []], (rank, out)
+        got = torch.load(tp_work / "four-http" / f"meta_tiny_http-4-rank{rank}.pt")
+        for name, tensor in got.items():
+            assert torch.equal(tensor, rank_slice(name, want[name], c, rank, 4)), (name, rank)
+
+
 def _checkpoint_bytes(path):
     return {n: t.numel() * t.element_size() for n, t in wl.load_file(path).items()}
 

@@ -40,6 +40,8 @@ class WL_API Communicator {
 
 // Every rank's string, in rank order (lengths may differ).
 WL_API std::vector<std::string> all_gather_strings(Communicator& comm, const std::string& mine);
+// `root`'s string, on every rank (the others' `mine` is ignored).
+WL_API std::string broadcast_string(Communicator& comm, const std::string& mine, unsigned root);
 
 // `size` ranks held by one process: communicator r is rank r's, to be used from its own thread.
 // They share one group; it lives as long as any of them.

@@ -120,8 +120,10 @@ class WL_API LLM {
   std::vector<std::unique_ptr<LlamaEngine>> engines_;     // the ranks held here, in rank order
   uint64_t parameter_bytes_ = 0;
 
-  // The loader, the catalogue, the configuration, the held ranks' engines and the tokenizer.
-  std::unique_ptr<WeightSource> open();
+  // The loader, the catalogue, the configuration, the held ranks' engines and the tokenizer. With
+  // `shared` (what rank 0's open put in `to_share`: its loader choice and, where it can be carried,
+  // its catalogue as a value) the catalogue is rank 0's and no header is read here.
+  std::unique_ptr<WeightSource> open(const std::string& shared = {}, std::string* to_share = nullptr);
   std::vector<int32_t> stop_tokens(const WeightSource& source) const;
   void load_held_ranks(const WeightSource& source);
   LlamaEngine& engine(unsigned rank) const;
