@@ -134,8 +134,8 @@ def open_weights(make_loader, path, ranks):
     the group: under torch.distributed rank 0 reads the headers and sends its catalogue as a value
     (C++'s share_catalogue: files, tensors, decoders); the ranks given the same path take it and
     open only the bytes they load. The others (another path, a model id each node resolves itself,
-    quantized layers decoded on read, a Python loader) read their own. Every rank takes part in the
-    broadcast, whatever failed before it."""
+    a Python loader) read their own. Every rank takes part in the broadcast, whatever failed before
+    it."""
     if ranks.dist is None or ranks.size == 1:
         loader = make_loader()
         return loader, loader.get_weights(path)

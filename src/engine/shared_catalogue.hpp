@@ -1,7 +1,7 @@
-// What rank 0 sends the other ranks after opening a checkpoint: the loader it chose (detection's
-// answer) and its catalogue as a value, so that they read no header. Text, empty when nothing is
-// sent: the checkpoint is a model id (each node resolves its own hub cache) or a decoder cannot
-// be carried (catalogue_value).
+// What rank 0 sends the other ranks after opening a checkpoint: the model, the loader it chose
+// (detection's answer) and its catalogue as a value, so that they read no header. Text, empty when
+// nothing is sent: the checkpoint is a model id (each node resolves its own hub cache) or a
+// decoder has no spec (catalogue_value).
 #pragma once
 
 #include <memory>

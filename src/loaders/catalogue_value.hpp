@@ -12,14 +12,15 @@
 namespace wl {
 
 // The value (JSON text): format, origin, metadata, files and every tensor. nullopt when a decoder
-// has no spec (quantized layers decoded on read hold side tensors: each rank reads those itself).
+// has no spec.
 std::optional<std::string> catalogue_value(const WeightSource& source);
 
 // The catalogue again, its bytes read through `opener`; building it reads and opens nothing.
 // InvalidArgument naming the rule for a value this build did not write (or a decoder kind it lacks).
 std::unique_ptr<WeightSource> catalogue_from_value(const std::string& value, std::shared_ptr<const Opener> opener);
 
-// The decoder a spec describes; InvalidArgument for an unknown kind or parameters out of range.
-std::shared_ptr<const Decoder> decoder_from_spec(const std::string& spec);
+// The decoder a spec describes (a quantized layer's reads its side tensors through `opener`);
+// InvalidArgument for an unknown kind or parameters out of range.
+std::shared_ptr<const Decoder> decoder_from_spec(const std::string& spec, const std::shared_ptr<const Opener>& opener);
 
 }  // namespace wl

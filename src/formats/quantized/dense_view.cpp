@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/tensor_json.hpp"
 #include "formats/quantized/bnb.hpp"
 #include "formats/quantized/fp8.hpp"
 #include "formats/quantized/pack_quantized.hpp"
@@ -97,6 +98,53 @@ QuantLayer make_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen,
   throw Error(ErrorCode::QuantUnsupported, fmt::format("{} layers are not decoded yet", seen_name(seen)), t.file, t.name);
 }
 
+// A layer's decoder with the spec that rebuilds it (the decoders themselves hold side tensors).
+class SpecifiedDecoder final : public Decoder {
+ public:
+  SpecifiedDecoder(std::shared_ptr<const Decoder> inner, std::string spec) : inner_(std::move(inner)), spec_(std::move(spec)) {}
+  std::string name() const override { return inner_->name(); }
+  std::string spec() const override { return spec_; }
+  uint64_t block_elems() const override { return inner_->block_elems(); }
+  uint64_t block_bytes() const override { return inner_->block_bytes(); }
+  DType output_dtype() const override { return inner_->output_dtype(); }
+  void decode(const std::byte* src, uint64_t nblocks, void* dst) const override { inner_->decode(src, nblocks, dst); }
+  uint64_t aux_block_bytes() const override { return inner_->aux_block_bytes(); }
+  void prepare() const override { inner_->prepare(); }
+  bool decodes_as(DType dtype) const override { return inner_->decodes_as(dtype); }
+  void decode_as(DType dtype, const std::byte* src, uint64_t nblocks, void* dst) const override {
+    inner_->decode_as(dtype, src, nblocks, dst);
+  }
+
+ private:
+  std::shared_ptr<const Decoder> inner_;
+  std::string spec_;
+};
+
+// What make_layer was given, with the layer's stored tensors; empty when one cannot be carried.
+std::string layer_spec(const WeightSource& raw, Seen seen, const std::string& prefix, const std::string& extra, const QuantConfig& c,
+                       const std::vector<std::string>& stored) {
+  if (c.block_json.empty()) return {};  // a config made in code, not read from a file
+  FileList files;
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const std::string& name : stored) {
+    std::optional<nlohmann::json> t = tensor_json(raw.at(name), files);
+    if (!t) return {};
+    tensors.push_back(std::move(*t));
+  }
+  return nlohmann::json{{"kind", "quantized-layer"}, {"config", nlohmann::json::parse(c.block_json)}, {"origin", c.origin},
+                        {"seen", static_cast<int>(seen)}, {"prefix", prefix}, {"extra", extra}, {"format", raw.format()},
+                        {"source", raw.origin()}, {"files", files.names}, {"tensors", std::move(tensors)}}
+      .dump();
+}
+
+QuantLayer specified_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen, const std::string& prefix, const std::string& extra,
+                           const QuantConfig& c, const TensorInfo& t) {
+  QuantLayer layer = make_layer(raw, seen, prefix, extra, c, t);
+  std::string spec = layer_spec(*raw, seen, prefix, extra, c, layer.stored);
+  if (!spec.empty()) layer.dense.decoder = std::make_shared<SpecifiedDecoder>(layer.dense.decoder, std::move(spec));
+  return layer;
+}
+
 std::string human_bytes(uint64_t bytes) {
   return bytes >= (1ull << 30) ? fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30))
                                : fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1ull << 20));
@@ -115,7 +163,7 @@ std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw
       throw Error(ErrorCode::QuantConfigInvalid,
                   fmt::format("{} says {}, but this tensor belongs to a {} layer", config.origin, config.method_name(), seen_name(seen)),
                   t.file, t.name);
-    layers.push_back(make_layer(raw, seen, prefix, extra, config, t));
+    layers.push_back(specified_layer(raw, seen, prefix, extra, config, t));
     for (const std::string& s : layers.back().stored) layer_of_stored.emplace(s, layers.size() - 1);
   }
   if (layers.empty() && (!require_layers || config.stored_dense())) return raw->with_metadata(raw->metadata());
@@ -148,6 +196,25 @@ std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw
       fmt::format("{}; {} layers dequantized on read (packed {}); dense size {} at 16 bits ({} parameters)", config.describe(),
                   layers.size(), human_bytes(stored_bytes), human_bytes(dense_elems * 2), dense_elems);
   return std::make_unique<WeightSource>(raw->format(), raw->origin(), std::move(tensors), std::move(metadata), raw->opener());
+}
+
+std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spec, const std::shared_ptr<const Opener>& opener) {
+  const auto files = spec.at("files").get<std::vector<std::string>>();
+  std::vector<TensorInfo> tensors;
+  for (const nlohmann::json& t : spec.at("tensors"))
+    tensors.push_back(tensor_from_json(t, files, [](const nlohmann::json& d) -> std::shared_ptr<const Decoder> {
+      bad_catalogue_value("a quantized layer's stored tensor with a decoder " + d.dump());
+    }));
+  if (tensors.empty()) bad_catalogue_value("a quantized layer without tensors");
+  const std::string origin = spec.at("origin").get<std::string>();
+  const QuantConfig config = parse_quant_config(spec.at("config"), origin);
+  const int seen = spec.at("seen").get<int>();
+  if (seen <= static_cast<int>(Seen::None) || seen > static_cast<int>(Seen::CtSparse)) bad_catalogue_value(fmt::format("layer kind {}", seen));
+  auto raw = std::make_shared<const WeightSource>(spec.at("format").get<std::string>(), spec.at("source").get<std::string>(),
+                                                  std::move(tensors), std::map<std::string, std::string>{}, opener);
+  return specified_layer(raw, static_cast<Seen>(seen), spec.at("prefix").get<std::string>(), spec.at("extra").get<std::string>(), config,
+                         raw->tensors().front())
+      .dense.decoder;
 }
 
 }  // namespace wl::quant

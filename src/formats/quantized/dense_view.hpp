@@ -16,4 +16,9 @@ namespace wl::quant {
 // metadata["quantization"] describes the method, the layers and the dense size.
 std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw, const QuantConfig& config, bool require_layers);
 
+// Each dense weight's decoder has a spec (Decoder::spec: kind "quantized-layer", with the config and
+// the layer's stored tensors), from which this rebuilds it elsewhere, its tensors read through
+// `opener`.
+std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spec, const std::shared_ptr<const Opener>& opener);
+
 }  // namespace wl::quant
