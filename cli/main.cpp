@@ -11,9 +11,11 @@
 #include <CLI/CLI.hpp>
 
 #include "cli_common.hpp"
+#include "weightloader/engine/llm.hpp"
 #include "weightloader/error.hpp"
 
 int main(int argc, char** argv) {
+  wl::release_blas_threads();  // before anything runs: the pool's spinning threads take a core
 #ifdef WL_WITH_REMOTE
   wl::install_remote_openers();  // http://, https:// and s3:// names wherever a path goes
 #endif

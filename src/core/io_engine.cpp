@@ -113,7 +113,7 @@ class Executor {
   void fetch(const Chunk& c, uint64_t offset, uint64_t length, std::byte* out, Scratch& scratch, uint64_t bounce) const;
   void read_direct(const Chunk& c, uint64_t offset, uint64_t length, std::byte* out, Scratch& scratch,
                    uint64_t bounce_bytes) const;
-  void scatter_read(const Chunk* c, const Extent& e, Scratch& scratch) const;
+  void scatter_read(const Chunk* c, const Extent& e) const;
   void finish(const Chunk& c, const std::byte* src, Scratch& scratch) const;
   const std::byte* staged_values(const Chunk& c, const std::byte* src, Scratch& scratch, bool copy_out) const;
   void hint_ahead(size_t i) const;
@@ -251,15 +251,11 @@ void Executor::run_chunk(const Chunk& c, Scratch& scratch) {
   finish(c, staging, scratch);
 }
 
-// Unstaged chunks back to back: one scattered read straight into their destinations from a local
-// file, else one positioned read per chunk.
-void Executor::scatter_read(const Chunk* c, const Extent& e, Scratch& scratch) const {
+// Unstaged chunks back to back: scattered reads straight into their destinations (one preadv from a
+// local file, one ranged GET from a remote object), resumed where a read ends early.
+void Executor::scatter_read(const Chunk* c, const Extent& e) const {
   const ByteSource& src = source(c[0]);
   const uint64_t offset = c[0].src_offset;
-  if (src.kind() != SourceKind::LocalFile) {
-    for (size_t i = 0; i < e.count; ++i) fetch(c[i], c[i].src_offset, c[i].src_bytes, c[i].dst, scratch, 0);
-    return;
-  }
   std::vector<ReadBuffer> buffers(e.count);
   for (size_t i = 0; i < e.count; ++i) buffers[i] = {c[i].dst, c[i].src_bytes};
   size_t at = 0;
@@ -287,7 +283,7 @@ void Executor::scatter_read(const Chunk* c, const Extent& e, Scratch& scratch) c
 // in direct mode) into staging, from which each chunk is finished.
 void Executor::run_extent(const Chunk* c, const Extent& e, Scratch& scratch) {
   if (!e.staged) {
-    scatter_read(c, e, scratch);
+    scatter_read(c, e);
     return;
   }
   const uint64_t offset = c[0].src_offset;

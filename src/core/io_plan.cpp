@@ -125,11 +125,13 @@ void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint
               [](const Chunk& a, const Chunk& b) { return a.src_offset < b.src_offset; });
 }
 
-// Back-to-back chunks of one source merge into extents: up to chunk_bytes when read in place, and
-// when staged, up to what staging allows (for buffered reads, a cache-sized chunk).
-void merge_extents(const PlanParams& p, uint64_t staging_room, IoPlan& plan) {
+// Back-to-back chunks of one source merge into extents: up to chunk_bytes when read in place (and
+// not above each thread's share of the load, so that every thread gets reads), and when staged, up
+// to what staging allows (for buffered reads, a cache-sized chunk).
+void merge_extents(const PlanParams& p, uint64_t staging_room, unsigned threads, IoPlan& plan) {
   const uint64_t staged_limit =
       std::min(staging_room, p.mode == IoMode::Direct ? p.chunk_bytes : std::min(p.chunk_bytes, kStagedChunkBytes));
+  const uint64_t in_place_limit = std::min(p.chunk_bytes, std::max<uint64_t>(kMinExtentBytes, plan.total_bytes / threads));
   constexpr size_t kMaxMerged = 256;  // well under IOV_MAX
   const std::vector<Chunk>& chunks = plan.chunks;
   for (size_t i = 0; i < chunks.size(); ++i) {
@@ -141,7 +143,7 @@ void merge_extents(const PlanParams& p, uint64_t staging_room, IoPlan& plan) {
       const bool both_staged = e.staged || staged;
       const bool mergeable = c.source == last.source && c.src_offset == last.src_offset + last.src_bytes &&
                              !c.aux_bytes && !last.aux_bytes && e.count < kMaxMerged &&
-                             e.bytes + c.src_bytes <= (both_staged ? staged_limit : p.chunk_bytes);
+                             e.bytes + c.src_bytes <= (both_staged ? staged_limit : in_place_limit);
       if (mergeable) {
         ++e.count;
         e.bytes += c.src_bytes;
@@ -170,7 +172,7 @@ IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<si
       kDecodedPieceBytes + (p.mode == IoMode::Direct ? kBounceBytes + ByteSource::direct_alignment() : 0);
   const uint64_t staging_room = plan.thread_staging > reserved ? plan.thread_staging - reserved : 0;
   for (size_t i = 0; i < requests.size(); ++i) plan_request(requests[i], source_of[i], p, staging_room, plan);
-  merge_extents(p, staging_room, plan);
+  merge_extents(p, staging_room, planned, plan);
   plan.threads = static_cast<unsigned>(std::min<size_t>(planned, std::max<size_t>(1, plan.work_items())));
   constexpr uint64_t A = ByteSource::direct_alignment();
   plan.bounce_bytes = std::max<uint64_t>(kBounceBytes, std::min(plan.thread_staging, p.chunk_bytes) / A * A);

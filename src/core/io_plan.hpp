@@ -79,6 +79,8 @@ constexpr uint64_t kBounceBytes = 16 * ByteSource::direct_alignment();
 constexpr uint64_t kDecodedPieceBytes = 64u << 10;
 // Destination pieces of the prefault pass.
 constexpr uint64_t kPrefaultPieceBytes = 8ull << 20;
+// In-place extents stay under each thread's share of a load, but not below this.
+constexpr uint64_t kMinExtentBytes = 1ull << 20;
 
 // Blocks of `t` decoded per piece (all of them for split encodings, which decode in one go).
 uint64_t decoded_piece_blocks(const TensorInfo& t);

@@ -1,5 +1,7 @@
 #include "engine/matvec.hpp"
 
+#include "weightloader/engine/llm.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -32,9 +34,20 @@ void run_block(const Block& b) {
 
 }  // namespace
 
+// Exported by OpenBLAS's pthreads build (weak: the serial and OpenMP builds have no pool to stop).
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 void init_blas_threads() {
   static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+  // Setting the count restarts a stopped pool: a process that stopped it is at one thread already.
+  std::call_once(once, [] {
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+  });
+}
+
+void release_blas_threads() {
+  init_blas_threads();
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
 
 void run_matvecs(ThreadPool& pool, std::span<const MatVec> jobs) {

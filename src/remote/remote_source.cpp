@@ -73,7 +73,8 @@ uint64_t RemoteSource::read_some(uint64_t offset, void* dst, uint64_t length) co
     std::lock_guard lock(head_mutex_);
     if (!head_) {
       std::string head(head_bytes(), '\0');
-      head.resize(fetch(0, head.data(), head.size()));  // a dropped connection keeps what arrived
+      const ReadBuffer whole{head.data(), head.size()};
+      head.resize(fetch(0, &whole, 1));  // a dropped connection keeps what arrived
       head_ = std::move(head);
     }
     if (offset < head_->size()) {
@@ -82,20 +83,38 @@ uint64_t RemoteSource::read_some(uint64_t offset, void* dst, uint64_t length) co
       return n;
     }
   }
-  return fetch(offset, dst, length);
+  const ReadBuffer buffer{dst, length};
+  return fetch(offset, &buffer, 1);
 }
 
-uint64_t RemoteSource::fetch(uint64_t offset, void* dst, uint64_t length) const {
+uint64_t RemoteSource::read_some_scattered(uint64_t offset, const ReadBuffer* buffers, size_t count) const {
+  uint64_t length = 0;
+  for (size_t i = 0; i < count; ++i) length += buffers[i].length;
+  if (offset >= size_ || length == 0) return 0;
+  if (offset + length <= head_bytes()) return ByteSource::read_some_scattered(offset, buffers, count);  // the cached head
+  return fetch(offset, buffers, count);
+}
+
+uint64_t RemoteSource::fetch(uint64_t offset, const ReadBuffer* buffers, size_t count) const {
+  uint64_t length = 0;
+  for (size_t i = 0; i < count; ++i) length += buffers[i].length;
+  length = std::min(length, size_ - offset);
   HttpRequest request;
   request.url = target_.url;
   request.range = std::make_pair(offset, offset + length - 1);
   request.if_match = etag_;
   request.aws = target_.aws;
-  auto* out = static_cast<char*>(dst);
   uint64_t got = 0;
+  size_t at = 0;        // the buffer being filled
+  uint64_t within = 0;  // bytes of it filled
   const BodySink sink = [&](const char* data, size_t n) {
     const uint64_t take = std::min<uint64_t>(n, length - got);
-    std::memcpy(out + got, data, take);
+    for (uint64_t done = 0; done < take;) {
+      while (buffers[at].length == within) ++at, within = 0;
+      const uint64_t piece = std::min(take - done, buffers[at].length - within);
+      std::memcpy(static_cast<char*>(buffers[at].data) + within, data + done, piece);
+      within += piece, done += piece;
+    }
     got += take;
     fetched_ += take;
     return take == n;  // more than the range holds: stop, the server is not answering what was asked

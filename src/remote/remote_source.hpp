@@ -35,8 +35,10 @@ class RemoteSource final : public ByteSource {
   const std::string& name() const noexcept override { return target_.name; }
   uint64_t size() const noexcept override { return size_; }
   uint64_t read_some(uint64_t offset, void* dst, uint64_t length) const override;
+  // One ranged GET for all the buffers (an extent of back-to-back tensors), its body spread over them.
+  uint64_t read_some_scattered(uint64_t offset, const ReadBuffer* buffers, size_t count) const override;
   // Network round trips are slow and parallel ones cheap: big requests, many in flight.
-  uint64_t preferred_request_bytes() const override { return 8ull << 20; }
+  uint64_t preferred_request_bytes() const override { return 32ull << 20; }
   unsigned preferred_concurrency() const override { return 8; }
   uint64_t bytes_fetched() const override { return fetched_; }
 
@@ -47,7 +49,7 @@ class RemoteSource final : public ByteSource {
   uint64_t head_bytes() const { return std::min<uint64_t>(64u << 10, size_ / 64); }
 
  private:
-  uint64_t fetch(uint64_t offset, void* dst, uint64_t length) const;  // one ranged GET
+  uint64_t fetch(uint64_t offset, const ReadBuffer* buffers, size_t count) const;  // one ranged GET
 
   RemoteTarget target_;
   uint64_t size_ = 0;

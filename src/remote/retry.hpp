@@ -49,6 +49,9 @@ class RetryingSource final : public ByteSource {
   uint64_t read_some(uint64_t offset, void* dst, uint64_t length) const override {
     return with_retries(policy_, [&] { return inner_->read_some(offset, dst, length); });
   }
+  uint64_t read_some_scattered(uint64_t offset, const ReadBuffer* buffers, size_t count) const override {
+    return with_retries(policy_, [&] { return inner_->read_some_scattered(offset, buffers, count); });
+  }
   uint64_t preferred_request_bytes() const override { return inner_->preferred_request_bytes(); }
   unsigned preferred_concurrency() const override { return inner_->preferred_concurrency(); }
   uint64_t bytes_fetched() const override { return inner_->bytes_fetched(); }

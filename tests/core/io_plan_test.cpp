@@ -182,6 +182,25 @@ TEST(IoPlan, BackToBackChunksOfOneSourceMergeUpToChunkBytes) {
   EXPECT_EQ(wide.threads, 1u);  // one work item
 }
 
+TEST(IoPlan, MergedExtentsLeaveEveryThreadAShare) {
+  // Eight 1 MiB tensors side by side: with requests of up to 32 MiB (a remote source's), one thread
+  // reads them in one extent, four threads in four of 2 MiB.
+  constexpr uint64_t MiB = 1 << 20;
+  std::vector<TensorInfo> ts;
+  for (uint64_t i = 0; i < 8; ++i) ts.push_back(raw("t" + std::to_string(i), DType::F32, {MiB / 4}, i * MiB));
+  Dest out(8 * MiB);
+  std::vector<ReadRequest> reqs;
+  for (uint64_t i = 0; i < 8; ++i) reqs.push_back({&ts[i], {}, DType::F32, out.get() + i * MiB});
+  const IoPlan one = plan_reads(reqs, all_from(8), params(IoMode::Pread, 1, 32 * MiB));
+  ASSERT_EQ(one.extents.size(), 1u);
+  EXPECT_EQ(one.extents[0].bytes, 8 * MiB);
+  const IoPlan four = plan_reads(reqs, all_from(8), params(IoMode::Pread, 4, 32 * MiB));
+  ASSERT_EQ(four.extents.size(), 4u);
+  for (const Extent& e : four.extents) EXPECT_EQ(e.bytes, 2 * MiB);
+  EXPECT_EQ(four.threads, 4u);
+  expect_extents_partition_chunks(four);
+}
+
 TEST(IoPlan, ChunksOfDifferentSourcesNeverMerge) {
   // Offsets that would be back to back if they were in the same file.
   const TensorInfo a = raw("a", DType::F32, {10}, 0, "a.bin"), b = raw("b", DType::F32, {10}, 40, "b.bin");

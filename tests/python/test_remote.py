@@ -1083,3 +1083,19 @@ def test_https_streams_with_the_ca_bundle_from_the_environment(nginx_tls, testda
     env["WL_CA_BUNDLE"] = "/etc/ssl/certs/ca-certificates.crt"
     r = subprocess.run([str(CLI), "inspect", url], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and url in r.stderr and "SSL" in r.stderr.upper()
+
+
+def test_back_to_back_tensors_come_in_one_ranged_get(nginx, tmp_path):
+    """64 tensors of 64 KiB side by side: one reader thread fetches them with one ranged GET whose
+    body is spread over their parameters (the byte source's scattered read), not one GET each."""
+    tensors = {f"t{i:02d}": torch.full((16384,), float(i)) for i in range(64)}
+    wl.save_file(tensors, tmp_path / "many.safetensors")
+    url = nginx.put("many/many.safetensors", tmp_path / "many.safetensors")
+    loader = wl.LocalWeightLoader(concurrency=1)
+    weights = loader.get_weights(url)
+    before = len(nginx.log())
+    model = module_like(tensors)
+    loader.load_weights(model, weights, progress=False)
+    gets = [e for e in nginx.log()[before:] if e.path == "many/many.safetensors" and e.method == "GET"]
+    assert len(gets) == 1 and gets[0].sent == 64 * 16384 * 4, [(e.range, e.sent) for e in gets]
+    assert_identical(tensors, model.state_dict())

@@ -18,9 +18,17 @@
 #include "weightloader/registry.hpp"
 #include "weightloader/report.hpp"
 #include "weightloader/engine/tokenizer.hpp"
+
 #include "weightloader/export.hpp"
 
 namespace wl {
+
+// For a process whose only BLAS user is the engine (the CLI): one BLAS thread per call, as the
+// engine runs it, and OpenBLAS's pool of worker threads stopped. That pool starts when the library
+// loads and its threads spin (sched_yield) for a while, taking a core from a load — and from a
+// server on the same machine (measured: HTTP loads over loopback 1.2x faster without it). Not for a
+// process whose other code wants OpenBLAS's threads (torch shares the library).
+WL_API void release_blas_threads();
 
 struct LLMOptions {
   std::string model;                    // a path (file or directory) or a cached Hugging Face model id
