@@ -127,6 +127,28 @@ void expect_matches_transformers(const std::string& model, const std::string& wh
   }
 }
 
+// `got_model` gives `want_model`'s logits at every position of `ids`, on one rank and on two;
+// `check` sees each of got_model's LLMs first.
+void expect_same_logits(const std::string& want_model, const std::string& got_model, const std::vector<int32_t>& ids,
+                        const std::function<void(const LLM&)>& check = {}) {
+  SamplingParams p;
+  p.temperature = 0, p.max_tokens = 1, p.return_logits = true, p.stop_at_eos = false;
+  for (unsigned tp : {1u, 2u}) {
+    LLMOptions o;
+    o.tensor_parallel_size = tp;
+    o.model = want_model;
+    const GenerationOutput want = LLM(o).generate(ids, p);
+    o.model = got_model;
+    LLM llm(o);
+    if (check) check(llm);
+    const GenerationOutput got = llm.generate(ids, p);
+    ASSERT_EQ(got.logits.size(), want.logits.size());
+    for (size_t pos = 0; pos < want.logits.size(); ++pos)
+      for (size_t v = 0; v < want.logits[pos].size(); ++v)
+        ASSERT_NEAR(got.logits[pos][v], want.logits[pos][v], 1e-5) << "tp " << tp << " pos " << pos;
+  }
+}
+
 TEST(LlmLayerWidths, AnIntermediateSizeListRunsEachLayerAtItsWidth) {
   WL_REQUIRE_TESTDATA();
   const Tensors in = qwen2_tensors();
@@ -192,20 +214,7 @@ TEST(LlmLayerWidths, ASkippedSubBlockIsTheSameAsOneWhoseOutputIsZero) {
   const std::string zeroed_model = write_model(a, zeroed, qwen2_config());
   const std::string skipped_model =
       write_model(b, skipped, as_nemotron(qwen2_config(), json::array({block(no_op(), ffn_mult(1.0)), block(heads_in_group(2), no_op())})));
-  const std::vector<int32_t> ids{3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
-  SamplingParams p;
-  p.temperature = 0, p.max_tokens = 1, p.return_logits = true, p.stop_at_eos = false;
-  for (unsigned tp : {1u, 2u}) {
-    LLMOptions o;
-    o.tensor_parallel_size = tp;
-    o.model = zeroed_model;
-    const GenerationOutput want = LLM(o).generate(ids, p);
-    o.model = skipped_model;
-    const GenerationOutput got = LLM(o).generate(ids, p);
-    ASSERT_EQ(got.logits.size(), want.logits.size());
-    for (size_t pos = 0; pos < want.logits.size(); ++pos)
-      for (size_t v = 0; v < want.logits[pos].size(); ++v) EXPECT_NEAR(got.logits[pos][v], want.logits[pos][v], 1e-5) << "tp " << tp << " pos " << pos;
-  }
+  expect_same_logits(zeroed_model, skipped_model, {3, 1, 4, 1, 5, 9, 2, 6, 5, 3});
 }
 
 // The qwen2 fixture has one kv head; here the kv heads differ. stas/tiny-random-llama-2 (4 heads,
@@ -229,22 +238,9 @@ TEST(LlmLayerWidths, GroupedKvHeadsOfOneLayerReadTheirGroupsHead) {
   const json ffn = json::object({{"intermediate_size", 64}});
   config["block_configs"] = json::array({block(heads_in_group(1), ffn), block(heads_in_group(2), ffn)});
   const std::string grouped_model = write_model(b, grouped, config);
-  const std::vector<int32_t> ids{1, 450, 2812, 17, 2999, 3, 1024, 77, 500};
-  SamplingParams p;
-  p.temperature = 0, p.max_tokens = 1, p.return_logits = true, p.stop_at_eos = false;
-  for (unsigned tp : {1u, 2u}) {
-    LLMOptions o;
-    o.tensor_parallel_size = tp;
-    o.model = paired_model;
-    const GenerationOutput want = LLM(o).generate(ids, p);
-    o.model = grouped_model;
-    LLM llm(o);
+  expect_same_logits(paired_model, grouped_model, {1, 450, 2812, 17, 2999, 3, 1024, 77, 500}, [](const LLM& llm) {
     EXPECT_EQ(llm.config().layer_widths, (std::vector<LayerWidths>{{64, 4}, {64, 2}}));
-    const GenerationOutput got = llm.generate(ids, p);
-    ASSERT_EQ(got.logits.size(), want.logits.size());
-    for (size_t pos = 0; pos < want.logits.size(); ++pos)
-      for (size_t v = 0; v < want.logits[pos].size(); ++v) ASSERT_NEAR(got.logits[pos][v], want.logits[pos][v], 1e-5) << "tp " << tp << " pos " << pos;
-  }
+  });
 }
 
 // A layer whose tensors contradict its width is refused naming the tensor and the layer's widths.
