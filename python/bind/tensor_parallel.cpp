@@ -4,6 +4,7 @@
 #include "bind/bindings.hpp"
 #include "engine/rank_agreement.hpp"
 #include "engine/shared_catalogue.hpp"
+#include "loaders/catalogue_value.hpp"
 
 namespace wl::py {
 
@@ -43,8 +44,8 @@ void register_tensor_parallel(pyb::module_& m) {
     return share({loader, {}}, source, path);
   });
   m.def("shared_catalogue", [](const std::string& shared, const std::string& path) -> std::shared_ptr<WeightSource> {
-    if (!received_catalogue(shared, path)) return nullptr;
-    return shared_catalogue(shared, default_opener());
+    const std::optional<SharedCatalogue> received = received_catalogue(shared, path);
+    return received ? std::shared_ptr<WeightSource>(catalogue_from_value(received->catalogue, default_opener())) : nullptr;
   });
 }
 

@@ -118,7 +118,7 @@ class Executor {
   const std::byte* staged_values(const Chunk& c, const std::byte* src, Scratch& scratch, bool copy_out) const;
   void hint_ahead(size_t i) const;
   const ByteSource& source(const Chunk& c) const { return *sources_[c.source]; }
-  // Neither a descriptor nor memory: each read is a request to a server (an HTTP or S3 object).
+  // Neither a local file nor memory: each read is a request to a server (an HTTP or S3 object).
   static bool waits_on_network(const ByteSource* s) { return s->kind() == SourceKind::Remote && s->mapping() == nullptr; }
 
   const IoPlan& plan_;
@@ -447,7 +447,7 @@ bool has_mapping(const ByteSource& s) { return s.size() == 0 || s.mapping() != n
 
 // Auto: the page cache is faster than any disk, so pread when most of the files' bytes are
 // cached; otherwise O_DIRECT (as fast as buffered reads from disk, without filling the cache with
-// a second copy of the weights), unless a file system refuses it. Sources without a descriptor
+// a second copy of the weights), unless a file system refuses it. Sources that are not local files
 // are copied out of memory when they are memory, else read with positioned reads.
 IoMode choose_mode(const std::vector<ByteSource*>& sources, std::string& reason) {
   const bool all_files =

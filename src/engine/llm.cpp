@@ -14,6 +14,7 @@
 #include "engine/rank_agreement.hpp"
 #include "engine/sampler.hpp"
 #include "engine/shared_catalogue.hpp"
+#include "loaders/catalogue_value.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {
@@ -103,8 +104,8 @@ std::unique_ptr<WeightSource> LLM::open(const std::string& shared, std::string* 
   // Through the opener: a URL (http, https, s3) is a path as a local one is; a model id means hf.
   // Detection and get_weights share one caching opener: each file is opened (a HEAD) once.
   const auto session = std::make_shared<CachingOpener>(default_opener());
-  const bool received = received_catalogue(shared, options_.model);
-  if (received) choice = shared_choice(shared);
+  const std::optional<SharedCatalogue> received = received_catalogue(shared, options_.model);
+  if (received) choice = received->choice;
   else if (choice.name == "auto") choice = detect_loader(options_.model, *session, FormatList::global());
   const LoaderChoice detected = choice;
   for (const auto& [k, v] : options_.weight_loader_kwargs) choice.kwargs[k] = v;
@@ -115,7 +116,7 @@ std::unique_ptr<WeightSource> LLM::open(const std::string& shared, std::string* 
   // Before get_weights: a model id missing from the cache downloads there, with this progress.
   if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
   std::unique_ptr<WeightSource> source =
-      received ? shared_catalogue(shared, session) : loader->get_weights(options_.model);
+      received ? catalogue_from_value(received->catalogue, session) : loader->get_weights(options_.model);
   if (to_share) *to_share = share(detected, *source, options_.model);
   // Under Hugging Face names (name_map=auto: whatever the checkpoint's scheme), as the configuration reads them.
   config_ = llama_config_from_source(*loader->canonical_source(*source));

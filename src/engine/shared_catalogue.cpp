@@ -19,19 +19,13 @@ std::string share(const LoaderChoice& detected, const WeightSource& source, cons
   return json{{"model", model}, {"loader", detected.name}, {"kwargs", kwargs}, {"catalogue", *catalogue}}.dump();
 }
 
-bool received_catalogue(const std::string& shared, const std::string& model) {
-  return !shared.empty() && json::parse(shared).at("model").get<std::string>() == model;
-}
-
-LoaderChoice shared_choice(const std::string& shared) {
+std::optional<SharedCatalogue> received_catalogue(const std::string& shared, const std::string& model) {
+  if (shared.empty()) return std::nullopt;
   const json j = json::parse(shared);
-  LoaderChoice choice{j.at("loader").get<std::string>(), {}};
-  for (const auto& [key, value] : j.at("kwargs").items()) choice.kwargs[key] = value.get<std::string>();
-  return choice;
-}
-
-std::unique_ptr<WeightSource> shared_catalogue(const std::string& shared, std::shared_ptr<const Opener> opener) {
-  return catalogue_from_value(json::parse(shared).at("catalogue").get<std::string>(), std::move(opener));
+  if (j.at("model").get<std::string>() != model) return std::nullopt;
+  SharedCatalogue out{{j.at("loader").get<std::string>(), {}}, j.at("catalogue").get<std::string>()};
+  for (const auto& [key, value] : j.at("kwargs").items()) out.choice.kwargs[key] = value.get<std::string>();
+  return out;
 }
 
 }  // namespace wl

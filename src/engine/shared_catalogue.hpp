@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "weightloader/registry.hpp"
@@ -14,11 +15,13 @@ namespace wl {
 
 // `detected` is the loader choice before the caller's kwargs; `model` what was opened.
 std::string share(const LoaderChoice& detected, const WeightSource& source, const std::string& model);
-// Whether `shared` (share's text, or empty) carries a catalogue of `model` (ranks may be given
-// copies at paths of their own: those read their own).
-bool received_catalogue(const std::string& shared, const std::string& model);
-LoaderChoice shared_choice(const std::string& shared);
-// The catalogue, its bytes read through `opener`.
-std::unique_ptr<WeightSource> shared_catalogue(const std::string& shared, std::shared_ptr<const Opener> opener);
+// What `shared` (share's text, or empty) carries for `model`: rank 0's loader choice and catalogue
+// value (catalogue_from_value rebuilds it); nullopt when it carries none, or one of another model
+// (ranks may be given copies at paths of their own: those read their own).
+struct SharedCatalogue {
+  LoaderChoice choice;
+  std::string catalogue;
+};
+std::optional<SharedCatalogue> received_catalogue(const std::string& shared, const std::string& model);
 
 }  // namespace wl

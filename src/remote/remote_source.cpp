@@ -37,6 +37,12 @@ HttpResponse head(const RemoteTarget& target) {
   return r;
 }
 
+uint64_t total_length(const ReadBuffer* buffers, size_t count) {
+  uint64_t length = 0;
+  for (size_t i = 0; i < count; ++i) length += buffers[i].length;
+  return length;
+}
+
 }  // namespace
 
 std::shared_ptr<ByteSource> open_remote(const RemoteTarget& target) {
@@ -88,17 +94,14 @@ uint64_t RemoteSource::read_some(uint64_t offset, void* dst, uint64_t length) co
 }
 
 uint64_t RemoteSource::read_some_scattered(uint64_t offset, const ReadBuffer* buffers, size_t count) const {
-  uint64_t length = 0;
-  for (size_t i = 0; i < count; ++i) length += buffers[i].length;
+  const uint64_t length = total_length(buffers, count);
   if (offset >= size_ || length == 0) return 0;
   if (offset + length <= head_bytes()) return ByteSource::read_some_scattered(offset, buffers, count);  // the cached head
   return fetch(offset, buffers, count);
 }
 
 uint64_t RemoteSource::fetch(uint64_t offset, const ReadBuffer* buffers, size_t count) const {
-  uint64_t length = 0;
-  for (size_t i = 0; i < count; ++i) length += buffers[i].length;
-  length = std::min(length, size_ - offset);
+  const uint64_t length = std::min(total_length(buffers, count), size_ - offset);
   HttpRequest request;
   request.url = target_.url;
   request.range = std::make_pair(offset, offset + length - 1);

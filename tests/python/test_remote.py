@@ -815,8 +815,11 @@ def test_an_object_changing_mid_load_is_an_error(fault_http, ckpt, when):
     data_start = wl.LocalWeightLoader().get_weights(ckpt["big"]).info("t0")["offset"]
     fault_http.change_after_first_range("m/big.safetensors", ckpt["big_changed"],
                                         min_offset=data_start if when == "first-tensor" else 0)
+    # Into BF16 on one reader: the data comes in staged pieces, one after another, so that reads
+    # follow the first one's answer (back-to-back F32 tensors may all come in requests already sent).
+    bf16 = {name: t.bfloat16() for name, t in _expected(ckpt["big"]).items()}
     with pytest.raises(wl.Error, match=r"(?i)chang|modified") as info:
-        load_weights(url, _expected(ckpt["big"]))
+        load_weights(url, bf16, wl.LocalWeightLoader(concurrency=1))
     assert_error_names(info.value, url)
     assert any(r.fault == "changed" for r in fault_http.requests())
 
