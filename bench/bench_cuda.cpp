@@ -118,7 +118,7 @@ int main(int argc, char** argv) try {
     }
   }
   if (reps == 0) return 0;  // --synth only
-  wl::install_cuda_devices();
+  const wl::Context context = wl::with_cuda_devices({});
   const wl::LoaderChoice choice = wl::detect_loader(dir);
   auto probe = wl::WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
   auto source = probe->get_weights(dir);
@@ -137,6 +137,7 @@ int main(int argc, char** argv) try {
   for (wl::DType dtype : {wl::DType::F32, wl::DType::BF16}) {
     auto loader = wl::WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
     loader->dtype() = dtype;
+    loader->options().context = context;
     loader->options().io.device = wl::Device::parse("cuda:0");
     wl::Model model = loader->mirror_model(*source);  // cudaMalloc outside the timing
     wl::LoadReport report;

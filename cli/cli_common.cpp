@@ -1,5 +1,12 @@
 #include "cli_common.hpp"
 
+#ifdef WL_WITH_REMOTE
+#include "weightloader/remote.hpp"
+#endif
+#ifdef WL_WITH_CUDA
+#include "weightloader/cuda.hpp"
+#endif
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -55,13 +62,28 @@ Kwargs SourceOptions::kwargs() const {
   return out;
 }
 
+const Context& program_context() {
+  static const Context context = [] {
+    Context c;
+#ifdef WL_WITH_REMOTE
+    c = with_remote(std::move(c));  // http://, https:// and s3:// names wherever a path goes; hub downloads
+#endif
+#ifdef WL_WITH_CUDA
+    c = with_cuda_devices(std::move(c));  // --device cuda[:N]
+#endif
+    return c;
+  }();
+  return context;
+}
+
 SourceOptions::Opened SourceOptions::open_loader(const Kwargs& extra) const {
-  const auto session = std::make_shared<CachingOpener>(default_opener());
-  LoaderChoice c = loader == "auto" ? detect_loader(path, *session, FormatList::global()) : LoaderChoice{loader, {}};
+  Context session = program_context();
+  session.opener = std::make_shared<CachingOpener>(session.files());
+  LoaderChoice c = loader == "auto" ? detect_loader(path, *session.opener, session.detected_formats()) : LoaderChoice{loader, {}};
   for (auto& [k, v] : kwargs()) c.kwargs[k] = v;
   for (const auto& [k, v] : extra) c.kwargs[k] = v;
   Opened out{c.name, WeightLoaderRegistry::global().create(c.name, c.kwargs)};
-  out.loader->options().opener = session;
+  out.loader->options().context = std::move(session);
   return out;
 }
 

@@ -36,6 +36,10 @@ struct SourceOptions {
   Opened open_loader(const Kwargs& extra = {}) const;
 };
 
+// What this program's loads reach through: local files, and what the build links — http://,
+// https:// and s3:// names and hub downloads (the remote component), CUDA devices. Made once.
+const Context& program_context();
+
 // The checkpoint at `path` under the names a comparison or a conversion should see: with
 // name_map=auto the loader's canonical (Hugging Face) names and rotary rows; otherwise its explicit
 // mapping over the names the formats present (a GGUF Llama's as Hugging Face's: with_normalised_names).

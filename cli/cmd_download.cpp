@@ -33,7 +33,7 @@ void add_download_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", a->quiet, "no progress bar");
   cmd->callback([a] {
     a->request.progress = make_progress_bar(a->quiet);
-    fmt::print("{}\n", download_hf_snapshot(a->request));
+    fmt::print("{}\n", download_hf_snapshot(a->request, program_context().downloader));
   });
 }
 

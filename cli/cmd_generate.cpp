@@ -136,6 +136,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", o->quiet, "no load summary or speed on stderr");
   cmd->callback([o] {
     LLMOptions options;
+    options.context = program_context();
 #ifdef WL_WITH_MPI
     std::shared_ptr<MpiCommunicator> mpi;
     if (launched_by_mpi()) {

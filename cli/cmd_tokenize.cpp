@@ -49,7 +49,7 @@ void add_tokenize_command(CLI::App& app) {
   cmd->add_flag("--no-bos", a->no_bos, "--text: no BOS id first (nor what a tokenizer.json's post-processor adds)");
   cmd->callback([a, text, ids] {
     if (!*text && !*ids) throw Error(ErrorCode::InvalidArgument, "give --text or --ids");
-    const auto tok = open_tokenizer(a->tokenizer);
+    const auto tok = open_tokenizer(a->tokenizer, *program_context().files());
     if (*text) {
       fmt::print("{}\n", fmt::join(tok->encode(a->text, !a->no_bos), ","));
       return;

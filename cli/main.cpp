@@ -1,10 +1,4 @@
 // weightloader: inspect, load and generate model checkpoints from the command line.
-#ifdef WL_WITH_REMOTE
-#include "weightloader/remote.hpp"
-#endif
-#ifdef WL_WITH_CUDA
-#include "weightloader/cuda.hpp"
-#endif
 #include <cstdio>
 #include <exception>
 
@@ -16,12 +10,6 @@
 
 int main(int argc, char** argv) {
   wl::release_blas_threads();  // before anything runs: the pool's spinning threads take a core
-#ifdef WL_WITH_REMOTE
-  wl::install_remote_openers();  // http://, https:// and s3:// names wherever a path goes
-#endif
-#ifdef WL_WITH_CUDA
-  wl::install_cuda_devices();  // --device cuda[:N]
-#endif
   CLI::App app{
       "weightloader: load model weights from safetensors, PyTorch, GGUF, llama2.c and the custom\n"
       "meta.txt + model.bin format "

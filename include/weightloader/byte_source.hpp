@@ -112,13 +112,12 @@ class WL_API Opener {
 WL_API std::shared_ptr<const Opener> local_opener();
 
 // Names routed by URL scheme: "s3://bucket/key" to the opener added for "s3", names without a
-// scheme to the local file system. Adding a kind of source is one Opener plus one add() line.
+// scheme to `plain` (null: the local file system). Adding a kind of source is one Opener plus one
+// add() line (with_remote() in weightloader/remote.hpp adds http, https and s3 to a Context's).
 // add() is thread-safe, and so is everything else.
 class WL_API SchemeOpener final : public Opener {
  public:
-  // The default opener of loaders and sources, holding every scheme this build supports.
-  static const std::shared_ptr<SchemeOpener>& global();
-  SchemeOpener();  // local files only
+  explicit SchemeOpener(std::shared_ptr<const Opener> plain = nullptr);
   void add(const std::string& scheme, std::shared_ptr<const Opener> opener);  // InvalidArgument if taken
   std::vector<std::string> schemes() const;
 
@@ -137,6 +136,7 @@ class WL_API SchemeOpener final : public Opener {
 
   struct State;
   std::shared_ptr<State> state_;
+  std::shared_ptr<const Opener> plain_;
 };
 
 // The last part of a name, path or URL ("a/b/c.json" → "c.json").
@@ -170,8 +170,6 @@ class WL_API CachingOpener final : public Opener {
   mutable std::map<std::string, std::vector<std::string>> listed_;
 };
 
-// SchemeOpener::global(): what loaders, sources and the path conveniences open names with.
-WL_API std::shared_ptr<const Opener> default_opener();
 
 // Memory kept alive by its owner: a heap buffer, bytes received over a network, or a caller's
 // buffer (a Python object) held by `keep_alive` for as long as anything reads it.

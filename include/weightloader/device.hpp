@@ -12,6 +12,8 @@
 namespace wl {
 
 class Storage;
+// The copy engines of a context's devices (Context::devices; with_cuda_devices() makes them).
+class DeviceEngines;
 
 struct WL_API Device {
   enum class Kind { Cpu, Cuda };
@@ -25,11 +27,12 @@ struct WL_API Device {
   bool operator==(const Device&) const = default;
 };
 
-// `bytes` of memory on `device`, not zeroed (heap memory for "cpu"). InvalidArgument when this
-// build has no CUDA support or the device cannot be used; Io when it is out of memory.
-WL_API std::shared_ptr<Storage> allocate_device_storage(const Device& device, size_t bytes);
+// `bytes` of memory on `device`, not zeroed (heap memory for "cpu"), through `engines` (null:
+// the CPU only). InvalidArgument when there is no engine for the device or it cannot be used; Io
+// when it is out of memory.
+WL_API std::shared_ptr<Storage> allocate_device_storage(const Device& device, size_t bytes, const DeviceEngines* engines);
 
-// Whether `device` can be used by this build on this machine; if not, why not.
-WL_API bool device_available(const Device& device, std::string* why = nullptr);
+// Whether `device` can be used through `engines` on this machine; if not, why not.
+WL_API bool device_available(const Device& device, const DeviceEngines* engines, std::string* why = nullptr);
 
 }  // namespace wl

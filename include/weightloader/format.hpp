@@ -50,13 +50,13 @@ class WL_API FormatList {
   std::vector<FileFormat> formats_;
 };
 
-// Conveniences over FormatList::global() and default_opener().
+// Conveniences over FormatList::global() and local_opener().
 WL_API const FileFormat* find_file_format(const std::string& name);
 WL_API const FileFormat* detect_file_format(const std::string& path);
 
 // Opens several files of one format as one source; a tensor name in two files is
 // TensorInTwoFiles. `origin` names the checkpoint (directory or file) in messages. `opener`
-// finds the files (null: default_opener()).
+// finds the files (null: local_opener()).
 WL_API std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::vector<std::string>& names,
                                                 const std::string& origin,
                                                 std::shared_ptr<const Opener> opener = nullptr);
@@ -67,7 +67,7 @@ WL_API std::unique_ptr<WeightSource> open_files(const FileFormat& format, const 
 // directory (no absolute name, no ".."). Links on the file system are the user's and are followed:
 // a Hugging Face snapshot's files are links into its blobs.
 WL_API Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_name, const FileFormat& format);
-// The same through default_opener().
+// The same through local_opener().
 WL_API Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format);
 // The files an index's weight_map lists (relative to its directory, sorted, each once), under the
 // same checks; `index_name` names the index in errors.

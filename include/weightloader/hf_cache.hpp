@@ -1,5 +1,5 @@
-// The Hugging Face cache: model ids resolved to snapshot directories, and (when a downloader is
-// installed: install_remote_openers() installs the hub one) fetched from the hub when missing.
+// The Hugging Face cache: model ids resolved to snapshot directories, and (given a downloader:
+// with_remote() puts the hub's in a Context) fetched from the hub when missing.
 //
 // Layout (huggingface_hub's, so either tool reuses the other's downloads):
 //   <cache>/models--org--name/blobs/<etag>                 file contents, named by sha256 (LFS) or git sha1
@@ -49,18 +49,17 @@ struct HfDownload {
   ProgressCallback progress;         // bytes downloaded of bytes to download; false cancels (Cancelled)
 };
 
-// Downloads and returns the snapshot directory. Installed by the remote component.
+// Downloads and returns the snapshot directory (the remote component's: Context::downloader).
 using HfDownloader = std::function<std::string(const HfDownload&)>;
-WL_API void set_hf_downloader(HfDownloader downloader);
 
-// The installed downloader's snapshot; InvalidArgument if this build has none (no libcurl), and
-// FileNotFound naming what is missing when HF_HUB_OFFLINE forbids requests.
-WL_API std::string download_hf_snapshot(const HfDownload& request);
+// `downloader`'s snapshot; InvalidArgument if there is none (a context without the remote
+// component), and FileNotFound naming what is missing when HF_HUB_OFFLINE forbids requests.
+WL_API std::string download_hf_snapshot(const HfDownload& request, const HfDownloader& downloader);
 
-// The cached snapshot of request.model_id at request.revision, else (when not offline) a download
-// of what a load needs: also when the cached snapshot holds no weights (another tool fetched only
-// config.json). `include` is ignored for a snapshot already in the cache.
-WL_API std::string find_or_download_hf_snapshot(const HfDownload& request);
+// The cached snapshot of request.model_id at request.revision, else (with a downloader, when not
+// offline) a download of what a load needs: also when the cached snapshot holds no weights
+// (another tool fetched only config.json). `include` is ignored for a snapshot already in the cache.
+WL_API std::string find_or_download_hf_snapshot(const HfDownload& request, const HfDownloader& downloader);
 
 // The files of a repository (its file list, as the hub API gives it) that a load needs:
 // config.json, the tokenizer files and generation_config.json when present, and the weights of

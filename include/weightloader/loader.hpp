@@ -6,6 +6,7 @@
 #include <string>
 
 #include "weightloader/byte_source.hpp"
+#include "weightloader/context.hpp"
 #include "weightloader/export.hpp"
 #include "weightloader/model.hpp"
 #include "weightloader/name_mapping.hpp"
@@ -13,8 +14,6 @@
 #include "weightloader/source.hpp"
 
 namespace wl {
-
-class FormatList;
 
 struct LoadOptions {
   NameMapping names;
@@ -28,11 +27,11 @@ struct LoadOptions {
   // A parameter whose exact bytes the file holds (same dtype, raw, contiguous) gets a read-only
   // view of the file mapping instead of a copy; the file must not change while the model lives.
   bool zero_copy = false;
-  IoOptions io;
-  // Where get_weights opens names (null: default_opener(): local paths and known URL schemes), and which formats it detects
-  // (null: FormatList::global()). A registry's create() sets `formats` to its own list.
-  std::shared_ptr<const Opener> opener;
-  std::shared_ptr<const FormatList> formats;
+  IoOptions io;  // its `devices` are the context's unless set
+  // Where get_weights opens names and which formats it detects, where a model id missing from the
+  // cache is downloaded from, which devices parameters can be on. A registry's create() gives its
+  // loaders the registry's context.
+  Context context;
 };
 
 class WL_API WeightLoader {
@@ -59,9 +58,9 @@ class WL_API WeightLoader {
   // The `dtype` kwarg: the dtype weights are converted to when the loader builds the model.
   std::optional<DType>& dtype() noexcept { return dtype_; }
   const std::optional<DType>& dtype() const noexcept { return dtype_; }
-  // The opener and the formats in effect (LoadOptions', else the defaults).
-  const std::shared_ptr<const Opener>& opener() const;
-  const FormatList& formats() const;
+  // The opener and the formats in effect (the context's, else the defaults).
+  std::shared_ptr<const Opener> opener() const { return options_.context.files(); }
+  const FormatList& formats() const { return options_.context.detected_formats(); }
   // opener() behind a CachingOpener: what one get_weights call reads through (and the source it
   // returns keeps), so that detection, catalogue and data see the same version of every file.
   std::shared_ptr<const Opener> session_opener() const;

@@ -41,10 +41,10 @@ class WL_API WeightLoaderRegistry {
  public:
   // The process-wide registry, with the built-in loaders already registered.
   static WeightLoaderRegistry& global();
-  // A fresh registry holding the built-in loaders; its loaders detect `formats` (null: the global list).
-  static std::unique_ptr<WeightLoaderRegistry> with_builtins(std::shared_ptr<const FormatList> formats = nullptr);
-  // An empty registry whose loaders detect `formats` (null: the global list).
-  explicit WeightLoaderRegistry(std::shared_ptr<const FormatList> formats = nullptr) : formats_(std::move(formats)) {}
+  // A fresh registry holding the built-in loaders, which it gives `context`.
+  static std::unique_ptr<WeightLoaderRegistry> with_builtins(Context context = {});
+  // An empty registry whose loaders get `context` (where they open names, which formats they detect).
+  explicit WeightLoaderRegistry(Context context = {}) : context_(std::move(context)) {}
 
   // vLLM's `register(name, loader)`; `register` is a C++ keyword. LoaderExists if taken.
   void register_loader(const std::string& name, LoaderSpec spec);
@@ -62,7 +62,7 @@ class WL_API WeightLoaderRegistry {
   static const std::vector<KwargSpec>& common_kwargs();
 
  private:
-  std::shared_ptr<const FormatList> formats_;
+  Context context_;
   mutable std::mutex mutex_;
   std::map<std::string, LoaderSpec> loaders_;
 };
@@ -83,7 +83,7 @@ struct LoaderChoice {
   Kwargs kwargs;
 };
 WL_API LoaderChoice detect_loader(const std::string& path, const Opener& opener, const FormatList& formats);
-WL_API LoaderChoice detect_loader(const std::string& path);  // default_opener(), the global formats
+WL_API LoaderChoice detect_loader(const std::string& path);  // local_opener(), the global formats
 
 // Registers a loader into the global registry at static-initialisation time:
 //   static wl::LoaderRegistration reg("my_format", {...});

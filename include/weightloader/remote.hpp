@@ -1,6 +1,6 @@
 // HTTP(S) and S3 objects as byte sources (the optional `weightloader_remote` component, libcurl).
-// Once installed, "http://", "https://" and "s3://" names work wherever a path does: loaders,
-// safe_open, load_into, the CLI. Reads are ranged GETs straight into the destination, pinned to
+// Through a context made by with_remote(), "http://", "https://" and "s3://" names work wherever
+// a path does: loaders, safe_open, load_into, the CLI. Reads are ranged GETs straight into the destination, pinned to
 // the object's ETag (a change mid-load is an error, never mixed data), retried with backoff on
 // 5xx, 429, timeouts and dropped connections, resuming from the last byte received.
 //
@@ -12,18 +12,14 @@
 // WL_HTTP_BACKOFF_MS (default 200, doubling) tune the retries.
 #pragma once
 
-#include <cstdint>
-
-#include "weightloader/byte_source.hpp"
+#include "weightloader/context.hpp"
 #include "weightloader/export.hpp"
 
 namespace wl {
 
-// Adds the http, https and s3 openers to `opener`.
-WL_API void add_remote_openers(SchemeOpener& opener);
-// add_remote_openers(*SchemeOpener::global()) and the hub downloader (set_hf_downloader in
-// weightloader/hf_cache.hpp: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE), once per process (later calls
-// do nothing).
-WL_API void install_remote_openers();
+// `base` whose opener also opens http://, https:// and s3:// names (its own opener still serves
+// every other name), with the hub downloader for model ids missing from the Hugging Face cache
+// (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE).
+WL_API Context with_remote(Context base);
 
 }  // namespace wl

@@ -117,6 +117,8 @@ struct IoOptions {
   // Where the requests' dst addresses are. On a CUDA device, values are staged and converted on
   // the host and copied through a ring of pinned buffers of staging_bytes in all.
   Device device;
+  // The engines of devices other than the CPU (a load fills it from its Context::devices).
+  std::shared_ptr<const DeviceEngines> devices;
 };
 
 // One read: a slice of a tensor converted into a caller's contiguous buffer.
@@ -156,7 +158,7 @@ struct MemoryTensor {
 // Thread-safe for reading: several threads may read (and read_all) at once.
 class WL_API WeightSource {
  public:
-  // `opener` finds the byte sources the tensors name (TensorInfo::file); null: default_opener().
+  // `opener` finds the byte sources the tensors name (TensorInfo::file); null: local_opener().
   WeightSource(std::string format, std::string origin, std::vector<TensorInfo> tensors,
                std::map<std::string, std::string> metadata = {}, std::shared_ptr<const Opener> opener = nullptr);
   // Tensors already in memory, loaded like a file's: name mapping, conversion, slices, shards,
@@ -180,9 +182,9 @@ class WL_API WeightSource {
   // Bytes received over a network for this catalogue so far (headers, then reads); 0 when local.
   uint64_t bytes_fetched() const;
 
-  // Reads (a slice of) a tensor into `dst`, converting to `dst_dtype`. Returns bytes read from disk.
-  // `dst` is on `device` (host memory by default).
-  uint64_t read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice = {}, Device device = {}) const;
+  // Reads (a slice of) a tensor into host memory at `dst`, converting to `dst_dtype`. Returns
+  // bytes read from disk.
+  uint64_t read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice = {}) const;
   // Many reads at once, run in parallel by the I/O engine.
   ReadStats read_all(const std::vector<ReadRequest>& requests, const IoOptions& io = {}) const;
   // Reads a whole tensor into a fresh heap tensor.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "weightloader/checkpoint_names.hpp"
+#include "weightloader/context.hpp"
 #include "weightloader/dtype_convert.hpp"
 #include "weightloader/dtype.hpp"
 #include "weightloader/error.hpp"

@@ -23,6 +23,11 @@ void register_writers(pybind11::module_& m);
 void register_host_memory(pybind11::module_& m);
 void register_tensor_parallel(pybind11::module_& m);
 
+// What the module's loads reach through: local files, and what the build links — http://,
+// https:// and s3:// names and hub downloads (the remote component), CUDA devices (load_into
+// fills torch CUDA tensors in place). Made once.
+const Context& module_context();
+
 // A Python object kept alive by C++ (a tensor's or array's owner): released with the GIL held.
 std::shared_ptr<const void> keep_alive(pybind11::object owner);
 

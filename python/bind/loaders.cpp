@@ -137,7 +137,9 @@ void register_loaders(pyb::module_& m) {
       .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = pyb::none(),
            pyb::arg("progress") = pyb::none(), pyb::arg("device") = pyb::none());
   m.def("create_loader", [](const std::string& name, const pyb::dict& kwargs) {
-    return Loader{name, WeightLoaderRegistry::global().create(name, to_kwargs(kwargs))};
+    Loader made{name, WeightLoaderRegistry::global().create(name, to_kwargs(kwargs))};
+    made.loader->options().context = module_context();
+    return made;
   });
   m.def("list_loaders", [] { return WeightLoaderRegistry::global().list_available(); });
   m.def("loader_spec", [](const std::string& name) {
@@ -158,7 +160,8 @@ void register_loaders(pyb::module_& m) {
     return out;
   });
   m.def("detect_loader", [](const std::string& path) {
-    const LoaderChoice c = Interruptible().run([&] { return detect_loader(path); });  // a remote path means requests
+    const Context& context = module_context();  // a remote path means requests: interruptible
+    const LoaderChoice c = Interruptible().run([&] { return detect_loader(path, *context.files(), context.detected_formats()); });
     pyb::dict kwargs;
     for (const auto& [k, v] : c.kwargs) std::visit([&](const auto& x) { kwargs[pyb::str(k)] = x; }, v);
     return pyb::make_tuple(c.name, kwargs);

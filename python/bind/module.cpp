@@ -16,10 +16,22 @@ PYBIND11_MODULE(_core, m) {
   wl::py::register_writers(m);
   wl::py::register_host_memory(m);
   wl::py::register_tensor_parallel(m);
+}
+
+namespace wl::py {
+
+const Context& module_context() {
+  static const Context context = [] {
+    Context c;
 #ifdef WL_WITH_REMOTE
-  wl::install_remote_openers();  // http://, https:// and s3:// names wherever a path goes
+    c = with_remote(std::move(c));
 #endif
 #ifdef WL_WITH_CUDA
-  wl::install_cuda_devices();  // load_into fills torch CUDA tensors in place
+    c = with_cuda_devices(std::move(c));
 #endif
+    return c;
+  }();
+  return context;
 }
+
+}  // namespace wl::py

@@ -64,6 +64,7 @@ void read_into(const WeightSource& source, const std::string& name, const std::s
   Interruptible call;
   IoOptions io;
   io.device = where;
+  io.devices = module_context().devices;
   io.concurrency = 1;
   io.mode = IoMode::Pread;
   io.prefault = false;
@@ -111,7 +112,7 @@ SourcePtr from_bytes(const std::string& label, const pyb::bytes& data) {
 // a header that breaks a rule.
 std::optional<std::pair<SourcePtr, std::vector<std::string>>> safetensors_with_c64(const std::string& label,
                                                                                   const std::optional<pyb::bytes>& data) {
-  const std::shared_ptr<const Opener> opener = data ? bytes_opener(label, *data) : default_opener();
+  const std::shared_ptr<const Opener> opener = data ? bytes_opener(label, *data) : module_context().files();
   SafetensorsHeader stated = read_stated_safetensors_header(*opener->open(label));
   std::vector<TensorInfo> tensors;
   std::vector<std::string> pairs;
@@ -141,7 +142,7 @@ std::optional<std::pair<SourcePtr, std::vector<std::string>>> safetensors_with_c
 
 // A safetensors file's __metadata__ as the header states it: None when it has none (or null).
 std::optional<std::map<std::string, std::string>> safetensors_metadata(const std::string& path) {
-  return read_stated_safetensors_header(*default_opener()->open(path)).metadata;
+  return read_stated_safetensors_header(*module_context().files()->open(path)).metadata;
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ void register_tensor_parallel(pyb::module_& m) {
   });
   m.def("shared_catalogue", [](const std::string& shared, const std::string& path) -> std::shared_ptr<WeightSource> {
     const std::optional<SharedCatalogue> received = received_catalogue(shared, path);
-    return received ? std::shared_ptr<WeightSource>(catalogue_from_value(received->catalogue, default_opener())) : nullptr;
+    return received ? std::shared_ptr<WeightSource>(catalogue_from_value(received->catalogue, module_context().files())) : nullptr;
   });
 }
 

@@ -1,8 +1,6 @@
 #include "weightloader/device.hpp"
 
 #include <charconv>
-#include <map>
-#include <mutex>
 
 #include <fmt/format.h>
 
@@ -12,17 +10,6 @@
 
 namespace wl {
 namespace {
-
-struct Registry {
-  std::mutex mutex;
-  CopyEngineFactory factory;
-  std::map<int, std::shared_ptr<CopyEngine>> engines;
-};
-
-Registry& registry() {
-  static Registry r;
-  return r;
-}
 
 // Device memory; keeps its engine alive.
 class DeviceStorage final : public Storage {
@@ -60,35 +47,31 @@ Device Device::parse(std::string_view text) {
 
 std::string Device::name() const { return is_cpu() ? "cpu" : fmt::format("cuda:{}", index); }
 
-void install_cuda_engine_factory(CopyEngineFactory factory) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  r.factory = std::move(factory);
-  r.engines.clear();
-}
-
-std::shared_ptr<CopyEngine> copy_engine(const Device& device) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  if (!r.factory)
-    throw Error(ErrorCode::InvalidArgument,
-                fmt::format("device {}: this build has no CUDA support (the CUDA toolkit was not found when it was "
-                            "configured)",
-                            device.name()));
-  std::shared_ptr<CopyEngine>& engine = r.engines[device.index];
-  if (!engine) engine = r.factory(device.index);
+std::shared_ptr<CopyEngine> DeviceEngines::engine(const Device& device) const {
+  std::lock_guard lock(mutex_);
+  std::shared_ptr<CopyEngine>& engine = engines_[device.index];
+  if (!engine) engine = cuda_(device.index);
   return engine;
 }
 
-std::shared_ptr<Storage> allocate_device_storage(const Device& device, size_t bytes) {
-  if (device.is_cpu()) return allocate_storage(bytes);
-  return std::make_shared<DeviceStorage>(copy_engine(device), device, bytes);
+std::shared_ptr<CopyEngine> copy_engine(const Device& device, const DeviceEngines* engines) {
+  if (!engines)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("device {}: no CUDA support here (a build without the CUDA toolkit, or a context without "
+                            "with_cuda_devices())",
+                            device.name()));
+  return engines->engine(device);
 }
 
-bool device_available(const Device& device, std::string* why) {
+std::shared_ptr<Storage> allocate_device_storage(const Device& device, size_t bytes, const DeviceEngines* engines) {
+  if (device.is_cpu()) return allocate_storage(bytes);
+  return std::make_shared<DeviceStorage>(copy_engine(device, engines), device, bytes);
+}
+
+bool device_available(const Device& device, const DeviceEngines* engines, std::string* why) {
   if (device.is_cpu()) return true;
   try {
-    copy_engine(device);
+    copy_engine(device, engines);
     return true;
   } catch (const Error& e) {
     if (why) *why = e.message();

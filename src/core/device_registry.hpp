@@ -1,9 +1,11 @@
-// Which copy engine serves CUDA devices: the CUDA component installs its own
-// (install_cuda_devices(), src/cuda); tests install the emulated device instead.
+// The copy engines of a context's CUDA devices: the CUDA component's (with_cuda_devices(),
+// src/cuda), or in tests the emulated device's.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "core/copy_engine.hpp"
 #include "weightloader/device.hpp"
@@ -13,10 +15,19 @@ namespace wl {
 // Makes the engine of CUDA device `index`; throws wl::Error when it cannot be used.
 using CopyEngineFactory = std::function<std::shared_ptr<CopyEngine>(int index)>;
 
-// Replaces the factory (and forgets the engines it made); an empty one uninstalls it.
-void install_cuda_engine_factory(CopyEngineFactory factory);
+class DeviceEngines {
+ public:
+  explicit DeviceEngines(CopyEngineFactory cuda) : cuda_(std::move(cuda)) {}
+  // The engine of a CUDA device, made once per device.
+  std::shared_ptr<CopyEngine> engine(const Device& device) const;
 
-// The engine of a CUDA device, made once per device; InvalidArgument when none is installed.
-std::shared_ptr<CopyEngine> copy_engine(const Device& device);
+ private:
+  CopyEngineFactory cuda_;
+  mutable std::mutex mutex_;
+  mutable std::map<int, std::shared_ptr<CopyEngine>> engines_;
+};
+
+// engines->engine(device); InvalidArgument naming the device when `engines` is null.
+std::shared_ptr<CopyEngine> copy_engine(const Device& device, const DeviceEngines* engines);
 
 }  // namespace wl

@@ -14,14 +14,8 @@ struct SchemeOpener::State {
   std::map<std::string, std::shared_ptr<const Opener>> by_scheme;
 };
 
-SchemeOpener::SchemeOpener() : state_(std::make_shared<State>()) {}
-
-const std::shared_ptr<SchemeOpener>& SchemeOpener::global() {
-  static const std::shared_ptr<SchemeOpener> opener = std::make_shared<SchemeOpener>();
-  return opener;
-}
-
-std::shared_ptr<const Opener> default_opener() { return SchemeOpener::global(); }
+SchemeOpener::SchemeOpener(std::shared_ptr<const Opener> plain)
+    : state_(std::make_shared<State>()), plain_(plain ? std::move(plain) : local_opener()) {}
 
 void SchemeOpener::add(const std::string& scheme, std::shared_ptr<const Opener> opener) {
   if (scheme.empty() || scheme.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789+-.") != std::string::npos)
@@ -41,7 +35,7 @@ std::vector<std::string> SchemeOpener::schemes() const {
 const Opener& SchemeOpener::route(const std::string& name) const {
   const size_t colon = name.find("://");
   // A scheme is letters before "://" with no '/' in them; anything else is a local path.
-  if (colon == std::string::npos || colon == 0 || name.find('/') < colon) return *local_opener();
+  if (colon == std::string::npos || colon == 0 || name.find('/') < colon) return *plain_;
   const std::string scheme = name.substr(0, colon);
   std::lock_guard lock(state_->mutex);
   const auto it = state_->by_scheme.find(scheme);

@@ -17,7 +17,7 @@ std::string TensorInfo::stored_type() const { return decoder ? decoder->name() :
 WeightSource::WeightSource(std::string format, std::string origin, std::vector<TensorInfo> tensors,
                            std::map<std::string, std::string> metadata, std::shared_ptr<const Opener> opener)
     : format_(std::move(format)), origin_(std::move(origin)), tensors_(std::move(tensors)),
-      metadata_(std::move(metadata)), opener_(opener ? std::move(opener) : default_opener()),
+      metadata_(std::move(metadata)), opener_(opener ? std::move(opener) : local_opener()),
       sources_(std::dynamic_pointer_cast<const CachingOpener>(opener_)) {
   if (!sources_) sources_ = std::make_shared<CachingOpener>(opener_);
   by_name_.reserve(tensors_.size());
@@ -122,9 +122,8 @@ Shape WeightSource::slice_shape(const TensorInfo& tensor, const Slice& slice) {
   return shape;
 }
 
-uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice, Device device) const {
+uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice) const {
   IoOptions io;
-  io.device = device;
   io.concurrency = 1;
   io.mode = IoMode::Pread;
   io.prefault = false;  // one small read: not worth a second pass
@@ -137,7 +136,7 @@ ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const
   std::deque<TensorInfo> pieces;  // of assembled tensors, for as long as the reads run
   const std::vector<ReadRequest> expanded = expand_parts(requests, pieces);
   if (io.device.is_cpu()) return run_reads(expanded, *sources_, io);
-  const std::shared_ptr<CopyEngine> engine = copy_engine(io.device);
+  const std::shared_ptr<CopyEngine> engine = copy_engine(io.device, io.devices.get());
   // Pinned memory is slow to allocate: no more than the values need (one small tensor: one small buffer).
   uint64_t bytes = 0;
   for (const ReadRequest& r : expanded) bytes += shape_numel(slice_shape(*r.tensor, r.slice)) * dtype_size(r.dst_dtype);

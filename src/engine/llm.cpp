@@ -103,16 +103,18 @@ std::unique_ptr<WeightSource> LLM::open(const std::string& shared, std::string* 
   LoaderChoice choice{options_.weight_loader, {}};
   // Through the opener: a URL (http, https, s3) is a path as a local one is; a model id means hf.
   // Detection and get_weights share one caching opener: each file is opened (a HEAD) once.
-  const auto session = std::make_shared<CachingOpener>(default_opener());
+  Context context = options_.context;
+  const auto session = std::make_shared<CachingOpener>(context.files());
+  context.opener = session;
   const std::optional<SharedCatalogue> received = received_catalogue(shared, options_.model);
   if (received) choice = received->choice;
-  else if (choice.name == "auto") choice = detect_loader(options_.model, *session, FormatList::global());
+  else if (choice.name == "auto") choice = detect_loader(options_.model, *session, context.detected_formats());
   const LoaderChoice detected = choice;
   for (const auto& [k, v] : options_.weight_loader_kwargs) choice.kwargs[k] = v;
   loader_name_ = choice.name;
   const WeightLoaderRegistry& registry = options_.registry ? *options_.registry : WeightLoaderRegistry::global();
   std::unique_ptr<WeightLoader> loader = registry.create(choice.name, choice.kwargs);
-  if (!loader->options().opener) loader->options().opener = session;
+  loader->options().context = std::move(context);
   // Before get_weights: a model id missing from the cache downloads there, with this progress.
   if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
   std::unique_ptr<WeightSource> source =
@@ -143,7 +145,8 @@ std::unique_ptr<WeightSource> LLM::open(const std::string& shared, std::string* 
   if (config_.tie_word_embeddings) names.drop(R"((.*\.)?lm_head\.weight)");
   loader_ = std::move(loader);
   // Beside the weights: origin() is where the loader found them (a model id resolves to its snapshot).
-  tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin(), *source->opener()) : open_tokenizer(options_.tokenizer);
+  tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin(), *source->opener())
+                                          : open_tokenizer(options_.tokenizer, *options_.context.files());
   stop_ids_ = stop_tokens(*source);
   return source;
 }

@@ -77,12 +77,12 @@ const FileFormat& FormatList::detect_or_throw(const ByteSource& source) const {
 const FileFormat* find_file_format(const std::string& name) { return FormatList::global().find(name); }
 
 const FileFormat* detect_file_format(const std::string& path) {
-  return FormatList::global().detect(*default_opener()->open(path));
+  return FormatList::global().detect(*local_opener()->open(path));
 }
 
 std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::vector<std::string>& names,
                                          const std::string& origin, std::shared_ptr<const Opener> opener) {
-  if (!opener) opener = default_opener();
+  if (!opener) opener = local_opener();
   std::vector<TensorInfo> tensors;
   std::map<std::string, std::string> metadata;
   for (const std::string& name : names) {

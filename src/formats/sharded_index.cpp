@@ -133,7 +133,7 @@ Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_
 }
 
 Catalogue read_sharded_catalogue(const std::string& index_path, const FileFormat& format) {
-  return read_sharded_catalogue(*default_opener(), index_path, format);
+  return read_sharded_catalogue(*local_opener(), index_path, format);
 }
 
 }  // namespace wl

@@ -37,6 +37,6 @@ LoaderChoice detect_loader(const std::string& path, const Opener& opener, const 
   return {"local", {}};  // reports that nothing matches
 }
 
-LoaderChoice detect_loader(const std::string& path) { return detect_loader(path, *default_opener(), FormatList::global()); }
+LoaderChoice detect_loader(const std::string& path) { return detect_loader(path, *local_opener(), FormatList::global()); }
 
 }  // namespace wl

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <regex>
 
 #include <fmt/format.h>
@@ -78,25 +77,6 @@ std::string resolve_hf_snapshot(const std::string& model_id, const std::string& 
 
 namespace {
 
-struct DownloaderSlot {
-  std::mutex mutex;
-  HfDownloader downloader;
-};
-
-DownloaderSlot& slot() {
-  static DownloaderSlot s;
-  return s;
-}
-
-}  // namespace
-
-void set_hf_downloader(HfDownloader downloader) {
-  std::lock_guard lock(slot().mutex);
-  slot().downloader = std::move(downloader);
-}
-
-namespace {
-
 // The cached snapshot, or FileNotFound naming what is missing and that HF_HUB_OFFLINE kept it so.
 std::string offline_snapshot(const HfDownload& request) {
   try {
@@ -107,19 +87,14 @@ std::string offline_snapshot(const HfDownload& request) {
   }
 }
 
-HfDownloader installed_downloader() {
-  std::lock_guard lock(slot().mutex);
-  return slot().downloader;
-}
-
 }  // namespace
 
-std::string download_hf_snapshot(const HfDownload& request) {
+std::string download_hf_snapshot(const HfDownload& request, const HfDownloader& downloader) {
   if (hf_hub_offline()) return offline_snapshot(request);
-  const HfDownloader downloader = installed_downloader();
   if (!downloader)
     throw Error(ErrorCode::InvalidArgument,
-                fmt::format("cannot download '{}': this build has no hub downloader (it needs libcurl)", request.model_id));
+                fmt::format("cannot download '{}': no hub downloader here (it needs the remote component, libcurl)",
+                            request.model_id));
   return downloader(request);
 }
 
@@ -136,15 +111,15 @@ bool holds_weights(const std::string& snapshot) {
 
 }  // namespace
 
-std::string find_or_download_hf_snapshot(const HfDownload& request) {
+std::string find_or_download_hf_snapshot(const HfDownload& request, const HfDownloader& downloader) {
   try {
     const std::string snapshot = resolve_hf_snapshot(request.model_id, request.revision, request.cache_dir);
-    if (holds_weights(snapshot) || hf_hub_offline() || !installed_downloader()) return snapshot;
+    if (holds_weights(snapshot) || hf_hub_offline() || !downloader) return snapshot;
   } catch (const Error& e) {
     if (e.code() != ErrorCode::FileNotFound) throw;
-    if (!installed_downloader()) throw;  // nothing to download with: where it looked is the answer
+    if (!downloader) throw;  // nothing to download with: where it looked is the answer
   }
-  return download_hf_snapshot(request);  // what is in the cache already is not fetched again
+  return download_hf_snapshot(request, downloader);  // what is in the cache already is not fetched again
 }
 
 }  // namespace wl

@@ -132,7 +132,7 @@ class HfLoader final : public WeightLoader {
     request.cache_dir = cache_dir_;
     if (options_.io.concurrency) request.concurrency = options_.io.concurrency;
     request.progress = options_.io.progress;
-    return find_or_download_hf_snapshot(request);
+    return find_or_download_hf_snapshot(request, options_.context.downloader);
   }
 
   std::string revision_;

@@ -228,7 +228,9 @@ LoadReport execute_load(const LoadPlan& plan, const WeightSource& given, const L
     requests.push_back(read.request);
     report.bytes_written += read.bytes_written;
   }
-  const ReadStats stats = source.read_all(requests, options.io);
+  IoOptions io = options.io;
+  if (!io.devices) io.devices = options.context.devices;
+  const ReadStats stats = source.read_all(requests, io);
   report.bytes_read = stats.bytes_read;
   report.bytes_fetched = source.bytes_fetched();
   report.concurrency = stats.threads;
@@ -244,14 +246,7 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) 
   return execute_load(plan_load(model, source, options_), source, options_);
 }
 
-const std::shared_ptr<const Opener>& WeightLoader::opener() const {
-  static const std::shared_ptr<const Opener> local = default_opener();
-  return options_.opener ? options_.opener : local;
-}
-
 std::shared_ptr<const Opener> WeightLoader::session_opener() const { return std::make_shared<CachingOpener>(opener()); }
-
-const FormatList& WeightLoader::formats() const { return options_.formats ? *options_.formats : FormatList::global(); }
 
 std::unique_ptr<WeightSource> WeightLoader::canonical_source(const WeightSource& source) const {
   if (!options_.auto_names) return source.with_metadata(source.metadata());
@@ -276,7 +271,8 @@ Model WeightLoader::mirror_model(const WeightSource& source) const {
     if (options_.io.device.is_cpu())
       model.add_parameter(*mapped, t.shape, dtype);
     else
-      model.add_parameter(*mapped, TensorView(allocate_device_storage(options_.io.device, shape_numel(t.shape) * dtype_size(dtype)),
+      model.add_parameter(*mapped, TensorView(allocate_device_storage(options_.io.device, shape_numel(t.shape) * dtype_size(dtype),
+                                                                      options_.context.devices.get()),
                                               dtype, t.shape));
   }
   return model;

@@ -161,8 +161,8 @@ WeightLoaderRegistry& WeightLoaderRegistry::global() {
   return *registry;
 }
 
-std::unique_ptr<WeightLoaderRegistry> WeightLoaderRegistry::with_builtins(std::shared_ptr<const FormatList> formats) {
-  auto registry = std::make_unique<WeightLoaderRegistry>(std::move(formats));
+std::unique_ptr<WeightLoaderRegistry> WeightLoaderRegistry::with_builtins(Context context) {
+  auto registry = std::make_unique<WeightLoaderRegistry>(std::move(context));
   register_builtin_loaders(*registry);
   return registry;
 }
@@ -224,7 +224,7 @@ std::unique_ptr<WeightLoader> WeightLoaderRegistry::create(const std::string& na
   }
   std::unique_ptr<WeightLoader> loader = s.make(normalised);
   apply_common(*loader, normalised);
-  if (formats_) loader->options().formats = formats_;
+  loader->options().context = context_;
   return loader;
 }
 

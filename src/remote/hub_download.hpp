@@ -1,5 +1,5 @@
 // Hub downloads into the standard cache layout (weightloader/hf_cache.hpp): the downloader that
-// install_remote_openers() installs with set_hf_downloader.
+// with_remote() puts in a Context.
 #pragma once
 
 #include <string>

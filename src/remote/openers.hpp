@@ -1,4 +1,4 @@
-// The remote openers, added to a SchemeOpener by add_remote_openers (weightloader/remote.hpp).
+// The remote openers, added to a context's SchemeOpener by with_remote() (weightloader/remote.hpp).
 #pragma once
 
 #include <memory>

@@ -92,7 +92,7 @@ TEST(Destination, EveryModeDeliversThroughStagingWhenReadsCannotGoInPlace) {
     for (DType dst_dtype : {DType::F32, DType::BF16}) {
       SCOPED_TRACE(std::string(io_mode_name(mode)) + " " + std::string(dtype_name(dst_dtype)));
       ck.tensor.file = dir.file("w.bin");
-      CachingOpener cache(default_opener());
+      CachingOpener cache(local_opener());
       if (mode == IoMode::Direct && !cache.open(ck.tensor.file)->supports_direct()) continue;
       EmulatedDevice device(ck.values.size() * 4);
       IoOptions io;
@@ -125,7 +125,7 @@ TEST(Destination, StridedTensorsAreGatheredAndDelivered) {
   ck.tensor.file = dir.file("w.bin");
   ck.tensor.shape = {100, 50};  // the transpose of the stored 50 x 100
   ck.tensor.strides = {1, 100};
-  CachingOpener cache(default_opener());
+  CachingOpener cache(local_opener());
   EmulatedDevice device(ck.values.size() * 4);
   run_reads({ReadRequest{&ck.tensor, Slice{}, DType::F32, device.address(0)}}, cache, {}, device);
   const float* got = reinterpret_cast<const float*>(device.contents());
@@ -139,7 +139,7 @@ TEST(Destination, EachWholeDestinationIsPreparedOnceBeforeAnyPrefault) {
   ck.tensor.file = dir.file("w.bin");
   TensorInfo second = ck.tensor;
   second.name = "w2";
-  CachingOpener cache(default_opener());
+  CachingOpener cache(local_opener());
   std::vector<float> a(5000), b(2000);
   for (IoMode mode : {IoMode::Pread, IoMode::Direct}) {
     SCOPED_TRACE(io_mode_name(mode));

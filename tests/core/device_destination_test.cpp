@@ -66,7 +66,7 @@ TEST(DeviceDestination, EveryModeConvertsOnTheHostAndCopiesThroughTheRing) {
   for (IoMode mode : {IoMode::Pread, IoMode::Mmap, IoMode::Direct}) {
     for (DType dtype : {DType::F32, DType::BF16}) {
       SCOPED_TRACE(std::string(io_mode_name(mode)) + " " + std::string(dtype_name(dtype)));
-      CachingOpener cache(default_opener());
+      CachingOpener cache(local_opener());
       if (mode == IoMode::Direct && !cache.open(ck.a.file)->supports_direct()) continue;
       EmulatedDevice device(1 << 20, 2);
       device.set_delay_us(20);  // copies complete well after they started
@@ -123,7 +123,7 @@ TEST(DeviceDestination, ABufferIsRefilledOnlyAfterItsCopyCompleted) {
 TEST(DeviceDestination, AFailedCopyNamesItsParameterAndFailsTheLoad) {
   test::TempDir dir;
   Checkpoint ck(dir);
-  CachingOpener cache(default_opener());
+  CachingOpener cache(local_opener());
   EmulatedDevice device(1 << 20, 2);
   const DeviceDestination ring(device, 4096, 1024);
   std::byte* a = device.alloc_device(kRows * kCols * 4);
@@ -144,7 +144,7 @@ TEST(DeviceDestination, AFailedCopyNamesItsParameterAndFailsTheLoad) {
 TEST(DeviceDestination, CancellingStopsTheReadsAndWaitsForCopiesInFlight) {
   test::TempDir dir;
   Checkpoint ck(dir);
-  CachingOpener cache(default_opener());
+  CachingOpener cache(local_opener());
   EmulatedDevice device(1 << 20, 2);
   device.set_delay_us(50);
   const DeviceDestination ring(device, 4096, 1024);
@@ -171,7 +171,7 @@ TEST(DeviceDestination, SlicesAndEmptyTensorsBehaveAsOnTheHost) {
   empty.name = "empty";
   empty.shape = {0, kCols};
   empty.nbytes = 0;
-  CachingOpener cache(default_opener());
+  CachingOpener cache(local_opener());
   EmulatedDevice device(1 << 20, 2);
   const DeviceDestination ring(device, 4096, 1024);
   const uint64_t half = kRows * kCols / 2;

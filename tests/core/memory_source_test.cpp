@@ -231,7 +231,7 @@ TEST(MemoryOpener, ListsADirectoryNamedWithATrailingSlash) {
   memory->add("m/model.safetensors", MemoryRegion::of_string(test::read_bytes(dir.file("model.safetensors"))));
   auto loader = WeightLoaderRegistry::global().create("local");
   EXPECT_EQ(loader->get_weights(dir.path().string() + "/")->tensors().size(), 1u);
-  loader->options().opener = memory;
+  loader->options().context.opener = memory;
   try {
     EXPECT_EQ(loader->get_weights("m/")->tensors().size(), 1u);
   } catch (const Error& e) {

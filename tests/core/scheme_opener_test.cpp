@@ -27,6 +27,19 @@ TEST(SchemeOpener, PlainPathsAreLocalFilesAndSchemesGoToTheirOpener) {
   EXPECT_FALSE(opener.exists(dir.file("x://y")));
 }
 
+TEST(SchemeOpener, PlainNamesGoToTheOpenerItIsBuiltOver) {
+  // What with_remote() does to a context's opener: schemes added over it, everything else as before.
+  auto plain = std::make_shared<MemoryOpener>();
+  plain->add("models/a.txt", MemoryRegion::of_string("plain"));
+  auto memory = std::make_shared<MemoryOpener>();
+  memory->add("mem://bucket/b.txt", MemoryRegion::of_string("remote"));
+  SchemeOpener opener(plain);
+  opener.add("mem", memory);
+  EXPECT_EQ(opener.open("models/a.txt")->read_string(0, 5), "plain");
+  EXPECT_EQ(opener.open("mem://bucket/b.txt")->read_string(0, 6), "remote");
+  EXPECT_FALSE(opener.exists("/etc/hostname"));  // not the local file system
+}
+
 TEST(SchemeOpener, AnUnknownSchemeIsAClearErrorNamingTheUrl) {
   SchemeOpener opener;
   const std::string msg = test::expect_error(ErrorCode::InvalidArgument, [&] { opener.open("gopher://host/model.safetensors"); });

@@ -24,8 +24,8 @@ class Cuda : public ::testing::Test {
   void SetUp() override {
     std::string why;
     if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device here (" << why << ")";
-    install_cuda_devices();
   }
+  const Context context_ = with_cuda_devices({});
 };
 
 std::vector<std::byte> copy_back(const std::byte* device, uint64_t n) {
@@ -76,6 +76,7 @@ TEST_F(Cuda, LoadsIntoDeviceParametersAsOnTheHost) {
 
     auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
     loader->dtype() = dtype;
+    loader->options().context = context_;
     loader->options().io.device = Device::parse("cuda:0");
     loader->options().io.staging_bytes = 1 << 20;  // many trips around the ring
     Model on_device = loader->mirror_model(*source);
@@ -102,6 +103,7 @@ TEST_F(Cuda, HostParametersCannotBeLoadedAsDeviceOnes) {
   auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
   auto source = loader->get_weights(dir.string());
   Model host = loader->mirror_model(*source);
+  loader->options().context = context_;
   loader->options().io.device = Device::parse("cuda");
   EXPECT_THROW(loader->load_weights(host, *source), Error);
   std::filesystem::remove_all(dir);

@@ -87,7 +87,7 @@ TEST_P(HostileMemoryMatrix, FailsWithItsCodeNamingTheLabel) {
   expect_hostile_error(c, [&] {
     const LoaderChoice choice = detect_loader(label_of(c), *opener, FormatList::global());
     std::unique_ptr<WeightLoader> loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
-    loader->options().opener = opener;
+    loader->options().context.opener = opener;
     const std::unique_ptr<WeightSource> source = loader->get_weights(label_of(c));
     Model model = loader->mirror_model(*source);
     loader->load_weights(model, *source);

@@ -17,7 +17,7 @@ namespace {
 class DeviceLoad : public ::testing::Test {
  protected:
   void SetUp() override {
-    install_cuda_engine_factory([this](int index) -> std::shared_ptr<CopyEngine> {
+    context_.devices = std::make_shared<DeviceEngines>([this](int index) -> std::shared_ptr<CopyEngine> {
       if (index != 0) throw Error(ErrorCode::InvalidArgument, "no such emulated device");
       return device_;
     });
@@ -25,17 +25,19 @@ class DeviceLoad : public ::testing::Test {
     synth.shape = LlamaShape::preset("tiny");
     write_synthetic_llama(dir_.path().string(), synth);
   }
-  void TearDown() override { install_cuda_engine_factory(nullptr); }
   std::unique_ptr<WeightLoader> loader(const Kwargs& extra) const {
     LoaderChoice choice = detect_loader(dir_.path().string());
     for (const auto& [k, v] : extra) choice.kwargs[k] = v;
-    return WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+    auto made = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+    made->options().context = context_;
+    return made;
   }
   const std::byte* on_host(const Parameter& p) const {
     return device_->contents() + (p.data.raw() - device_->address(0));
   }
 
   std::shared_ptr<EmulatedDevice> device_ = std::make_shared<EmulatedDevice>(64 << 20, 2);
+  Context context_;  // the emulated device in place of CUDA's copy engine
   test::TempDir dir_;
 };
 
@@ -90,12 +92,17 @@ TEST_F(DeviceLoad, DeviceNamesAreChecked) {
   EXPECT_THROW(no_such->mirror_model(*source), Error);
 }
 
-TEST_F(DeviceLoad, ABuildWithoutCudaSaysSo) {
-  install_cuda_engine_factory(nullptr);
+TEST_F(DeviceLoad, AContextWithoutCudaSaysSo) {
   std::string why;
-  EXPECT_FALSE(device_available(Device::parse("cuda"), &why));
+  EXPECT_FALSE(device_available(Device::parse("cuda"), nullptr, &why));
   EXPECT_NE(why.find("no CUDA support"), std::string::npos) << why;
-  EXPECT_TRUE(device_available(Device::parse("cpu")));
+  EXPECT_TRUE(device_available(Device::parse("cpu"), nullptr));
+  EXPECT_TRUE(device_available(Device::parse("cuda"), context_.devices.get()));
+  // A loader given no context has no devices: its mirror on cuda is refused, naming the device.
+  auto plain = WeightLoaderRegistry::global().create("local", {{"device", "cuda"}});
+  auto source = plain->get_weights(dir_.path().string());
+  const std::string message = test::expect_error(ErrorCode::InvalidArgument, [&] { plain->mirror_model(*source); });
+  EXPECT_NE(message.find("cuda:0"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Which files of a hub repository a load needs (choose_hf_files), the model id → cache folder
-// rule, and the seam that routes downloads to an installed downloader.
+// rule, and the seam that routes downloads to the given downloader.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -53,28 +53,29 @@ TEST(HfCacheLayout, ModelIdsNameTheirCacheFolder) {
   test::expect_error(ErrorCode::InvalidArgument, [] { check_hf_revision("../main"); });
 }
 
-TEST(HfCacheLayout, AMissingModelGoesToTheInstalledDownloaderUnlessOffline) {
+TEST(HfCacheLayout, AMissingModelGoesToTheGivenDownloaderUnlessOffline) {
   test::TempDir cache;
   HfDownload request;
   request.model_id = "org/missing";
   request.cache_dir = cache.path().string();
   std::string asked;
-  set_hf_downloader([&](const HfDownload& r) {
+  const HfDownloader downloader = [&](const HfDownload& r) {
     asked = r.model_id + "@" + r.revision;
     return std::string("/snapshot");
-  });
+  };
   ::unsetenv("HF_HUB_OFFLINE");
-  EXPECT_EQ(find_or_download_hf_snapshot(request), "/snapshot");
+  EXPECT_EQ(find_or_download_hf_snapshot(request, downloader), "/snapshot");
   EXPECT_EQ(asked, "org/missing@main");
   ::setenv("HF_HUB_OFFLINE", "1", 1);
   asked.clear();
-  const std::string message = test::expect_error(ErrorCode::FileNotFound, [&] { find_or_download_hf_snapshot(request); });
+  const std::string message = test::expect_error(ErrorCode::FileNotFound, [&] { find_or_download_hf_snapshot(request, downloader); });
   ::unsetenv("HF_HUB_OFFLINE");
   EXPECT_EQ(asked, "");
   EXPECT_NE(message.find("HF_HUB_OFFLINE"), std::string::npos) << message;
   EXPECT_NE(message.find("models--org--missing/refs/main"), std::string::npos) << message;
-  set_hf_downloader(nullptr);
-  test::expect_error(ErrorCode::InvalidArgument, [&] { download_hf_snapshot(request); });
+  test::expect_error(ErrorCode::InvalidArgument, [&] { download_hf_snapshot(request, nullptr); });
+  // Without a downloader, a missing model is where the cache was looked in.
+  test::expect_error(ErrorCode::FileNotFound, [&] { find_or_download_hf_snapshot(request, nullptr); });
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "test_util.hpp"
 #include "weightloader/format.hpp"
+#include "weightloader/formats/safetensors.hpp"
 #include "weightloader/registry.hpp"
 
 namespace wl {
@@ -46,7 +47,9 @@ TEST(Injectable, AFormatListPassedToARegistryIsWhatItsLoadersDetect) {
   const std::string path = toy_file(dir);
   auto formats = std::make_shared<FormatList>(FormatList::global());
   formats->add(toy_format());
-  auto registry = WeightLoaderRegistry::with_builtins(formats);
+  Context context;
+  context.formats = formats;
+  auto registry = WeightLoaderRegistry::with_builtins(context);
   auto loader = registry->create("local");
   auto source = loader->get_weights(path);
   EXPECT_EQ(source->format(), "toy");
@@ -56,7 +59,7 @@ TEST(Injectable, AFormatListPassedToARegistryIsWhatItsLoadersDetect) {
   // The global registry and formats never saw it.
   test::expect_error(ErrorCode::UnknownFormat, [&] { WeightLoaderRegistry::global().create("local")->get_weights(path); });
   EXPECT_EQ(FormatList::global().find("toy"), nullptr);
-  EXPECT_EQ(detect_loader(dir.path().string(), *default_opener(), *formats).kwargs.at("file_pattern"), KwValue(std::string("*.toy")));
+  EXPECT_EQ(detect_loader(dir.path().string(), *local_opener(), *formats).kwargs.at("file_pattern"), KwValue(std::string("*.toy")));
 }
 
 TEST(Injectable, AFormatNameIsTakenOnce) {
@@ -83,10 +86,42 @@ TEST(Injectable, ALoaderReadsThroughTheOpenerItIsGiven) {
   memory->add("in-memory/w.toy", MemoryRegion::of_string(bytes));
   auto formats = std::make_shared<FormatList>();
   formats->add(toy_format());
-  auto loader = WeightLoaderRegistry::with_builtins(formats)->create("local", {{"file_pattern", std::string("*.toy")}});
-  loader->options().opener = memory;
+  Context context;
+  context.formats = formats;
+  auto loader = WeightLoaderRegistry::with_builtins(context)->create("local", {{"file_pattern", std::string("*.toy")}});
+  loader->options().context.opener = memory;
   auto source = loader->get_weights("in-memory");
   EXPECT_EQ(source->load(source->at("toy")).data<float>()[0], 1.5f);
+}
+
+// Contexts, not process-wide slots: two loaders in one process, each given its own opener for the
+// same scheme, read their own bytes under one name; a loader given none knows no scheme.
+TEST(Injectable, EachLoaderReadsThroughItsOwnContext) {
+  test::TempDir dir;
+  auto context_holding = [&](float value) {
+    TensorView t = TensorView::empty(DType::F32, {2});
+    t.data<float>()[0] = t.data<float>()[1] = value;
+    write_safetensors(dir.file("w.safetensors"), {{"w", t}});
+    auto memory = std::make_shared<MemoryOpener>();
+    memory->add("mem://m/w.safetensors", MemoryRegion::of_string(test::read_bytes(dir.file("w.safetensors"))));
+    auto opener = std::make_shared<SchemeOpener>();
+    opener->add("mem", memory);
+    Context context;
+    context.opener = opener;
+    return context;
+  };
+  const Context one = context_holding(1.0f), two = context_holding(2.0f);
+  auto a = WeightLoaderRegistry::global().create("local");
+  a->options().context = one;
+  auto b = WeightLoaderRegistry::with_builtins(two)->create("local");
+  for (auto [loader, expected] : {std::pair{a.get(), 1.0f}, std::pair{b.get(), 2.0f}}) {
+    auto source = loader->get_weights("mem://m/w.safetensors");
+    EXPECT_EQ(source->load(source->at("w")).data<float>()[1], expected);
+  }
+  const std::string message = test::expect_error(ErrorCode::FileNotFound, [] {
+    WeightLoaderRegistry::global().create("local")->get_weights("mem://m/w.safetensors");
+  });
+  EXPECT_NE(message.find("mem://m/w.safetensors"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ TEST(GgufFamilies, StacksArePresentedOneTensorPerExpert) {
   for (float v : {1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 0.f, 0.f, 7.f, 8.f}) b.le<float>(v);
   test::TempDir dir;
   const std::string path = test::make_gguf(dir, b);
-  const Catalogue c = gguf_format().read_catalogue(*default_opener()->open(path), *default_opener());
+  const Catalogue c = gguf_format().read_catalogue(*local_opener()->open(path), *local_opener());
   ASSERT_EQ(c.tensors.size(), 4u);
   const WeightSource s("gguf", path, c.tensors);
   EXPECT_EQ(s.at("model.layers.0.block_sparse_moe.experts.0.w3.weight").shape, (Shape{1, 2}));

@@ -60,7 +60,7 @@ GgufMetadata llama_metadata() {
 
 // The catalogue every loader sees: the "gguf" format entry's.
 Catalogue presented(const std::string& path) {
-  return gguf_format().read_catalogue(*default_opener()->open(path), *default_opener());
+  return gguf_format().read_catalogue(*local_opener()->open(path), *local_opener());
 }
 
 // FORMATS.md's HF -> interleaved: W.reshape(heads, 2, d/2, dim).transpose(1, 2).reshape(heads*d, dim),

@@ -41,6 +41,9 @@ struct LLMOptions {
   unsigned threads = 0;                 // compute threads, shared by the ranks held here; 0 = one per core
   IoOptions io;                         // loading: concurrency, progress
   const WeightLoaderRegistry* registry = nullptr;  // where weight_loader is looked up; null: global()
+  // Where the model, its tokenizer and configuration are opened, the formats "auto" detects, the
+  // downloader of a model id missing from the cache; the loader is given it (whatever its registry's).
+  Context context;
   // Declare the ranks' parameters but read nothing: the caller fills them (rank_model, load_rank)
   // before generating. The Python module does this for loaders written in Python.
   bool defer_load = false;

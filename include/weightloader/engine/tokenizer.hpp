@@ -41,22 +41,22 @@ class WL_API Tokenizer {
 // tokenizer.ggml.* metadata, a SentencePiece model (tokenizer.model), or a tokenizer.json (a JSON
 // object). Clear wl::Error otherwise, naming the field for what tokenizer.json holds and we do not run.
 WL_API std::unique_ptr<Tokenizer> open_tokenizer(const ByteSource& file);
-WL_API std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const Opener& opener = *default_opener());
+WL_API std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const Opener& opener = *local_opener());
 
 // The tokenizer that goes with a model path: for a directory, tokenizer.model, then tokenizer.json,
 // then tokenizer.bin, then an embedded GGUF tokenizer of a .gguf file in it; for a file, the GGUF
 // file itself if it embeds one, else tokenizer.model / tokenizer.json / tokenizer.bin / tok*.bin
 // beside it. nullptr when none is found.
 // Files are found through `opener`.
-WL_API std::unique_ptr<Tokenizer> find_tokenizer(const std::string& model_path, const Opener& opener = *default_opener());
+WL_API std::unique_ptr<Tokenizer> find_tokenizer(const std::string& model_path, const Opener& opener = *local_opener());
 // The path find_tokenizer opens; empty when none is found.
-WL_API std::string find_tokenizer_path(const std::string& model_path, const Opener& opener = *default_opener());
+WL_API std::string find_tokenizer_path(const std::string& model_path, const Opener& opener = *local_opener());
 
 // The tokenizer.ggml.* metadata (model "llama": tokens with spaces as U+2581, scores, token_type
 // numbered as llama.cpp does, bos/eos/unknown ids) for the tokenizer at `path`, as conversion to GGUF
 // embeds it. Spaces of a llama2.c file become U+2581; its tokens 0, 1, 2 become <unk>, <s>, </s>.
 // A tokenizer.json (or a GGUF "gpt2" vocabulary) becomes model "gpt2" with its merges and
 // tokenizer.ggml.pre, as llama.cpp's converter writes it.
-WL_API GgufMetadata tokenizer_gguf_metadata(const std::string& path, const Opener& opener = *default_opener());
+WL_API GgufMetadata tokenizer_gguf_metadata(const std::string& path, const Opener& opener = *local_opener());
 
 }  // namespace wl

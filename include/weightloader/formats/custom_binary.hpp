@@ -21,7 +21,7 @@ namespace wl {
 // Throws FileNotFound, MetaLineInvalid (line number, text and the fault), DuplicateTensorName,
 // ValidationOverflow and BinSizeMismatch.
 WL_API Catalogue read_custom_binary_catalogue(const Opener& opener, const std::string& path);
-WL_API Catalogue read_custom_binary_catalogue(const std::string& path);  // through default_opener()
+WL_API Catalogue read_custom_binary_catalogue(const std::string& path);  // through local_opener()
 
 // Writes `tensors` into directory `dir` (created if missing), converting each one to F32.
 // Each file is replaced atomically; model.bin is committed before meta.txt. A name that is empty,

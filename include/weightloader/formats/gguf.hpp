@@ -118,7 +118,7 @@ struct WL_API GgufFile {
 // GgufBadDim, ValidationOverflow, GgufBadTensorType, GgufRowNotBlockMultiple, GgufMisalignedOffset,
 // GgufTensorOutOfBounds and GgufTensorOverlap.
 WL_API GgufFile read_gguf(const ByteSource& source);
-WL_API GgufFile read_gguf(const std::string& path);  // by name, through default_opener()
+WL_API GgufFile read_gguf(const std::string& path);  // by name, through local_opener()
 
 // A catalogue of a GGUF checkpoint: its tensors under their stored names, with their stored rows.
 // When `path` is the first file of a split model (<name>-00001-of-0000N.gguf, split.count = N),
@@ -129,7 +129,7 @@ WL_API GgufFile read_gguf(const std::string& path);  // by name, through default
 // GgufSplitMissing and TensorInTwoFiles.
 // `opener` finds the other splits beside the first.
 WL_API Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener);
-WL_API Catalogue read_gguf_catalogue(const std::string& path);  // by name, through default_opener()
+WL_API Catalogue read_gguf_catalogue(const std::string& path);  // by name, through local_opener()
 
 // Whether a file's first bytes are "GGUF" followed by version 2 or 3.
 WL_API bool is_gguf(std::span<const std::byte> head, uint64_t file_size);

@@ -58,13 +58,13 @@ struct WL_API Llama2cHeader {
 // header implies. Throws FileNotFound / Io, Llama2cHeaderTruncated, Llama2cUnsupportedVersion,
 // Llama2cInvalidField, Llama2cInconsistentHeads, Llama2cInvalidGroupSize and Llama2cSizeMismatch.
 WL_API Llama2cHeader read_llama2c_header(const ByteSource& source);
-WL_API Llama2cHeader read_llama2c_header(const std::string& path);  // by name, through default_opener()
+WL_API Llama2cHeader read_llama2c_header(const std::string& path);  // by name, through local_opener()
 
 // The catalogue of `path` (errors as read_llama2c_header). Tensors in file order; v2 matrices
 // decode to F32. Metadata: version, dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
 // seq_len, shared_classifier and tie_word_embeddings ("true" / "false"), and group_size for v2.
 WL_API Catalogue read_llama2c_catalogue(const ByteSource& source);
-WL_API Catalogue read_llama2c_catalogue(const std::string& path);  // by name, through default_opener()
+WL_API Catalogue read_llama2c_catalogue(const std::string& path);  // by name, through local_opener()
 
 // The format entry: v1/v2 by their magic; v0 when the header is valid and the file size is
 // exactly the one it implies.

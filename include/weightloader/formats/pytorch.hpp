@@ -41,7 +41,7 @@ namespace wl {
 // LegacyFormat, StateDictNotFound, StateDictAmbiguous, StorageInvalid, TensorOutOfStorage,
 // UnsupportedLayout, UnsupportedDType, DuplicateTensorName and ValidationOverflow.
 WL_API Catalogue read_pytorch_catalogue(const ByteSource& source, const std::string& key = "");
-WL_API Catalogue read_pytorch_catalogue(const std::string& path, const std::string& key = "");  // by name, through default_opener()
+WL_API Catalogue read_pytorch_catalogue(const std::string& path, const std::string& key = "");  // by name, through local_opener()
 
 // The format entry "pytorch": sniffs a zip whose first entry is a data.pkl or lies in a folder,
 // and the legacy formats (so that reading them explains how to convert). Reads with the default key.

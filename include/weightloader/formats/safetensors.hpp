@@ -43,7 +43,7 @@ WL_API Catalogue parse_safetensors_header(std::string_view header, uint64_t data
 
 // Reads the length prefix and the header of a source (never the data) and validates them.
 WL_API Catalogue read_safetensors_catalogue(const ByteSource& source);
-WL_API Catalogue read_safetensors_catalogue(const std::string& path);  // by name, through default_opener()
+WL_API Catalogue read_safetensors_catalogue(const std::string& path);  // by name, through local_opener()
 
 // The format entry: sniffs a plausible length prefix followed by '{' after optional whitespace.
 WL_API const FileFormat& safetensors_format();

@@ -81,6 +81,6 @@ Catalogue read_custom_binary_catalogue(const Opener& opener, const std::string& 
   return catalogue;
 }
 
-Catalogue read_custom_binary_catalogue(const std::string& path) { return read_custom_binary_catalogue(*default_opener(), path); }
+Catalogue read_custom_binary_catalogue(const std::string& path) { return read_custom_binary_catalogue(*local_opener(), path); }
 
 }  // namespace wl

@@ -116,7 +116,7 @@ Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener) {
 }
 
 Catalogue read_gguf_catalogue(const std::string& path) {
-  return read_gguf_catalogue(*default_opener()->open(path), *default_opener());
+  return read_gguf_catalogue(*local_opener()->open(path), *local_opener());
 }
 
 bool is_gguf(std::span<const std::byte> head, uint64_t) {

@@ -376,6 +376,6 @@ GgufFile read_gguf(const ByteSource& file) {
   return out;
 }
 
-GgufFile read_gguf(const std::string& path) { return read_gguf(*default_opener()->open(path)); }
+GgufFile read_gguf(const std::string& path) { return read_gguf(*local_opener()->open(path)); }
 
 }  // namespace wl

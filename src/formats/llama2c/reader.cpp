@@ -47,7 +47,7 @@ Llama2cHeader read_llama2c_header(const ByteSource& file) {
   return llama2c::parse_header(std::span(head.data(), got), file.size(), file.name());
 }
 
-Llama2cHeader read_llama2c_header(const std::string& path) { return read_llama2c_header(*default_opener()->open(path)); }
+Llama2cHeader read_llama2c_header(const std::string& path) { return read_llama2c_header(*local_opener()->open(path)); }
 
 Catalogue read_llama2c_catalogue(const ByteSource& file) {
   const std::string& path = file.name();
@@ -78,7 +78,7 @@ Catalogue read_llama2c_catalogue(const ByteSource& file) {
   return catalogue;
 }
 
-Catalogue read_llama2c_catalogue(const std::string& path) { return read_llama2c_catalogue(*default_opener()->open(path)); }
+Catalogue read_llama2c_catalogue(const std::string& path) { return read_llama2c_catalogue(*local_opener()->open(path)); }
 
 const FileFormat& llama2c_format() {
   static const FileFormat format{"llama2c", sniff_llama2c,

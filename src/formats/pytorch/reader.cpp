@@ -201,7 +201,7 @@ Catalogue read_pytorch_catalogue(const ByteSource& file, const std::string& key)
 }
 
 Catalogue read_pytorch_catalogue(const std::string& path, const std::string& key) {
-  return read_pytorch_catalogue(*default_opener()->open(path), key);
+  return read_pytorch_catalogue(*local_opener()->open(path), key);
 }
 
 const FileFormat& pytorch_format() {

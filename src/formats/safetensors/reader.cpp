@@ -50,7 +50,7 @@ SafetensorsHeader read_stated_safetensors_header(const ByteSource& file) {
   return parse_stated_safetensors_header(header, 8 + header.size(), file.size(), file.name());
 }
 
-Catalogue read_safetensors_catalogue(const std::string& path) { return read_safetensors_catalogue(*default_opener()->open(path)); }
+Catalogue read_safetensors_catalogue(const std::string& path) { return read_safetensors_catalogue(*local_opener()->open(path)); }
 
 const FileFormat& safetensors_format() {
   static const FileFormat format{"safetensors", sniff_safetensors,

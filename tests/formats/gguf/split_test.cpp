@@ -43,7 +43,7 @@ struct Splits {
 TEST(GgufSplit, ReadsEverySplitFromTheFirst) {
   Splits s;
   // As loaders see it (the format entry): Hugging Face names, q's rows reordered with the first split's heads.
-  const Catalogue c = gguf_format().read_catalogue(*default_opener()->open(s.paths[0]), *default_opener());
+  const Catalogue c = gguf_format().read_catalogue(*local_opener()->open(s.paths[0]), *local_opener());
   ASSERT_EQ(c.tensors.size(), 3u);
   EXPECT_EQ(c.tensors[0].name, "model.embed_tokens.weight");
   EXPECT_EQ(c.tensors[0].file, s.paths[0]);

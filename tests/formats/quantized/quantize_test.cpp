@@ -37,7 +37,7 @@ Dense make_dense(uint64_t out, uint64_t in) {
 // The raw tensors of a written file, bypassing the dense view.
 std::unique_ptr<WeightSource> raw_tensors(const std::string& path) {
   const FileFormat& f = *find_file_format("safetensors");
-  return open_files(f, {path}, path, default_opener());
+  return open_files(f, {path}, path, local_opener());
 }
 
 std::unique_ptr<WeightSource> written(const WeightSource& quantized, const test::TempDir& tmp) {

@@ -4,8 +4,9 @@
 
 namespace wl {
 
-void install_cuda_devices() {
-  install_cuda_engine_factory([](int index) { return std::make_shared<CudaCopyEngine>(index); });
+Context with_cuda_devices(Context base) {
+  base.devices = std::make_shared<DeviceEngines>([](int index) { return std::make_shared<CudaCopyEngine>(index); });
+  return base;
 }
 
 int cuda_device_count(std::string& why) { return CudaCopyEngine::device_count(why); }
