@@ -1,4 +1,4 @@
-#include "remote/hub_download.hpp"
+#include "hf_cache/download/hub_download.hpp"
 #include "remote/openers.hpp"
 #include "weightloader/remote.hpp"
 

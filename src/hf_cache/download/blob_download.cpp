@@ -1,4 +1,4 @@
-#include "remote/blob_download.hpp"
+#include "hf_cache/download/blob_download.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 // The hub downloader's digest follower: hashes a file while other threads still write it, as far
 // as its written prefix reaches, whatever order the writers report in.
-#include "remote/digest_follower.hpp"
+#include "hf_cache/download/digest_follower.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "remote/digest_follower.hpp"
+#include "hf_cache/download/digest_follower.hpp"
 #include "remote/hub_client.hpp"
 #include "remote/retry.hpp"
 #include "weightloader/source.hpp"

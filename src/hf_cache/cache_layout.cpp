@@ -1,10 +1,8 @@
-// Reading the Hugging Face cache's layout (the remote component writes it: src/remote/hub_download.cpp).
-// It is a local directory of symlinks, read with std::filesystem like the writer writes it.
+// Reading the Hugging Face cache's layout (the remote component writes it: download/hub_download.cpp).
+// It is a local directory of symlinks, read through the local opener as any other files are.
 #include "weightloader/hf_cache.hpp"
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <regex>
 
 #include <fmt/format.h>
@@ -14,19 +12,23 @@
 
 namespace wl {
 
-namespace fs = std::filesystem;
+namespace {
+
+// The cache is a local directory whatever else a context opens.
+const Opener& cache_files() { return *local_opener(); }
+
+}  // namespace
 
 std::string hf_hub_cache_dir() {
   if (const char* c = std::getenv("HF_HUB_CACHE"); c && *c) return c;
-  if (const char* h = std::getenv("HF_HOME"); h && *h) return (fs::path(h) / "hub").string();
+  if (const char* h = std::getenv("HF_HOME"); h && *h) return cache_files().join(h, "hub");
   const char* home = std::getenv("HOME");
-  return (fs::path(home && *home ? home : "/root") / ".cache" / "huggingface" / "hub").string();
+  return cache_files().join(home && *home ? home : "/root", ".cache/huggingface/hub");
 }
 
 bool looks_like_hf_model_id(const std::string& s) {
   static const std::regex id(R"(^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$)");
-  std::error_code ec;
-  return !fs::exists(s, ec) && std::regex_match(s, id) && s.find("..") == std::string::npos;
+  return std::regex_match(s, id) && s.find("..") == std::string::npos && !cache_files().exists(s);
 }
 
 std::string hf_repo_folder(const std::string& model_id) {
@@ -51,23 +53,26 @@ bool hf_hub_offline() {
 }
 
 std::string resolve_hf_snapshot(const std::string& model_id, const std::string& revision, const std::string& cache_dir) {
-  const fs::path repo = fs::path(cache_dir.empty() ? hf_hub_cache_dir() : cache_dir) / hf_repo_folder(model_id);
+  const Opener& files = cache_files();
+  const std::string repo = files.join(cache_dir.empty() ? hf_hub_cache_dir() : cache_dir, hf_repo_folder(model_id));
   check_hf_revision(revision);
   std::string commit = revision;
   static const std::regex full_hash(R"(^[0-9a-f]{40}$)");
   std::vector<std::string> looked;
   if (!std::regex_match(revision, full_hash)) {
-    const fs::path ref = repo / "refs" / revision;
-    looked.push_back(ref.string());
-    std::ifstream in(ref);
-    if (in) std::getline(in, commit);
-    if (!in || !std::regex_match(commit, full_hash)) commit.clear();
+    const std::string ref = files.join(repo, "refs/" + revision);
+    looked.push_back(ref);
+    commit.clear();
+    if (files.exists(ref) && !files.is_directory(ref)) {
+      const std::shared_ptr<ByteSource> in = files.open(ref);
+      const std::string text = in->read_string(0, std::min<uint64_t>(in->size(), 64));
+      if (const std::string line = text.substr(0, text.find('\n')); std::regex_match(line, full_hash)) commit = line;
+    }
   }
   if (!commit.empty()) {
-    const fs::path snapshot = repo / "snapshots" / commit;
-    looked.push_back(snapshot.string());
-    std::error_code ec;
-    if (fs::is_directory(snapshot, ec)) return snapshot.string();
+    const std::string snapshot = files.join(repo, "snapshots/" + commit);
+    looked.push_back(snapshot);
+    if (files.is_directory(snapshot)) return snapshot;
   }
   throw Error(ErrorCode::FileNotFound,
               fmt::format("model '{}' at revision '{}' is not in the local Hugging Face cache; looked in {} (cache from "
@@ -103,9 +108,8 @@ namespace {
 // A snapshot another tool left with only some files (config.json alone, after reading a config):
 // no weights to load yet.
 bool holds_weights(const std::string& snapshot) {
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(snapshot, ec))
-    if (is_hf_weights_file(entry.path().filename().string())) return true;
+  for (const std::string& name : cache_files().list(snapshot))
+    if (is_hf_weights_file(base_name(name))) return true;
   return false;
 }
 

@@ -1,4 +1,4 @@
-#include "remote/hub_download.hpp"
+#include "hf_cache/download/hub_download.hpp"
 
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_output.hpp"
-#include "remote/blob_download.hpp"
+#include "hf_cache/download/blob_download.hpp"
 #include "remote/hub_client.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"

@@ -1,4 +1,4 @@
-#include "remote/digest_follower.hpp"
+#include "hf_cache/download/digest_follower.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
