@@ -84,7 +84,7 @@ uint64_t write_safetensors_output(const WeightSource& s, const std::string& out,
     all.push_back(entries.size());
     entries.push_back({t.name, o.dtype.value_or(t.dtype), t.shape});
   }
-  if (out.ends_with(".safetensors") && !fs::is_directory(out)) {
+  if (out.ends_with(".safetensors") && !local_opener()->is_directory(out)) {
     if (o.shard_bytes)
       throw Error(ErrorCode::InvalidArgument, "a sharded checkpoint is a directory, not one .safetensors file", out);
     refuse_overwriting_input(s, out);

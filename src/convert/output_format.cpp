@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "weightloader/byte_source.hpp"
 #include "weightloader/convert_checkpoint.hpp"
 #include "weightloader/error.hpp"
 
@@ -30,7 +31,7 @@ bool is_unwritable_file_extension(const std::string& ext) {
 }
 
 PathKind kind_of(const std::string& out) {
-  if (out.ends_with('/') || fs::is_directory(out)) return {std::nullopt, true};
+  if (out.ends_with('/') || local_opener()->is_directory(out)) return {std::nullopt, true};
   const std::string ext = fs::path(out).extension().string();
   if (ext == ".safetensors") return {CheckpointFormat::Safetensors, false};
   if (ext == ".gguf") return {CheckpointFormat::Gguf, false};
@@ -68,7 +69,7 @@ CheckpointFormat output_format_for(const std::string& out, std::optional<Checkpo
   if (kind.directory) {
     // A new name without extension may also be a GGUF or llama2.c file when --to says so; an
     // existing directory or a trailing '/' cannot.
-    const bool surely_directory = out.ends_with('/') || fs::is_directory(out);
+    const bool surely_directory = out.ends_with('/') || local_opener()->is_directory(out);
     if (to && !is_directory_format(*to) && surely_directory)
       throw Error(ErrorCode::InvalidArgument,
                   fmt::format("--to {} writes one file, but the output is a directory (safetensors or custom_binary)",
