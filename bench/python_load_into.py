@@ -26,11 +26,9 @@ def main():
     memory = sys.argv[4] if len(sys.argv) > 4 else "torch"
     with open(shapes_json) as f:
         shapes = {t["name"]: tuple(t["shape"]) for t in json.load(f)["tensors"]}
-    model = module_for(shapes)
-    if memory == "meta":
-        model.to("meta")  # frees torch's allocation: the load allocates (and its time counts)
-    if dtype == "bf16":
-        model.to(torch.bfloat16)  # allocation only: the parameters are still untouched
+    # On the meta device the module has no memory: the load allocates it (and its time counts).
+    model = module_for(shapes, device="meta" if memory == "meta" else None,
+                       dtype=torch.bfloat16 if dtype == "bf16" else None)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     t0 = time.perf_counter()
     wl.load_into(model, path, progress=False)

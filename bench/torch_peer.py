@@ -14,9 +14,10 @@ import time
 import torch
 
 
-def module_for(shapes):
+def module_for(shapes, device=None, dtype=None):
     """An nn.Module tree whose parameters have the checkpoint's dotted names and shapes (memory from
-    torch.empty: allocated, not yet touched, like weightloader's parameters before a load)."""
+    torch.empty: allocated, not yet touched, like weightloader's parameters before a load; on the
+    meta device with device="meta": no memory, as vLLM and transformers build big models)."""
     root = torch.nn.Module()
     for name, shape in shapes.items():
         *path, leaf = name.split(".")
@@ -25,7 +26,8 @@ def module_for(shapes):
             if not hasattr(mod, part):
                 mod.add_module(part, torch.nn.Module())
             mod = getattr(mod, part)
-        mod.register_parameter(leaf, torch.nn.Parameter(torch.empty(shape), requires_grad=False))
+        mod.register_parameter(leaf, torch.nn.Parameter(torch.empty(shape, device=device, dtype=dtype),
+                                                       requires_grad=False))
     return root
 
 
