@@ -17,7 +17,7 @@ class FormatList;
 class DeviceEngines;  // opaque: made by with_cuda_devices() (weightloader/cuda.hpp)
 
 struct WL_API Context {
-  std::shared_ptr<const Opener> opener;       // null: local files only (local_opener())
+  std::shared_ptr<const Opener> opener;       // null: local files only (other schemes refused by name)
   std::shared_ptr<const FormatList> formats;  // null: the built-in formats (FormatList::global())
   HfDownloader downloader;                    // empty: model ids come from the cache only
   std::shared_ptr<const DeviceEngines> devices;  // null: the CPU only

@@ -42,9 +42,11 @@ const Opener& SchemeOpener::route(const std::string& name) const {
   if (it == state_->by_scheme.end()) {
     std::vector<std::string> known;
     for (const auto& [s, o] : state_->by_scheme) known.push_back(s + "://");
+    const bool remote = state_->by_scheme.count("http") > 0;
     throw Error(ErrorCode::InvalidArgument,
-                fmt::format("no byte source for '{}://' in this build (known: local paths{}{})", scheme,
-                            known.empty() ? "" : ", ", fmt::join(known, ", ")),
+                fmt::format("no byte source for '{}://' here (known: local paths{}{}){}", scheme, known.empty() ? "" : ", ",
+                            fmt::join(known, ", "),
+                            remote ? "" : "; a context made by wl::with_remote() opens http, https and s3"),
                 name);
   }
   return *it->second;

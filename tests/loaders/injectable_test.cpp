@@ -118,10 +118,11 @@ TEST(Injectable, EachLoaderReadsThroughItsOwnContext) {
     auto source = loader->get_weights("mem://m/w.safetensors");
     EXPECT_EQ(source->load(source->at("w")).data<float>()[1], expected);
   }
-  const std::string message = test::expect_error(ErrorCode::FileNotFound, [] {
+  const std::string message = test::expect_error(ErrorCode::InvalidArgument, [] {
     WeightLoaderRegistry::global().create("local")->get_weights("mem://m/w.safetensors");
   });
   EXPECT_NE(message.find("mem://m/w.safetensors"), std::string::npos) << message;
+  EXPECT_NE(message.find("no byte source for 'mem://'"), std::string::npos) << message;
 }
 
 }  // namespace
