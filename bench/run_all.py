@@ -374,18 +374,25 @@ class Suite:
             f.write(run([self.wl, "inspect", self.st, "--json"]))
         env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
         for dtype in ("f32", "bf16"):
-            g, meta, cli, r = [], [], [], None
-            for _ in range(self.a.runs):  # each run beside a C++ CLI load, so that both meet the same machine
-                self.warm(self.st)
+            g, meta, cli, last = [], [], [], {}
+            script = [sys.executable, os.path.join(ROOT, "bench", "python_load_into.py"), self.st, shapes, dtype]
+
+            def cli_load():
                 cli.append(run_json([self.wl, "load", self.st, "--dtype", dtype, "--json", "--quiet"])["gbps"])
-                self.warm(self.st)
-                r = run_json([sys.executable, os.path.join(ROOT, "bench", "python_load_into.py"), self.st, shapes, dtype],
-                             env=env)
-                g.append(self.bytes / r["seconds"] / 1e9)
-                self.warm(self.st)
-                m = run_json([sys.executable, os.path.join(ROOT, "bench", "python_load_into.py"), self.st, shapes, dtype,
-                              "meta"], env=env)
-                meta.append(self.bytes / m["seconds"] / 1e9)
+
+            def python_load(memory, out):
+                last[memory] = run_json(script + [memory], env=env)
+                out.append(self.bytes / last[memory]["seconds"] / 1e9)
+
+            order = [cli_load, lambda: python_load("torch", g), lambda: python_load("meta", meta)]
+            # Each run beside a C++ CLI load, so that all meet the same machine, the order rotating from
+            # run to run: what a process pays for fresh memory depends on what the one before it left
+            # (on this VM a load right after a Python process exits can take 5x as long).
+            for i in range(self.a.runs):
+                for step in order[i % 3:] + order[:i % 3]:
+                    self.warm(self.st)
+                    step()
+            r, m = last["torch"], last["meta"]
             label = "load_into(module, path) F32" if dtype == "f32" else "load_into(BF16 module, F32 file)"
             self.add("python", f"C++ CLI load {dtype}, runs interleaved with the next rows'", cli)
             self.add("python", label, g, **self.rss_note(r))
