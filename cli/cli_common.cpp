@@ -1,12 +1,5 @@
 #include "cli_common.hpp"
 
-#ifdef WL_WITH_REMOTE
-#include "weightloader/remote.hpp"
-#endif
-#ifdef WL_WITH_CUDA
-#include "weightloader/cuda.hpp"
-#endif
-
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -16,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "weightloader/checkpoint_names.hpp"
+#include "weightloader/linked_components.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/error.hpp"
 
@@ -63,16 +57,7 @@ Kwargs SourceOptions::kwargs() const {
 }
 
 const Context& program_context() {
-  static const Context context = [] {
-    Context c;
-#ifdef WL_WITH_REMOTE
-    c = with_remote(std::move(c));  // http://, https:// and s3:// names wherever a path goes; hub downloads
-#endif
-#ifdef WL_WITH_CUDA
-    c = with_cuda_devices(std::move(c));  // --device cuda[:N]
-#endif
-    return c;
-  }();
+  static const Context context = with_linked_components();
   return context;
 }
 

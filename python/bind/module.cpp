@@ -1,10 +1,5 @@
 #include "bind/bindings.hpp"
-#ifdef WL_WITH_REMOTE
-#include "weightloader/remote.hpp"
-#endif
-#ifdef WL_WITH_CUDA
-#include "weightloader/cuda.hpp"
-#endif
+#include "weightloader/linked_components.hpp"
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "weightloader's C++ library (use the weightloader package, not this module directly)";
@@ -21,16 +16,7 @@ PYBIND11_MODULE(_core, m) {
 namespace wl::py {
 
 const Context& module_context() {
-  static const Context context = [] {
-    Context c;
-#ifdef WL_WITH_REMOTE
-    c = with_remote(std::move(c));
-#endif
-#ifdef WL_WITH_CUDA
-    c = with_cuda_devices(std::move(c));
-#endif
-    return c;
-  }();
+  static const Context context = with_linked_components();
   return context;
 }
 
