@@ -267,7 +267,7 @@ ByteLevelBpeVocab parse_tokenizer_json(std::string_view text, const std::string&
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number out of range (406)
     in.invalid("the file", fmt::format("is not JSON: {}", e.what()));
   }
   if (!root.is_object()) in.invalid("the file", "is not a JSON object");

@@ -130,7 +130,10 @@ Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, Paralle
   if (it == source.metadata().end())
     throw Error(ErrorCode::QuantConfigInvalid, "the catalogue carries no quantization_config (load it with quantized=as_stored)",
                 source.origin(), tensor.name);
-  const QuantConfig c = quant::parse_quant_config(nlohmann::json::parse(it->second), source.origin());
+  const nlohmann::json block = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  if (block.is_discarded())
+    throw Error(ErrorCode::QuantConfigInvalid, "the catalogue's quantization_config is not JSON", source.origin(), tensor.name);
+  const QuantConfig c = quant::parse_quant_config(block, source.origin());
   if (world == 1) return {};
   switch (c.method) {
     case Method::Gptq:

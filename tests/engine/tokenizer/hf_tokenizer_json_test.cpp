@@ -171,6 +171,10 @@ TEST(TokenizerJson, RefusesWhatItDoesNotRunNamingTheField) {
   test::write_bytes(dir.file("bad.json"), "{\"model\": ");
   const std::string msg = test::expect_error(ErrorCode::TokenizerInvalid, [&] { open_tokenizer(dir.file("bad.json")); });
   EXPECT_NE(msg.find("is not JSON"), std::string::npos) << msg;
+  // A number no double holds (the fuzzer's find: nlohmann throws out_of_range, not parse_error).
+  test::write_bytes(dir.file("huge.json"), "{\"\":2222228888888888888888888888e0687399551400673278}");
+  const std::string huge = test::expect_error(ErrorCode::TokenizerInvalid, [&] { open_tokenizer(dir.file("huge.json")); });
+  EXPECT_NE(huge.find("is not JSON"), std::string::npos) << huge;
 }
 
 TEST(TokenizerJson, ConvertsToAGgufVocabularyThatEncodesAlike) {
