@@ -93,14 +93,16 @@ std::vector<LayerWidths> listed_widths(const JsonFields& f, const std::string& t
   const bool ff_list = f.has("intermediate_size") && f.at("intermediate_size").is_array();
   const bool kv_list = decilm_family(type) && f.has("num_key_value_heads_per_layer");
   const uint64_t kv = f.uint("num_key_value_heads", c.num_heads);
-  const std::vector<uint64_t> ff = ff_list ? per_layer_list(f, "intermediate_size", c.num_layers)
-                                           : std::vector<uint64_t>(c.num_layers, f.uint("intermediate_size"));
-  const std::vector<uint64_t> kvs = kv_list ? per_layer_list(f, "num_key_value_heads_per_layer", c.num_layers) : std::vector<uint64_t>(c.num_layers, kv);
+  // Uniform widths are one entry: num_hidden_layers is untrusted, only a list's own length sizes memory.
+  if (!ff_list && !kv_list) return {LayerWidths{f.uint("intermediate_size"), kv}};
+  const std::vector<uint64_t> ff = ff_list ? per_layer_list(f, "intermediate_size", c.num_layers) : std::vector<uint64_t>{};
+  const std::vector<uint64_t> kvs = kv_list ? per_layer_list(f, "num_key_value_heads_per_layer", c.num_layers) : std::vector<uint64_t>{};
+  const uint64_t uniform_ff = ff_list ? 0 : f.uint("intermediate_size");
   std::vector<LayerWidths> out;
   for (uint64_t l = 0; l < c.num_layers; ++l) {
     if (kv_list && c.num_heads % kvs[l] != 0)
       throw config_invalid(f.file(), "num_key_value_heads_per_layer", fmt::format("layer {}'s {} does not divide num_attention_heads {}", l, kvs[l], c.num_heads));
-    out.push_back(LayerWidths{ff[l], kvs[l]});
+    out.push_back(LayerWidths{ff_list ? ff[l] : uniform_ff, kv_list ? kvs[l] : kv});
   }
   return out;
 }

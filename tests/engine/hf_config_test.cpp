@@ -82,6 +82,22 @@ TEST(HfConfig, RopeScalingLinearAndLlama3) {
   EXPECT_DOUBLE_EQ(l.rope_scaling.factor, 4.0);
 }
 
+// num_hidden_layers is untrusted until validated: reading uniform widths allocates nothing per layer
+// (the config_json fuzzer's find: a vector of num_hidden_layers entries), and a list's own length decides.
+TEST(HfConfig, LayerCountSizesNoMemoryBeforeValidation) {
+  const LlamaConfig c = llama_config_from_hf_json(
+      R"({"model_type": "llama", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1000000000000000,
+          "num_attention_heads": 2})", "c");
+  EXPECT_EQ(c.num_layers, 1000000000000000u);
+  EXPECT_EQ(c.intermediate_size, 16u);
+  EXPECT_TRUE(c.layer_widths.empty());
+  const std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [] {
+    llama_config_from_hf_json(R"({"model_type": "deci", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1000000000000000,
+                                  "num_attention_heads": 2, "num_key_value_heads_per_layer": [1, 2]})", "c.json");
+  });
+  EXPECT_NE(msg.find("num_key_value_heads_per_layer"), std::string::npos) << msg;
+}
+
 TEST(HfConfig, GenerationConfigEos) {
   EXPECT_EQ(eos_ids_from_generation_config(R"({"eos_token_id": [1, 107]})", "g"), (std::vector<int32_t>{1, 107}));
   EXPECT_EQ(eos_ids_from_generation_config(R"({"eos_token_id": 2})", "g"), std::vector<int32_t>{2});
