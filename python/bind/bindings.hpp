@@ -5,7 +5,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
 
 #include "loaders/rank_shards.hpp"
 #include "weightloader/byte_source.hpp"
@@ -48,6 +52,27 @@ class BorrowedStorage final : public Storage {
 
  private:
   Device device_;
+};
+
+// Bytes of a mapping as a Python buffer (torch.frombuffer and np.frombuffer keep it, and so the
+// mapping, alive).
+struct MappedBytes {
+  TensorView bytes;
+};
+
+// Private copy-on-write mappings of the local files an opener names, one per file, made on first
+// use (see private_views.cpp).
+class PrivateMappings {
+ public:
+  explicit PrivateMappings(std::shared_ptr<const Opener> opener) : opener_(std::move(opener)) {}
+  // The tensor's stored bytes in its file's private mapping; None for an empty tensor or a file
+  // that is not local.
+  std::optional<MappedBytes> bytes(const TensorInfo& t);
+
+ private:
+  std::shared_ptr<const Opener> opener_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Storage>> maps_;
 };
 
 // The shard planner's layout from Python's arguments: shard_dims as (pattern, dim or None) pairs,

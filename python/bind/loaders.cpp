@@ -1,10 +1,15 @@
 // The C++ registry's loaders for Python: create with checked kwargs, get_weights, and load
 // straight into memory the caller owns (a torch module's parameters) with the GIL released.
+#include <cstring>
+#include <map>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "bind/bindings.hpp"
 #include "bind/interruptible.hpp"
 #include "weightloader/error.hpp"
+#include "weightloader/load_plan.hpp"
 #include "weightloader/name_schemes.hpp"
 #include "weightloader/registry.hpp"
 
@@ -99,26 +104,61 @@ pyb::dict rank_shards(const Loader& l, const WeightSource& source, const pyb::li
   return shards_to_python(plan_rank_shards(model, source, l.loader->options(), to_rank_layout(rank, size, shard_dims, fused)));
 }
 
+// The parameters a zero-copy load backed by the file, as writable views of private mappings of
+// their files (what Python installs in place of its tensors), where the file is local; elsewhere
+// (tensors in memory) their bytes are copied into the memory the caller gave.
+pyb::dict installed_views(const LoadPlan& plan, const LoadReport& report, const WeightSource& source,
+                          const std::map<std::string, TensorView>& given) {
+  const std::set<std::string> backed(report.zero_copy.begin(), report.zero_copy.end());
+  PrivateMappings maps(source.opener());
+  pyb::dict views;
+  for (const PlannedRead& read : plan.reads) {
+    if (!backed.count(read.param->name)) continue;
+    if (std::optional<MappedBytes> bytes = maps.bytes(*read.tensor)) {
+      views[pyb::str(read.param->name)] = std::move(*bytes);
+      continue;
+    }
+    const TensorView& memory = given.at(read.param->name);
+    std::memcpy(memory.raw(), read.param->data.raw(), memory.nbytes());
+  }
+  return views;
+}
+
 // Fills the parameters (see to_model). strict: None keeps the loader's own setting. device: where
-// every pointer is ("cpu", "cuda:N"; None keeps the loader's). Returns the report as JSON text.
-std::string load(Loader& l, const WeightSource& source, const pyb::list& params, std::optional<bool> strict,
-                 pyb::object progress, std::optional<std::string> device) {
+// every pointer is ("cpu", "cuda:N"; None keeps the loader's). replace: the caller may replace its
+// tensors (a module built on the meta device, assign=True); with the loader's zero_copy, parameters
+// whose stored bytes the rule accepts are then not read but returned as views (installed_views).
+// Without it every parameter is read into the caller's memory, zero_copy or not.
+// Returns (the report as JSON text, {parameter: MappedBytes}).
+pyb::tuple load(Loader& l, const WeightSource& source, const pyb::list& params, std::optional<bool> strict,
+                pyb::object progress, std::optional<std::string> device, bool replace) {
   const Device where = device ? Device::parse(*device) : l.loader->options().io.device;
   Model model = to_model(params, where);
   Interruptible call(std::move(progress));
   LoadOptions saved = l.loader->options();
-  if (strict) l.loader->options().strict = *strict;
-  l.loader->options().io.device = where;
-  l.loader->options().io.progress = call.progress();
+  LoadOptions& options = l.loader->options();
+  if (strict) options.strict = *strict;
+  options.io.device = where;
+  options.io.progress = call.progress();
+  options.zero_copy = saved.zero_copy && replace;
   LoadReport report;
+  pyb::dict views;
   try {
-    report = call.run([&] { return l.loader->load_weights(model, source); });
+    if (options.zero_copy) {  // the plan says which checkpoint tensor backs each parameter
+      std::map<std::string, TensorView> given;
+      for (const Parameter& p : model.parameters()) given.emplace(p.name, p.data);
+      const LoadPlan plan = plan_load(model, source, options);
+      report = call.run([&] { return execute_load(plan, source, options); });
+      views = installed_views(plan, report, source, given);
+    } else {
+      report = call.run([&] { return l.loader->load_weights(model, source); });
+    }
   } catch (...) {
     l.loader->options() = saved;
     throw;
   }
   l.loader->options() = saved;
-  return report.to_json();
+  return pyb::make_tuple(report.to_json(), views);
 }
 
 }  // namespace
@@ -135,7 +175,7 @@ void register_loaders(pyb::module_& m) {
       .def("rank_shards", &rank_shards, pyb::arg("source"), pyb::arg("params"), pyb::arg("rank"), pyb::arg("size"),
            pyb::arg("shard_dims"), pyb::arg("fused") = pyb::none())
       .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = pyb::none(),
-           pyb::arg("progress") = pyb::none(), pyb::arg("device") = pyb::none());
+           pyb::arg("progress") = pyb::none(), pyb::arg("device") = pyb::none(), pyb::arg("replace") = false);
   m.def("create_loader", [](const std::string& name, const pyb::dict& kwargs) {
     Loader made{name, WeightLoaderRegistry::global().create(name, to_kwargs(kwargs))};
     made.loader->options().context = module_context();

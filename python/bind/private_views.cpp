@@ -1,11 +1,10 @@
-// Zero-copy tensors for Python's safe_open: a tensor's stored bytes, where the library's rule lets
-// them be used as they are (stored_view), as a writable Python buffer over a private copy-on-write
-// mapping of its local file. One mapping per file per reader: every tensor of a reader shares it (a
-// write to one is seen by another view of the same bytes from that reader), no write reaches the
-// file or another reader, and each buffer keeps the mapping alive (after the reader is closed and
-// the file is deleted).
-#include <map>
-#include <mutex>
+// Zero-copy tensors for Python (safe_open, and load_into's zero_copy=True where the module's
+// tensors may be replaced): a tensor's stored bytes, where the library's rule lets them be used as
+// they are (stored_view), as a writable Python buffer over a private copy-on-write mapping of its
+// local file. One mapping per file per reader (or load): every tensor of it shares that mapping (a
+// write to one is seen by another view of the same bytes from it), no write reaches the file or
+// another reader, and each buffer keeps the mapping alive (after the reader is closed and the file
+// is deleted).
 #include <optional>
 
 #include "bind/bindings.hpp"
@@ -16,43 +15,35 @@ namespace wl::py {
 
 namespace pyb = pybind11;
 
-namespace {
+std::optional<MappedBytes> PrivateMappings::bytes(const TensorInfo& t) {
+  if (t.nbytes == 0) return std::nullopt;  // the frameworks view no empty buffer
+  std::lock_guard lock(mutex_);
+  auto [it, fresh] = maps_.try_emplace(t.file);
+  if (fresh) {
+    const std::shared_ptr<ByteSource> bytes = opener_->open(t.file);
+    if (const auto* local = dynamic_cast<const File*>(bytes.get())) it->second = local->private_copy();
+  }
+  if (!it->second) return std::nullopt;
+  return MappedBytes{TensorView(it->second, DType::U8, {t.nbytes}, t.offset)};
+}
 
-// Bytes of a mapping as a Python buffer (torch.frombuffer and np.frombuffer keep it, and so the
-// mapping, alive).
-struct MappedBytes {
-  TensorView bytes;
-};
+namespace {
 
 class PrivateViews {
  public:
-  explicit PrivateViews(std::shared_ptr<WeightSource> source) : source_(std::move(source)) {}
+  explicit PrivateViews(std::shared_ptr<WeightSource> source) : source_(std::move(source)), maps_(source_->opener()) {}
 
   // The tensor's bytes for reading it as `dtype`, or None where they must be read instead (the rule
-  // says no, the file is not local, or the tensor is empty: the frameworks view no empty buffer).
+  // says no, the file is not local, or the tensor is empty).
   std::optional<MappedBytes> view(const std::string& name, const std::string& dtype) {
     const TensorInfo& t = source_->at(name);
-    if (t.nbytes == 0 || !stored_view(t, *source_, dtype_from_name(dtype))) return std::nullopt;
-    const std::shared_ptr<Storage> file = mapping(t.file);
-    if (!file) return std::nullopt;
-    return MappedBytes{TensorView(file, DType::U8, {t.nbytes}, t.offset)};
+    if (!stored_view(t, *source_, dtype_from_name(dtype))) return std::nullopt;
+    return maps_.bytes(t);
   }
 
  private:
-  // The reader's private mapping of `file`, made on first use; null when it is no local file.
-  std::shared_ptr<Storage> mapping(const std::string& file) {
-    std::lock_guard lock(mutex_);
-    auto [it, fresh] = maps_.try_emplace(file);
-    if (fresh) {
-      const std::shared_ptr<ByteSource> bytes = source_->opener()->open(file);
-      if (const auto* local = dynamic_cast<const File*>(bytes.get())) it->second = local->private_copy();
-    }
-    return it->second;
-  }
-
   std::shared_ptr<WeightSource> source_;
-  std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Storage>> maps_;
+  PrivateMappings maps_;
 };
 
 }  // namespace

@@ -58,7 +58,11 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     allocated (huge-page backed, in its declared dtype and shape), installed in the module (tied
     ones stay tied) and filled. assign=True does the same for a module that has memory (its tensors
     are replaced, as load_state_dict(assign=True) replaces them), the fastest way to fill a module
-    that torch allocated.
+    that torch allocated. For such modules zero_copy=True reads nothing for a tensor whose stored
+    bytes are usable as they are (same dtype, raw, contiguous, aligned, in a local file): its
+    parameter becomes a writable view of a private copy-on-write mapping of the file (a write never
+    reaches the file; the report's zero_copy lists them). A module whose tensors have memory and
+    assign=False is always filled in place, zero_copy or not.
 
     Tensor parallelism: `module` is rank tp_rank's of tp_size (default: torch.distributed's rank
     and world size of tp_group when it is initialised, else 0 and 1), its parameters holding only
@@ -74,7 +78,8 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     if dtype is not None:
         from . import dtypes
         module.to(dtypes.to_torch(dtypes.name_of(dtype)))
-    if assign or materialize.needs_memory(module):
+    replaceable = assign or materialize.needs_memory(module)
+    if replaceable:
         materialize.allocate(module, replace_all=assign)
     kwargs.update(_name_map_kwargs(name_map))
     ranks = tensor_parallel.Ranks(tp_rank, tp_size, tp_group)
@@ -95,6 +100,8 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     with ranks.agreement("loading"):
         if isinstance(instance, CoreWeightLoader):
             shards = _rank_shards(module, instance, weights, ranks, shard_dims, fused)
+            if replaceable and type(instance).load_weights is BaseWeightLoader.load_weights:
+                shards["assign"] = True  # zero_copy=True may then install views of the file
             report = instance.load_weights(module, weights, strict=strict, progress=progress, **shards)
         elif ranks.size > 1:
             raise _from_core("InvalidArgument", f"tensor-parallel loading (tp_size={ranks.size}) needs a registry loader, "

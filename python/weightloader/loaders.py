@@ -6,7 +6,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from . import _core, dtypes
+from . import _core, dtypes, materialize
 from ._params import module_device, module_tensors, progress_for
 from .errors import InvalidArgumentError, _from_core
 
@@ -101,21 +101,27 @@ class BaseWeightLoader:
             self._core = _core.create_loader("local", kwargs)
         return self._core
 
-    def load_weights(self, model, weights, strict=None, progress=None, shards=None):
+    def load_weights(self, model, weights, strict=None, progress=None, shards=None, assign=False):
         """Fills `model` in place; strict (default: the loader's `strict` kwarg, else True) makes a
         missing or unexpected name an error listing them. progress: a callable (done, total) -> bool
         (False cancels), False for none; by default a bar when stderr is a terminal. shards:
         {parameter: [tensor_parallel.Shard]}, parameters filled from slices of checkpoint tensors
-        (only those bytes are read) instead of the whole tensor of their name. An LLM's engine
-        module maps checkpoint names onto its fused and sharded parameters itself."""
+        (only those bytes are read) instead of the whole tensor of their name. assign: the module's
+        tensors may be replaced (load_into passes it for a meta-device module and assign=True); with
+        the zero_copy kwarg, a parameter whose stored bytes are usable as they are then becomes a
+        writable view of a private copy-on-write mapping of its file, not read. Without assign every
+        parameter is read into the module's own memory. An LLM's engine module maps checkpoint
+        names onto its fused and sharded parameters itself."""
         if getattr(model, "wl_engine_rank", None) is not None:
             return model.load_weights(weights)
         source = weights._source if isinstance(weights, Weights) else _memory_source(weights)
         params = module_tensors(model)
         if shards:
             params = [(*p, [tuple(s) for s in shards[p[0]]] if p[0] in shards else None) for p in params]
-        report = self._core_loader().load(source, params, strict, progress_for(progress, "loading"),
-                                          module_device(model))
+        report, views = self._core_loader().load(source, params, strict, progress_for(progress, "loading"),
+                                                 module_device(model), replace=assign)
+        if views:
+            materialize.install_views(model, views)
         return LoadReport(json.loads(report))
 
 

@@ -70,7 +70,8 @@ class BaseWeightLoader:
         """The checkpoint's tensors: a Weights source, a dict or an iterable of (name, tensor) pairs."""
     def load_weights(self, model: torch.nn.Module, weights: _WeightsLike, strict: bool | None = None,
                      progress: _Progress = None,
-                     shards: Mapping[str, Sequence[tuple[str, int, int, int, int]]] | None = None) -> LoadReport:
+                     shards: Mapping[str, Sequence[tuple[str, int, int, int, int]]] | None = None,
+                     assign: bool = False) -> LoadReport:
         """Fills `model` in place; strict (default: the loader's `strict` kwarg, else True) makes a
         missing or unexpected name an error listing them. shards: parameters filled from slices of
         checkpoint tensors (tensor_parallel.Shard), reading only those bytes."""

@@ -26,8 +26,32 @@ def allocate(module, replace_all=False):
         getattr(owner, kind)[name] = new
 
 
+def install_views(module, views):
+    """Replaces each tensor that `views` names ({state_dict name: a buffer of its bytes, as a
+    zero-copy load gives them}) with a tensor over that buffer, of the same dtype and shape; a
+    tensor held in several slots (tied) is replaced in each, by one new tensor."""
+    chosen = {}  # id of the old tensor -> its buffer
+    for name, t in module.state_dict(keep_vars=True).items():
+        if name in views:
+            chosen.setdefault(id(t), views[name])
+    fresh = {}
+    for owner, kind, name, old in _slots(module):
+        buffer = chosen.get(id(old))
+        if buffer is None:
+            continue
+        new = fresh.get(id(old))
+        if new is None:
+            data = torch.frombuffer(buffer, dtype=old.dtype, count=old.numel()).view(old.shape)
+            new = fresh[id(old)] = _like(old, data)
+        getattr(owner, kind)[name] = new
+
+
 def _with_memory(old):
-    data = _empty(old.dtype, old.shape)
+    return _like(old, _empty(old.dtype, old.shape))
+
+
+def _like(old, data):
+    """`data` as `old` was: a Parameter (of its subclass where it can be) with its requires_grad, or a plain tensor."""
     if isinstance(old, torch.nn.Parameter):
         try:
             return type(old)(data, requires_grad=old.requires_grad)

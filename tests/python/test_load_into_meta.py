@@ -69,3 +69,56 @@ def test_a_meta_module_in_another_dtype(checkpoint):
     wl.load_into(module, str(path), dtype=torch.bfloat16)
     assert module.norm.dtype == torch.bfloat16
     assert torch.equal(module.norm, reference.norm.to(torch.bfloat16))
+
+
+def save_tied_reference(path):
+    torch.manual_seed(5)
+    reference = Tied()
+    wl.save_file({"embed.weight": reference.embed.weight.detach(), "scale": reference.scale * 2}, str(path))
+    return reference
+
+
+def test_zero_copy_installs_private_views_of_the_file_in_a_meta_module(tmp_path):
+    path = tmp_path / "m.safetensors"
+    reference = save_tied_reference(path)
+    module = Tied().to("meta")
+    module.head.weight = module.embed.weight
+    result = wl.load_into(module, str(path), strict=False, zero_copy=True)
+    assert sorted(result.report["zero_copy"]) == ["embed.weight", "scale"]
+    assert result.report["bytes_read"] == 0  # nothing read: the parameters are the file's bytes
+    assert module.head.weight is module.embed.weight and module.embed.weight.requires_grad
+    assert torch.equal(module.embed.weight, reference.embed.weight) and torch.equal(module.scale, reference.scale * 2)
+    with torch.no_grad():
+        module.embed.weight.fill_(7)  # writable; a private mapping: the file keeps its bytes
+    assert torch.equal(wl.load_file(str(path))["embed.weight"], reference.embed.weight.detach())
+
+
+def test_zero_copy_fills_a_module_that_has_memory_in_place(tmp_path):
+    # Its tensors are the caller's: they are filled, never left as they were (zero_copy applies
+    # where tensors may be replaced: a meta-device module, assign=True).
+    path = tmp_path / "m.safetensors"
+    reference = save_tied_reference(path)
+    module = Tied()
+    before = module.embed.weight
+    result = wl.load_into(module, str(path), strict=False, zero_copy=True)
+    assert result.report["zero_copy"] == [] and module.embed.weight is before
+    assert torch.equal(module.embed.weight, reference.embed.weight) and torch.equal(module.scale, reference.scale * 2)
+    direct = Tied()
+    loader = wl.WeightLoaderRegistry.get("local")(zero_copy=True)
+    loader.load_weights(direct, loader.get_weights(str(path)), strict=False)
+    assert torch.equal(direct.embed.weight, reference.embed.weight)
+
+
+def test_zero_copy_reads_what_needs_conversion_and_copies_tensors_held_in_memory(tmp_path):
+    path = tmp_path / "m.safetensors"
+    reference = save_tied_reference(path)
+    module = Tied().to("meta").to(torch.bfloat16)
+    result = wl.load_into(module, str(path), strict=False, zero_copy=True)
+    assert result.report["zero_copy"] == [] and module.embed.weight.dtype == torch.bfloat16
+    assert torch.equal(module.embed.weight, reference.embed.weight.to(torch.bfloat16))
+    # A dict of tensors is no file: whatever the library backs by it is copied into the module's memory.
+    held = Tied()
+    loader = wl.WeightLoaderRegistry.get("local")(zero_copy=True)
+    loader.load_weights(held, {"embed.weight": reference.embed.weight.detach(), "scale": reference.scale * 2},
+                        strict=False, assign=True)
+    assert torch.equal(held.embed.weight, reference.embed.weight) and torch.equal(held.scale, reference.scale * 2)
