@@ -100,7 +100,7 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     with ranks.agreement("loading"):
         if isinstance(instance, CoreWeightLoader):
             shards = _rank_shards(module, instance, weights, ranks, shard_dims, fused)
-            if replaceable and type(instance).load_weights is BaseWeightLoader.load_weights:
+            if replaceable and _fills_by_default(instance):
                 shards["assign"] = True  # zero_copy=True may then install views of the file
             report = instance.load_weights(module, weights, strict=strict, progress=progress, **shards)
         elif ranks.size > 1:
@@ -117,13 +117,18 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     return out
 
 
+def _fills_by_default(instance):
+    """True when the loader keeps the library's load_weights (which takes shards and assign)."""
+    return type(instance).load_weights is BaseWeightLoader.load_weights
+
+
 def _rank_shards(module, instance, weights, ranks, shard_dims, fused):
     """{"shards": ...} for load_weights when some parameter takes slices or parts, else {}."""
     shards = tensor_parallel.plan_module_shards(instance, weights, module_tensors(module), ranks.rank, ranks.size,
                                                 shard_dims, fused)
     if not shards:
         return {}
-    if type(instance).load_weights is not BaseWeightLoader.load_weights:
+    if not _fills_by_default(instance):
         raise _from_core("InvalidArgument", f"{type(instance).__name__} overrides load_weights, so it cannot fill "
                          f"parameters from slices (tensor-parallel or fused: {', '.join(sorted(shards))})", "", "", False)
     return {"shards": shards}
