@@ -11,7 +11,8 @@ to $WL_PIP_BUILD_DIR or a folder of the system's temporary directory named after
 checkout (kept, so a second install rebuilds only what changed), so a read-only checkout installs and
 build/, the C++ project's CMake tree, is never touched. CMake's progress goes to stderr: `pip install
 -v` shows it. CMAKE_ARGS adds arguments to the CMake configure step;
-CMAKE_BUILD_PARALLEL_LEVEL overrides the job count.
+CMAKE_BUILD_PARALLEL_LEVEL overrides the job count. WL_PREBUILT_CORE=path/to/_core*.so installs that
+extension instead of building one (scripts/setup.sh: the one its build/ holds).
 """
 import hashlib
 import os
@@ -44,6 +45,18 @@ class CMakeBuild(build_ext):
     tests or benchmarks) for the interpreter running this build, and copies it into the package."""
 
     def build_extension(self, ext):
+        prebuilt = os.environ.get("WL_PREBUILT_CORE")
+        if prebuilt:  # scripts/setup.sh: the extension its CMake build made in build/ (no second build)
+            built = [pathlib.Path(prebuilt)]
+            if not built[0].is_file():
+                raise RuntimeError(f"WL_PREBUILT_CORE={prebuilt}: no such file")
+        else:
+            built = self.cmake_build()
+        target = pathlib.Path(self.get_ext_fullpath(ext.name))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built[0], target)
+
+    def cmake_build(self):
         build_dir = pathlib.Path(self.build_temp).resolve() / "cmake"
         configure = ["cmake", "-S", str(ROOT), "-B", str(build_dir), "-DWL_BUILD_TESTS=OFF", "-DWL_BUILD_BENCH=OFF",
                      "-DWL_BUILD_FUZZ=OFF", "-DWL_BUILD_PYTHON=ON", f"-DPython3_EXECUTABLE={sys.executable}"]
@@ -63,9 +76,7 @@ class CMakeBuild(build_ext):
         built = sorted((build_dir / "python" / "weightloader").glob("_core*.so"))
         if len(built) != 1:
             raise RuntimeError(f"expected one _core*.so in {build_dir}/python/weightloader, found {built}")
-        target = pathlib.Path(self.get_ext_fullpath(ext.name))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(built[0], target)
+        return built
 
 
 os.makedirs(BUILD_BASE, exist_ok=True)  # egg_info insists that its directory exists
@@ -73,7 +84,7 @@ os.makedirs(BUILD_BASE, exist_ok=True)  # egg_info insists that its directory ex
 setup(
     version=cmake_version(),
     package_dir={"": "python"},
-    packages=["weightloader", "weightloader.safetensors"],
+    packages=["weightloader", "weightloader.safetensors", "weightloader.vllm_plugin"],
     package_data={"weightloader": ["py.typed", "*.pyi"]},  # the type stubs, for editors and mypy
     include_package_data=False,
     ext_modules=[Extension("weightloader._core", sources=[])],  # sources: CMake's business

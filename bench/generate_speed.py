@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Decode speed of `weightloader generate` on a generated ~110 M parameter Llama, side by side with
 the machine's limit and a peer.
 
@@ -126,7 +125,7 @@ def main():
         bound = bw / wbytes
         lines.append(f"| {name} | {med:.1f} ({min(rates):.1f}..{max(rates):.1f}) | {bound:.1f} | {med / bound:.2f}x | {med / torch_med:.2f}x |")
     lines.append("")
-    lines.append("Command: `/usr/bin/python3 bench/generate_speed.py` (after `scripts/setup.sh`).")
+    lines.append("Command: `build-deps/venv/bin/python bench/generate_speed.py` (after `scripts/setup.sh`).")
     text = "\n".join(lines) + "\n"
     open(args.results, "w").write(text)
     print(text)

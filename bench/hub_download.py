@@ -6,8 +6,8 @@ writing the same LFS file from the same CDN (one GET, into a fresh file; curl ne
 syncs it), and curl followed by an fsync of its file (the bytes on disk, as our downloads are
 before their rename: the limit for a download that survives a crash). Each figure is the median of --runs, the two alternating. Prints one line per row.
 
-  /usr/bin/python3 bench/hub_download.py --mib 512 --concurrency 1 4 8
-  /usr/bin/python3 bench/hub_download.py --mib 256 --piece-mib 16 --rate-mib 32 --concurrency 1 4 8"""
+  build-deps/venv/bin/python bench/hub_download.py --mib 512 --concurrency 1 4 8
+  build-deps/venv/bin/python bench/hub_download.py --mib 256 --piece-mib 16 --rate-mib 32 --concurrency 1 4 8"""
 import argparse
 import hashlib
 import os

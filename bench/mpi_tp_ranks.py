@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """MPI tensor parallelism: what 1, 2 and 4 ranks (one process each, under mpirun) read and hold
 while loading the suite's synthetic checkpoint, each reading only its slice, against the common
 approach, in the same run: every rank reads the whole checkpoint into memory and keeps its slice
@@ -9,7 +8,7 @@ of the slowest rank (median of --runs, warm page cache), the peak RSS of the lar
 the target  slice + staging bound + the RSS the process had before loading; then whole / slices
 ratios. Prints a markdown table (it does not write bench/RESULTS.md).
 
-Usage: /usr/bin/python3 bench/mpi_tp_ranks.py [--preset small] [--layers N] [--runs 3]
+Usage: build-deps/venv/bin/python bench/mpi_tp_ranks.py [--preset small] [--layers N] [--runs 3]
                                               [--dir /tmp/wl-bench] [--build build]
 """
 import argparse

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """weightloader's Python load_into for bench/run_all.py: an nn.Module with the checkpoint's shapes
 (allocated by torch, not yet touched, as torch_peer.py's; or, with `meta`, built on the meta
 device so that the loader allocates it) filled from CHECKPOINT, in F32 or BF16.

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Tensor-parallel loading from Python, 1, 2 and 4 ranks (gloo processes on 127.0.0.1), each rank's
 module holding only its slices under vLLM's names (fused qkv_proj and gate_up_proj):
   ours  load_into(module, checkpoint): each rank reads only its slices
@@ -8,7 +7,7 @@ Per rank: load seconds (from a barrier), bytes read (ours: the report; both: /pr
 peak RSS over the RSS before the load, against the bound slice + staging. The checkpoint's page
 cache is warm. Prints a table with ratios (peer / ours) and, last, one JSON line for run_all.py.
 
-Usage: PYTHONPATH=build/python /usr/bin/python3 bench/python_tp_ranks.py SAFETENSORS_DIR PYTORCH_BIN
+Usage: build-deps/venv/bin/python bench/python_tp_ranks.py SAFETENSORS_DIR PYTORCH_BIN
                                  [--ranks 1 2 4] [--runs 3]
 The inputs: bench/run_all.py's (`weightloader synth DIR --preset small`, and run_all.py --make-bin).
 """

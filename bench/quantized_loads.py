@@ -4,7 +4,7 @@ written as GPTQ 4-bit and as FP8 per channel (`weightloader convert --quantize`)
 parameters already faulted in (`wl_bench_loads reload`, the second of two loads), median of N runs.
 GB/s are dense parameter bytes written per second.
 
-    /usr/bin/python3 bench/quantized_loads.py [--preset 1gb] [--runs 5] [--dir /tmp/wl-quant-bench] [--build build]
+    build-deps/venv/bin/python bench/quantized_loads.py [--preset 1gb] [--runs 5] [--dir /tmp/wl-quant-bench] [--build build]
 """
 import argparse
 import json

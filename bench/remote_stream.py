@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Remote streaming speed: `weightloader load URL` against curl on the same loopback server.
 
 Serves one safetensors checkpoint from nginx (http://127.0.0.1) and from s3rver (s3://; npm's
@@ -16,7 +15,7 @@ whole-object curl) and ours / the best of curl's three ways (the server's limit)
 for N curls, the wall time from launching them to the last one ending) and the load report's
 seconds for ours.
 
-Usage: /usr/bin/python3 bench/remote_stream.py [--build build] [--baseline-build DIR] [--runs 3]
+Usage: build-deps/venv/bin/python bench/remote_stream.py [--build build] [--baseline-build DIR] [--runs 3]
                                                [--checkpoint FILE | --preset small] [--dir DIR]
 Also run by bench/run_all.py as its `remote` group (skipped, saying why, without nginx or s3rver).
 """

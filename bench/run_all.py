@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """weightloader's benchmark suite: one run, side by side, on the same files and the same machine.
 
 Generates a Llama-shaped checkpoint (`weightloader synth`, F32) as safetensors (one file, and 4
@@ -33,7 +32,7 @@ the "resident" column gives the share found before the row's runs (min..max over
 figure is the median of --runs runs, with min..max. Prints the table and the ratios (ours / limit,
 ours / peer) and writes bench/RESULTS.md.
 
-Usage: /usr/bin/python3 bench/run_all.py [--preset 2gb] [--layers N] [--runs 3] [--dir /tmp/wl-bench]
+Usage: build-deps/venv/bin/python bench/run_all.py [--preset 2gb] [--layers N] [--runs 3] [--dir /tmp/wl-bench]
                                          [--build build] [--ggml-gguf-bin PATH] [--results FILE]
                                          [--baseline-build DIR] [--generate-only] [--python-tp]
                                          [--quick] [--no-remote]
@@ -496,7 +495,7 @@ class Suite:
             f"Checkpoint: synthetic Llama preset `{a.preset}`{f', {a.layers} layers' if a.layers else ''}, "
             f"{self.bytes / 1e9:.2f} GB of F32 (`weightloader synth`), as one safetensors file, 4 shards, "
             "PyTorch .bin (Debian's torch 1.13), GGUF F32 and GGUF Q8_0.",
-            f"Command: `/usr/bin/python3 bench/run_all.py --preset {a.preset}{f' --layers {a.layers}' if a.layers else ''} "
+            f"Command: `build-deps/venv/bin/python bench/run_all.py --preset {a.preset}{f' --layers {a.layers}' if a.layers else ''} "
             f"--runs {a.runs}{' --ggml-gguf-bin ...' if a.ggml_gguf_bin else ''}`; median of {a.runs} runs (min..max). "
             "GB/s are checkpoint (file) bytes per second of load time. Cold: files evicted with fsync + "
             "posix_fadvise(POSIX_FADV_DONTNEED) before each run.",

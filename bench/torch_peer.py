@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Peer for bench/run_all.py: torch.load + load_state_dict into an nn.Module, optionally followed by
 .to(torch.bfloat16) (PyTorch's way of converting on load). Prints one JSON object.
 

@@ -5,7 +5,7 @@
 set -euo pipefail
 cli=$1 out=$2
 testdata="$(dirname "$0")/../../shared/testdata"
-py=/usr/bin/python3
+py="$(cd "$(dirname "$0")/.." && pwd)/build-deps/venv/bin/python"  # the project's environment (scripts/setup.sh)
 rm -rf "$out" && mkdir -p "$out"/{safetensors,index_json,pytorch_zip,pickle,gguf,llama2c,custom_binary_meta,config_json,detect,tokenizer}
 work=$(mktemp -d) && trap 'rm -rf "$work"' EXIT
 

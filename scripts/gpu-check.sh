@@ -28,7 +28,7 @@ jobs=${WL_GPU_CHECK_JOBS:-$(nproc)}
 # The interpreter with torch: Debian's here (the dry run); on the GPU machine, which has no Debian
 # packages, its own Python with PyTorch + CUDA and safetensors, first on its PATH.
 if [[ "$dry" == 1 ]]; then
-  py=${WL_GPU_CHECK_PYTHON:-/usr/bin/python3}
+  py=${WL_GPU_CHECK_PYTHON:-$repo/build-deps/venv/bin/python}
 else
   py=${WL_GPU_CHECK_PYTHON:-$(command -v python3)}
 fi

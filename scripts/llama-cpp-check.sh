@@ -73,7 +73,7 @@ fi
 # The tiny models of testdata/hf-tiny-arch: llama.cpp's logits at the last of the ids equal the
 # reference's within 1e-4 of the row's scale (its largest |logit|, at least 1).
 arch=../shared/testdata/hf-tiny-arch
-inputs() { /usr/bin/python3 scripts/llama_cpp_check_inputs.py "$@"; }
+inputs() { build-deps/venv/bin/python scripts/llama_cpp_check_inputs.py "$@"; }
 # logits_row LABEL GGUF REFERENCE_FILE WHAT ID...: WHAT says what the ids and the reference are.
 logits_row() {
   local label=$1 gguf=$2 ref=$3 what=$4 worst

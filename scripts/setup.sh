@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages weightloader needs (only those missing) and builds it into build/.
+# Installs the Debian packages weightloader needs (only those missing), makes the Python environment
+# build-deps/venv from python/requirements.lock (reused while it matches), builds everything into
+# build/ and installs the module into that environment.
 # Usage: scripts/setup.sh [extra cmake args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,8 +10,7 @@ packages=(g++ cmake ninja-build pkg-config git
           libhwy-dev libopenblas-dev nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
           libsentencepiece-dev libicu-dev libcurl4-openssl-dev libssl-dev nginx  # nginx: the remote tests serve files with it
           openmpi-bin libopenmpi-dev  # MPI tensor parallelism (weightloader_mpi) and its tests
-          python3 python3-numpy python3-pytest python3-torch python3-tqdm
-          python3-dev pybind11-dev python3-venv python3-pip python3-setuptools python3-wheel  # the Python module
+          python3 python3-dev pybind11-dev python3-venv  # the Python module (its PyPI packages: below)
           clang-14 libclang-rt-14-dev)  # clang: scripts/build-asan.sh (sanitizers, fuzzing)
 missing=()
 for p in "${packages[@]}"; do
@@ -34,5 +35,8 @@ if [ ! -x build-deps/s3rver/node_modules/.bin/s3rver ]; then
   npm install --prefix build-deps/s3rver --no-audit --no-fund --loglevel=error s3rver@3.7.1 >/dev/null
 fi
 
+scripts/python-env.sh
+
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 cmake --build build -j"$(nproc)"
+scripts/python-env.sh --install-module

@@ -47,7 +47,7 @@ for arg in "$@"; do
 done
 [ ${#checks[@]} -gt 0 ] || { echo "tokenizer-vectors-check: nothing to check" >&2; exit 2; }
 
-WL=build/weightloader WORK="$work" /usr/bin/python3 - "${checks[@]}" <<'PY'
+WL=build/weightloader WORK="$work" build-deps/venv/bin/python - "${checks[@]}" <<'PY'
 import os, subprocess, sys
 
 wl, work = os.environ["WL"], os.environ["WORK"]

@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """Register a loader written in Python, then generate with it, as vLLM users do:
 
-    /usr/bin/python3 examples/python/register_then_llm.py ../shared/testdata/llama2c-stories260K
+    build-deps/venv/bin/python examples/python/register_then_llm.py ../shared/testdata/llama2c-stories260K
 
 The loader reads llama2.c's stories260K through weightloader and hands the engine (name, tensor)
 pairs; the engine's module maps them onto its fused parameters (qkv_proj, gate_up_proj)."""

@@ -1,8 +1,7 @@
-#!/usr/bin/python3
 """The seed's three loaders, written against weightloader in the seed's own shape (vLLM's
 BaseWeightLoader: get_weights says where to read, load_weights how to put it in).
 
-    /usr/bin/python3 examples/python/seed_loaders.py CHECKPOINT_DIR
+    build-deps/venv/bin/python examples/python/seed_loaders.py CHECKPOINT_DIR
 loads a directory with each loader that fits it into a model mirroring the checkpoint, and prints
 what each one loaded."""
 import sys

@@ -87,6 +87,10 @@ pyb::dict generate(Engine& e, const pyb::object& prompt, uint32_t max_tokens, fl
 }  // namespace
 
 void register_llm(pyb::module_& m) {
+  // The config.json the engine derives from a checkpoint (its config.json, GGUF keys, llama2.c
+  // header or params.json): what the vLLM plugin gives vLLM for a checkpoint without one.
+  m.def("hf_config_json", [](const WeightSource& source) { return llama_config_from_source(source).to_hf_config_json(); },
+        pyb::arg("source"));
   pyb::class_<ParameterBuffer>(m, "ParameterBuffer", pyb::buffer_protocol())
       .def_buffer([](ParameterBuffer& b) {
         return pyb::buffer_info(b.data, 1, "B", 1, {static_cast<pyb::ssize_t>(b.nbytes)}, {1}, false);

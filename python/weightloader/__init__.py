@@ -5,7 +5,15 @@
     weights = wl.LocalWeightLoader(file_pattern="*.safetensors").get_weights("/models/llama")
     wl.WeightLoaderRegistry.register("my_custom", MyLoader)
 """
-from . import _core  # noqa: F401  (the C++ extension)
+import torch as _torch
+
+# torch 2.3 is the first with every dtype the library maps (uint16..64 beside float8 and bfloat16)
+# and with load_state_dict(assign=True); an older torch would fail later, deep inside a load.
+if tuple(int(p) for p in _torch.__version__.split("+")[0].split(".")[:2]) < (2, 3):
+    raise ImportError(f"weightloader needs torch 2.3 or newer; this is torch {_torch.__version__} "
+                      "(scripts/setup.sh makes an environment with the pinned one)")
+
+from . import _core  # noqa: E402,F401  (the C++ extension)
 
 __version__ = _core.__version__  # project(weightloader VERSION x.y.z) in CMakeLists.txt, as pip's metadata has it
 from .errors import (CancelledError, Error, FormatError, InvalidArgumentError, IoError,  # noqa: F401

@@ -55,6 +55,11 @@ const std::vector<Field>& fields() {
       {"rms_norm_eps", [](const LlamaConfig& c) { return f32(c.rms_norm_eps); }},
       {"rope_theta", [](const LlamaConfig& c) { return f32(c.rope_theta); }},
       {"rope_scaling", [](const LlamaConfig& c) { return c.rope_scaling.type.empty() ? "none" : c.rope_scaling.type; }},
+      {"sliding layers' rope_theta/rope_scaling",
+       [](const LlamaConfig& c) {
+         const std::string& type = c.sliding_rope_scaling.type;
+         return c.sliding_rope_theta ? fmt::format("{}/{}", f32(c.sliding_rope_theta), type.empty() ? "none" : type) : std::string("those of every layer");
+       }},
       {"hidden_act", [](const LlamaConfig& c) { return c.hidden_act; }},
       {"sliding_window", windows},
       {"attn_logit_softcapping", [](const LlamaConfig& c) { return f32(c.attn_logit_softcapping); }},

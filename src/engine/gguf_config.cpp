@@ -31,6 +31,10 @@ void read_family(const MetadataFields& m, const std::string& a, LlamaConfig& c) 
     // llama.cpp scales queries by 1/sqrt(head_dim), and Gemma 2 27B's (46 layers) by
     // 1/sqrt(hidden/heads): what the model's query_pre_attn_scalar says for the released models.
     c.query_pre_attn_scalar = double(c.num_layers == 46 ? c.hidden_size / c.num_heads : c.head_dim);
+    // Newer llama.cpp turns Gemma 2's sliding layers with their own base when the file gives one:
+    // a different one is refused rather than run with the other layers' (the engine reads it from config.json only).
+    if (m.has(a + "rope.freq_base_swa") && m.number(a + "rope.freq_base_swa", 0) != c.rope_theta)
+      throw config_invalid(m.file(), a + "rope.freq_base_swa", "a sliding-layer rope base other than rope.freq_base is not supported");
   }
   if (arch == "phi3") c.sliding_window = m.uint(a + "attention.sliding_window", 0);
   if (arch == "llama" && m.uint(a + "expert_count", 0) > 0) {

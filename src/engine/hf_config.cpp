@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -68,14 +69,14 @@ std::string activation(const JsonFields& f, const std::string& type) {
 }
 
 // Factors as JSON numbers, one per rotary frequency (their count is checked with the head's size).
-std::vector<float> factor_list(const JsonFields& f, const char* key) {
+std::vector<float> factor_list(const JsonFields& f, const std::string& field, const char* key) {
   if (!f.has(key) || !f.at(key).is_array() || f.at(key).empty())
-    throw config_invalid(f.file(), fmt::format("rope_scaling.{}", key), "must be a non-empty list of numbers");
+    throw config_invalid(f.file(), fmt::format("{}.{}", field, key), "must be a non-empty list of numbers");
   const nlohmann::json& v = f.at(key);
   std::vector<float> out;
   for (const nlohmann::json& x : v) {
     if (!x.is_number() || !(x.get<double>() > 0))
-      throw config_invalid(f.file(), fmt::format("rope_scaling.{}", key), fmt::format("{} is not a positive number", x.dump()));
+      throw config_invalid(f.file(), fmt::format("{}.{}", field, key), fmt::format("{} is not a positive number", x.dump()));
     out.push_back(x.get<float>());
   }
   return out;
@@ -88,61 +89,165 @@ double yarn_attention_factor(const JsonFields& f, double factor) {
   return m && all ? mscale(m) / mscale(all) : mscale(1);
 }
 
-RopeScaling rope_scaling(const JsonFields& top) {
+constexpr const char* kOriginalContext = "original_max_position_embeddings";
+
+// A rope_scaling object (transformers 4) or one of rope_parameters (transformers 5), `field` naming
+// it, as modeling_rope_utils reads each type. rope_parameters' also carry rope_theta and
+// partial_rotary_factor (read by the caller), and their pretrained context falls back to the
+// top-level one, which transformers 5 moves in.
+RopeScaling read_scaling(const JsonFields& top, const json& object, const std::string& field, bool parameters) {
   RopeScaling r;
-  if (!top.has("rope_scaling")) return r;
-  if (!top.at("rope_scaling").is_object()) throw config_invalid(top.file(), "rope_scaling", "is not an object");
-  const JsonFields f(top.at("rope_scaling"), top.file());
+  if (!object.is_object()) throw config_invalid(top.file(), field, "is not an object");
+  const JsonFields f(object, top.file());
   const std::string type = f.string("rope_type", f.string("type"));
-  if (type.empty() || type == "default") return r;
+  if (f.has("type") && f.string("type") != type)
+    throw config_invalid(top.file(), field + ".type", fmt::format("'{}' disagrees with rope_type '{}'", f.string("type"), type));
+  if (!parameters && (type.empty() || type == "default")) return r;
   static const std::map<std::string, std::set<std::string>> known{
+      {"default", {}},
       {"linear", {"factor"}},
-      {"llama3", {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}},
-      {"yarn", {"factor", "attention_factor", "beta_fast", "beta_slow", "original_max_position_embeddings", "mscale",
-                "mscale_all_dim", "truncate"}},
-      {"longrope", {"short_factor", "long_factor", "factor", "attention_factor", "original_max_position_embeddings"}},
-      {"dynamic", {"factor", "original_max_position_embeddings"}}};
-  const auto keys = known.find(type);
+      {"llama3", {"factor", "low_freq_factor", "high_freq_factor", kOriginalContext}},
+      {"yarn", {"factor", "attention_factor", "beta_fast", "beta_slow", kOriginalContext, "mscale", "mscale_all_dim", "truncate"}},
+      {"longrope", {"short_factor", "long_factor", "factor", "attention_factor", kOriginalContext}},
+      {"dynamic", {"factor", kOriginalContext}}};
+  const auto keys = known.find(type.empty() ? "default" : type);
   if (keys == known.end())
-    throw config_invalid(top.file(), "rope_scaling", fmt::format("type '{}' is not supported (linear, llama3, yarn, longrope, dynamic)", type));
+    throw config_invalid(top.file(), field, fmt::format("type '{}' is not supported (default, linear, llama3, yarn, longrope, dynamic)", type));
   // A key that changes the frequencies and is not read would silently change the model.
-  for (const auto& [key, value] : top.at("rope_scaling").items())
-    if (key != "type" && key != "rope_type" && !keys->second.count(key))
-      throw config_invalid(top.file(), fmt::format("rope_scaling.{}", key), fmt::format("is not a {} setting", type));
+  for (const auto& [key, value] : object.items())
+    if (key != "type" && key != "rope_type" && !keys->second.count(key) && !(parameters && (key == "rope_theta" || key == "partial_rotary_factor")))
+      throw config_invalid(top.file(), fmt::format("{}.{}", field, key), fmt::format("is not a {} setting", keys->first));
+  if (type.empty() || type == "default") return r;
   r.type = type;
   const uint64_t max_positions = top.uint("max_position_embeddings", 2048);
+  const uint64_t top_context = top.uint(kOriginalContext, max_positions);
   if (type == "longrope") {
-    r.short_factor = factor_list(f, "short_factor");
-    r.long_factor = factor_list(f, "long_factor");
-    // Phi-3 keeps the pretrained context at the top level; the factor is then the ratio of the two.
-    r.original_max_position_embeddings = top.uint("original_max_position_embeddings", max_positions);
-    r.factor = top.has("original_max_position_embeddings") ? double(max_positions) / double(r.original_max_position_embeddings)
-                                                           : f.number("factor", 1.0);
+    r.short_factor = factor_list(f, field, "short_factor");
+    r.long_factor = factor_list(f, field, "long_factor");
+    // Phi-3 keeps the pretrained context at the top level; the factor is then the ratio of the two
+    // (transformers 5: unless rope_parameters gives the factor).
+    r.original_max_position_embeddings = parameters ? f.uint(kOriginalContext, top_context) : top_context;
+    const double ratio = double(max_positions) / double(r.original_max_position_embeddings);
+    r.factor = parameters ? f.number("factor", ratio) : top.has(kOriginalContext) ? ratio : f.number("factor", 1.0);
     if (r.original_max_position_embeddings == 0 || !(r.factor > 0))
-      throw config_invalid(top.file(), "original_max_position_embeddings", "longrope needs a positive pretrained context and factor");
+      throw config_invalid(top.file(), kOriginalContext, "longrope needs a positive pretrained context and factor");
     r.attention_factor = f.has("attention_factor") ? f.number("attention_factor", 1.0)
                          : r.factor <= 1 ? 1.0
                                          : std::sqrt(1 + std::log(r.factor) / std::log(double(r.original_max_position_embeddings)));
     return r;
   }
   r.factor = f.number("factor", 0);
-  if (!(r.factor >= 1) || !std::isfinite(r.factor)) throw config_invalid(top.file(), "rope_scaling.factor", "must be a number of at least 1");
+  if (!(r.factor >= 1) || !std::isfinite(r.factor)) throw config_invalid(top.file(), field + ".factor", "must be a number of at least 1");
   if (type == "llama3") {
     r.low_freq_factor = f.number("low_freq_factor", 1.0);
     r.high_freq_factor = f.number("high_freq_factor", 4.0);
-    r.original_max_position_embeddings = f.uint("original_max_position_embeddings", 8192);
+    r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : 8192);
     if (!(r.high_freq_factor > r.low_freq_factor) || !(r.low_freq_factor > 0) || r.original_max_position_embeddings == 0)
-      throw config_invalid(top.file(), "rope_scaling", "llama3 needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0");
+      throw config_invalid(top.file(), field, "llama3 needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0");
   } else if (type == "yarn") {
-    r.original_max_position_embeddings = f.uint("original_max_position_embeddings", max_positions);
+    r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : max_positions);
     r.beta_fast = f.number("beta_fast", 32);
     r.beta_slow = f.number("beta_slow", 1);
     r.truncate = f.boolean("truncate", true);
     r.attention_factor = f.has("attention_factor") ? f.number("attention_factor", 1.0) : yarn_attention_factor(f, r.factor);
     if (r.original_max_position_embeddings == 0 || !(r.beta_fast > 0) || !(r.beta_slow > 0) || !(r.attention_factor > 0))
-      throw config_invalid(top.file(), "rope_scaling", "yarn needs positive original_max_position_embeddings, beta_fast, beta_slow and attention_factor");
+      throw config_invalid(top.file(), field, "yarn needs positive original_max_position_embeddings, beta_fast, beta_slow and attention_factor");
   }
   return r;
+}
+
+double partial_rotary_factor(const JsonFields& f, const std::string& field = "partial_rotary_factor", double fallback = 1.0) {
+  const double partial = f.number("partial_rotary_factor", fallback);
+  if (!(partial > 0 && partial <= 1)) throw config_invalid(f.file(), field, "must be in (0, 1]");
+  return partial;
+}
+
+// One layer type's rotary settings.
+struct Rope {
+  double theta = 10000.0;
+  double partial = 1.0;  // partial_rotary_factor
+  RopeScaling scaling;
+  bool operator==(const Rope&) const = default;
+};
+
+// config.json's rotary settings by layer type (transformers' layer_types): the same for both unless
+// rope_parameters gives them per type; a type it leaves out is empty.
+struct Ropes {
+  std::optional<Rope> full, sliding;
+};
+
+// One rope_parameters object (the flat one, or one layer type's). What transformers 4 reads elsewhere
+// (the top-level rope_theta, partial_rotary_factor and pretrained context, rope_scaling) fills what it
+// leaves out, and must agree with what it gives: each version would read only its own.
+Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field) {
+  Rope r;
+  r.scaling = read_scaling(top, object, field, true);
+  for (const char* key : {"rope_theta", "partial_rotary_factor", kOriginalContext})
+    if (top.has(key) && object.contains(key) && !object[key].is_null() && object[key] != top.at(key))
+      throw config_invalid(top.file(), fmt::format("{}.{}", field, key),
+                           fmt::format("{} disagrees with the top-level {} {}", object[key].dump(), key, top.at(key).dump()));
+  if (top.has("rope_scaling") && read_scaling(top, top.at("rope_scaling"), "rope_scaling", false) != r.scaling)
+    throw config_invalid(top.file(), "rope_scaling", fmt::format("disagrees with {}: transformers 4 reads the one, 5 the other", field));
+  const JsonFields f(object, top.file());
+  r.theta = f.number("rope_theta", top.number("rope_theta", 10000.0));
+  if (!(r.theta > 0) || !std::isfinite(r.theta)) throw config_invalid(top.file(), field + ".rope_theta", "must be a positive number");
+  r.partial = partial_rotary_factor(f, field + ".partial_rotary_factor", partial_rotary_factor(top));
+  return r;
+}
+
+// Transformers 4's rope_theta, partial_rotary_factor and rope_scaling, or transformers 5's
+// rope_parameters: flat, or per layer type ({"full_attention": {...}, "sliding_attention": {...}}).
+Ropes read_ropes(const JsonFields& top) {
+  if (!top.has("rope_parameters")) {
+    Rope r;
+    r.theta = top.number("rope_theta", 10000.0);
+    r.partial = partial_rotary_factor(top);
+    if (top.has("rope_scaling")) r.scaling = read_scaling(top, top.at("rope_scaling"), "rope_scaling", false);
+    return {r, r};
+  }
+  const json& p = top.at("rope_parameters");
+  if (!p.is_object()) throw config_invalid(top.file(), "rope_parameters", "is not an object");
+  if (!p.contains("full_attention") && !p.contains("sliding_attention")) {
+    const Rope r = read_rope_parameters(top, p, "rope_parameters");
+    return {r, r};
+  }
+  Ropes out;
+  for (const auto& [key, value] : p.items()) {
+    const std::string field = "rope_parameters." + key;
+    if (key != "full_attention" && key != "sliding_attention")
+      throw config_invalid(top.file(), field, "is not a layer type (full_attention, sliding_attention)");
+    (key == "full_attention" ? out.full : out.sliding) = read_rope_parameters(top, value, field);
+  }
+  if (out.full && out.sliding && out.full->partial != out.sliding->partial)
+    throw config_invalid(top.file(), "rope_parameters.sliding_attention.partial_rotary_factor",
+                         "differs from full_attention's: the engine turns the same dimensions of every layer");
+  return out;
+}
+
+// Whether the model has sliding-window layers (or, !sliding, others), counted without walking
+// num_hidden_layers, which is not validated yet.
+bool has_layer_type(const LlamaConfig& c, bool sliding) {
+  if (c.num_layers == 0) return false;
+  const uint64_t every = c.sliding_window_every, from = c.sliding_window_from;
+  if (!sliding) return !c.sliding_window || from > 0 || (every > 1 && c.num_layers > 1);
+  return c.sliding_window && from / every + (from % every != 0) <= (c.num_layers - 1) / every;
+}
+
+// Each layer takes its type's rotary settings (windows and head_dim read): the sliding layers have
+// their own only where they differ from the others'.
+void apply_ropes(const JsonFields& f, const Ropes& r, LlamaConfig& c) {
+  for (const bool sliding : {false, true})
+    if (has_layer_type(c, sliding) && !(sliding ? r.sliding : r.full))
+      throw config_invalid(f.file(), sliding ? "rope_parameters.sliding_attention" : "rope_parameters.full_attention",
+                           fmt::format("missing, and this {} has such layers", c.architecture));
+  const Rope& every = r.full ? *r.full : *r.sliding;
+  c.rope_theta = every.theta;
+  c.rope_scaling = every.scaling;
+  c.rotary_dim = uint64_t(double(c.head_dim) * every.partial);  // transformers: int(head_dim * factor); validated with the rest
+  if (r.full && r.sliding && !(*r.full == *r.sliding)) {
+    c.sliding_rope_theta = r.sliding->theta;
+    c.sliding_rope_scaling = r.sliding->scaling;
+  }
 }
 
 // Which layers slide, and by how much, as each family's transformers code decides it.
@@ -157,6 +262,27 @@ void read_windows(const JsonFields& f, const std::string& type, LlamaConfig& c) 
   }
   c.sliding_window = f.uint("sliding_window", type == "gemma2" ? 4096 : 0);
   if (type == "gemma2") c.sliding_window_every = 2;  // layers 0, 2, 4, ...
+}
+
+// Transformers 5 writes which layers slide as layer_types, and its Gemma 2 and Qwen2 (MoE) attend as
+// that list says (the others' code ignores it). The engine slides the layers its family's rule
+// picks (read_windows), so a list naming others is refused: run, it would attend otherwise.
+void check_layer_types(const JsonFields& f, const std::string& type, const LlamaConfig& c) {
+  if (!f.has("layer_types") || (type != "gemma2" && type != "qwen2" && type != "qwen2_moe")) return;
+  const json& types = f.at("layer_types");
+  if (!types.is_array() || types.size() != c.num_layers)
+    throw config_invalid(f.file(), "layer_types", fmt::format("is not a list of {} layer types (num_hidden_layers)", c.num_layers));
+  for (uint64_t l = 0; l < c.num_layers; ++l) {
+    const json& t = types[l];
+    if (t != "full_attention" && t != "sliding_attention")
+      throw config_invalid(f.file(), fmt::format("layer_types[{}]", l), fmt::format("{} is not full_attention or sliding_attention", t.dump()));
+    // Without a window (Qwen2's use_sliding_window false) a sliding layer attends to every position too.
+    if (c.sliding_window && (t == "sliding_attention") != (c.window_layer(l) != 0))
+      throw config_invalid(f.file(), fmt::format("layer_types[{}]", l),
+                           fmt::format("is {}, but {} slides {}: the engine cannot follow another pattern", t.get<std::string>(), type,
+                                       c.sliding_window_every == 2 ? fmt::format("every other layer from {}", c.sliding_window_from)
+                                                                   : fmt::format("the layers from {}", c.sliding_window_from)));
+  }
 }
 
 void read_gemma(const JsonFields& f, const std::string& type, LlamaConfig& c) {
@@ -221,12 +347,6 @@ std::vector<int32_t> token_ids(const JsonFields& f, const char* key) {
   return out;
 }
 
-double partial_rotary_factor(const JsonFields& f) {
-  const double partial = f.number("partial_rotary_factor", 1.0);
-  if (!(partial > 0 && partial <= 1)) throw config_invalid(f.file(), "partial_rotary_factor", "must be in (0, 1]");
-  return partial;
-}
-
 // attention_bias gives q/k/v/o biases (Qwen2: q/k/v always); DeciLM as vLLM reads it: `bias` too,
 // and qkv_bias overriding it for q/k/v.
 void read_biases(const JsonFields& f, const std::string& type, LlamaConfig& c) {
@@ -257,8 +377,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.architecture = type;
   c.hidden_act = activation(f, type);
   // What the engine may refuse first, then the sizes.
-  c.rope_scaling = rope_scaling(f);
-  const double partial = partial_rotary_factor(f);
+  const Ropes ropes = read_ropes(f);
   read_windows(f, type, c);
   read_gemma(f, type, c);
   refuse_interleaved_rotary(f, type);
@@ -270,11 +389,11 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   read_layer_widths(f, type, c);
   if (type == "mixtral") c.moe.expert_intermediate_size = c.intermediate_size;
   c.head_dim = f.uint("head_dim", c.num_heads ? c.hidden_size / c.num_heads : 0);
-  c.rotary_dim = uint64_t(double(c.head_dim) * partial);  // transformers: int(head_dim * factor); validated with the rest
   c.vocab_size = f.uint("vocab_size", 0);
   c.max_position_embeddings = f.uint("max_position_embeddings", 2048);
   c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
-  c.rope_theta = f.number("rope_theta", 10000.0);
+  apply_ropes(f, ropes, c);
+  check_layer_types(f, type, c);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", type == "gemma" || type == "gemma2");
   read_biases(f, type, c);
   return c;

@@ -80,17 +80,22 @@ void validate(const LlamaConfig& c, const std::string& file) {
   if (c.moe.num_experts > kMaxLayers) throw invalid(file, "num_experts", fmt::format("{} is above the supported maximum {}", c.moe.num_experts, kMaxLayers));
   if (c.moe.num_experts) positive(c.moe.expert_intermediate_size, "moe_intermediate_size", kMaxWidth);
   if (c.moe.shared_expert_intermediate_size > kMaxWidth) throw invalid(file, "shared_expert_intermediate_size", "is above the supported maximum");
-  const RopeScaling& r = c.rope_scaling;
-  const double scaled = r.factor * double(r.type == "yarn" ? r.original_max_position_embeddings : c.max_position_embeddings);
-  if ((r.type == "yarn" || r.type == "dynamic") && !(scaled <= double(kMaxPositions)))
-    throw invalid(file, "rope_scaling.factor", fmt::format("{} extends the context beyond the supported maximum {}", r.factor, kMaxPositions));
-  if (r.type == "longrope")
-    for (const auto* list : {&r.short_factor, &r.long_factor})
-      if (list->size() != c.rotary_dims() / 2)
-        throw invalid(file, list == &r.short_factor ? "rope_scaling.short_factor" : "rope_scaling.long_factor",
-                      fmt::format("has {} factors; {} rotary dimensions need {}", list->size(), c.rotary_dims(), c.rotary_dims() / 2));
+  for (const bool sliding : {false, true}) {  // every layer's rotary settings, then the sliding layers' own
+    if (sliding && !c.sliding_rope_theta) break;
+    const RopeScaling& r = sliding ? c.sliding_rope_scaling : c.rope_scaling;
+    const std::string at = sliding ? "rope_parameters.sliding_attention." : "rope_scaling.";
+    const double scaled = r.factor * double(r.type == "yarn" ? r.original_max_position_embeddings : c.max_position_embeddings);
+    if ((r.type == "yarn" || r.type == "dynamic") && !(scaled <= double(kMaxPositions)))
+      throw invalid(file, at + "factor", fmt::format("{} extends the context beyond the supported maximum {}", r.factor, kMaxPositions));
+    if (r.type == "longrope")
+      for (const auto* list : {&r.short_factor, &r.long_factor})
+        if (list->size() != c.rotary_dims() / 2)
+          throw invalid(file, at + (list == &r.short_factor ? "short_factor" : "long_factor"),
+                        fmt::format("has {} factors; {} rotary dimensions need {}", list->size(), c.rotary_dims(), c.rotary_dims() / 2));
+    const double theta = sliding ? c.sliding_rope_theta : c.rope_theta;
+    if (!(theta > 0) || !std::isfinite(theta)) throw invalid(file, sliding ? at + "rope_theta" : "rope_theta", "must be a positive number");
+  }
   if (!(c.rms_norm_eps > 0) || !std::isfinite(c.rms_norm_eps)) throw invalid(file, "rms_norm_eps", "must be a positive number");
-  if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) throw invalid(file, "rope_theta", "must be a positive number");
 }
 
 // Meta's params.json (dim, n_layers, n_heads, ...); the FFN width from the tensors, and the
@@ -226,8 +231,7 @@ bool LlamaConfig::moe_layer(uint64_t l) const {
 namespace {
 
 // rope_scaling as transformers reads it back to the same frequencies (derived values written out).
-json rope_scaling_json(const LlamaConfig& c) {
-  const RopeScaling& r = c.rope_scaling;
+json rope_scaling_json(const RopeScaling& r) {
   json j{{"rope_type", r.type}};
   if (r.type == "longrope") {
     j["short_factor"] = r.short_factor, j["long_factor"] = r.long_factor, j["attention_factor"] = r.attention_factor;
@@ -244,13 +248,27 @@ json rope_scaling_json(const LlamaConfig& c) {
   return j;
 }
 
-}  // namespace
+// One layer type's entry of transformers 5's rope_parameters: rope_scaling's, with the theta and,
+// for longrope, what Phi-3 keeps at the top level.
+json rope_parameters_json(double theta, const RopeScaling& r) {
+  json j = r.type.empty() ? json{{"rope_type", "default"}} : rope_scaling_json(r);
+  j["rope_theta"] = theta;
+  if (r.type == "longrope") j["original_max_position_embeddings"] = r.original_max_position_embeddings, j["factor"] = r.factor;
+  return j;
+}
 
-uint64_t LlamaConfig::context_length() const {
-  const RopeScaling& r = rope_scaling;
+// The context a rope scaling lets the model run.
+uint64_t scaled_context(const RopeScaling& r, uint64_t max_position_embeddings) {
   if (r.type == "yarn") return std::max(max_position_embeddings, uint64_t(r.factor * double(r.original_max_position_embeddings)));
   if (r.type == "dynamic") return uint64_t(r.factor * double(max_position_embeddings));
   return max_position_embeddings;
+}
+
+}  // namespace
+
+uint64_t LlamaConfig::context_length() const {
+  const uint64_t every = scaled_context(rope_scaling, max_position_embeddings);
+  return sliding_rope_theta ? std::min(every, scaled_context(sliding_rope_scaling, max_position_embeddings)) : every;
 }
 
 std::string LlamaConfig::features() const {
@@ -266,6 +284,9 @@ std::string LlamaConfig::features() const {
   if (head_dim * num_heads != hidden_size) f.push_back(fmt::format("head_dim {} ≠ hidden/heads", head_dim));
   if (rotary_dims() != head_dim) f.push_back(fmt::format("partial rotary ({} of {})", rotary_dims(), head_dim));
   if (!rope_scaling.type.empty()) f.push_back(fmt::format("rope scaling {} x{}", rope_scaling.type, rope_scaling.factor));
+  if (sliding_rope_theta)
+    f.push_back(fmt::format("sliding layers' rope theta {}{}", sliding_rope_theta,
+                            sliding_rope_scaling.type.empty() ? "" : fmt::format(" scaling {} x{}", sliding_rope_scaling.type, sliding_rope_scaling.factor)));
   if (sliding_window)
     f.push_back(fmt::format("sliding window {} ({})", sliding_window,
                             sliding_window_every == 2 ? "alternate layers" : sliding_window_from ? fmt::format("from layer {}", sliding_window_from) : "all layers"));
@@ -324,8 +345,14 @@ std::string LlamaConfig::to_hf_config_json() const {
     j["intermediate_size"] = ff;
   }
   if (rotary_dims() != head_dim) j["partial_rotary_factor"] = double(rotary_dims()) / double(head_dim);
-  if (!rope_scaling.type.empty()) j["rope_scaling"] = rope_scaling_json(*this);
-  if (rope_scaling.type == "longrope") j["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
+  if (sliding_rope_theta) {  // per layer type, as transformers 5 writes it
+    j.erase("rope_theta");
+    j["rope_parameters"] = {{"full_attention", rope_parameters_json(rope_theta, rope_scaling)},
+                            {"sliding_attention", rope_parameters_json(sliding_rope_theta, sliding_rope_scaling)}};
+  } else {
+    if (!rope_scaling.type.empty()) j["rope_scaling"] = rope_scaling_json(rope_scaling);
+    if (rope_scaling.type == "longrope") j["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
+  }
   if (sliding_window) j["sliding_window"] = sliding_window;
   if (sliding_window && (type == "qwen2" || type == "qwen2_moe")) j["use_sliding_window"] = true, j["max_window_layers"] = sliding_window_from;
   if (type == "gemma2") {

@@ -26,10 +26,14 @@ LlamaEngine::LlamaEngine(const LlamaConfig& config, Communicator& comm, DType dt
   x_.resize(config_.hidden_size);
   xb_.resize(config_.hidden_size);
   logits_.resize(config_.vocab_size);
-  inv_freq_ = rotary_frequencies(config_);
-  rope_attention_factor_ = rotary_attention_factor(config_);
-  cos_.resize(inv_freq_.size());
-  sin_.resize(inv_freq_.size());
+  for (const bool sliding : {false, true}) {
+    if (sliding && !config_.sliding_rope_theta) break;
+    RopeTable& t = ropes_.emplace_back();
+    t.inv_freq = rotary_frequencies(config_, 0, sliding);
+    t.attention_factor = rotary_attention_factor(config_, sliding);
+    t.cos.resize(t.inv_freq.size());
+    t.sin.resize(t.inv_freq.size());
+  }
 }
 
 LlamaEngine::Mlp LlamaEngine::bind_mlp(const std::string& at, uint64_t units) const {
@@ -73,6 +77,7 @@ void LlamaEngine::bind() {
     L.o = raw(at + "self_attn.o_proj.weight");
     L.o_bias = f32(at + "self_attn.o_proj.bias");
     L.window = c.window_layer(l);
+    L.rope = c.sliding_rope_layer(l) ? 1 : 0;
     if (c.moe_layer(l)) {
       const std::string moe = moe_prefix(c, l);
       L.router = f32(moe + "gate.weight");
@@ -112,21 +117,26 @@ void LlamaEngine::reset(uint64_t positions) {
   const uint64_t n = positions * kv_width_;
   k_cache_.assign(n, 0.0f);
   v_cache_.assign(n, 0.0f);
-  if (config_.rope_scaling.depends_on_length()) inv_freq_ = rotary_frequencies(config_), rope_length_ = 0;
+  for (size_t i = 0; i < ropes_.size(); ++i)
+    if (rope_scaling(i).depends_on_length()) ropes_[i].inv_freq = rotary_frequencies(config_, 0, i == 1), ropes_[i].length = 0;
 }
 
 bool LlamaEngine::set_sequence_length(uint64_t length) {
-  const RopeScaling& r = config_.rope_scaling;
-  if (r.type == "dynamic" && length > std::max(rope_length_, config_.max_position_embeddings)) {
-    // transformers recomputes for a longer sequence only, and keeps the keys already cached.
-    inv_freq_ = rotary_frequencies(config_, length);
-    rope_length_ = length;
-  } else if (r.type == "longrope" && length > r.original_max_position_embeddings && rope_length_ <= r.original_max_position_embeddings) {
-    inv_freq_ = rotary_frequencies(config_, length);
-    rope_length_ = length;
-    return true;
+  bool recompute = false;
+  for (size_t i = 0; i < ropes_.size(); ++i) {
+    const RopeScaling& r = rope_scaling(i);
+    RopeTable& t = ropes_[i];
+    if (r.type == "dynamic" && length > std::max(t.length, config_.max_position_embeddings)) {
+      // transformers recomputes for a longer sequence only, and keeps the keys already cached.
+      t.inv_freq = rotary_frequencies(config_, length, i == 1);
+      t.length = length;
+    } else if (r.type == "longrope" && length > r.original_max_position_embeddings && t.length <= r.original_max_position_embeddings) {
+      t.inv_freq = rotary_frequencies(config_, length, i == 1);
+      t.length = length;
+      recompute = true;
+    }
   }
-  return false;
+  return recompute;
 }
 
 void LlamaEngine::add_all_reduced(const float* bias, const float* post_norm) {
@@ -182,8 +192,9 @@ void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
   float* q = qkv_.data();
   float* k = q + part_.q_heads * hd;
   const float* v = k + kvw;
-  rope(q, part_.q_heads, hd, cos_, sin_);
-  rope(k, L.kv_heads, hd, cos_, sin_);
+  const RopeTable& turn = ropes_[L.rope];
+  rope(q, part_.q_heads, hd, turn.cos, turn.sin);
+  rope(k, L.kv_heads, hd, turn.cos, turn.sin);
   const uint64_t at = L.kv_offset * positions_ + pos * kvw;
   std::copy(k, k + kvw, k_cache_.begin() + at);
   std::copy(v, v + kvw, v_cache_.begin() + at);
@@ -271,11 +282,12 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
     const float normalizer = float(std::sqrt(double(D)));
     for (float& v : x_) v *= normalizer;
   }
-  for (size_t j = 0; j < inv_freq_.size(); ++j) {
-    const float angle = float(pos) * inv_freq_[j];
-    cos_[j] = std::cos(angle) * rope_attention_factor_;
-    sin_[j] = std::sin(angle) * rope_attention_factor_;
-  }
+  for (RopeTable& t : ropes_)
+    for (size_t j = 0; j < t.inv_freq.size(); ++j) {
+      const float angle = float(pos) * t.inv_freq[j];
+      t.cos[j] = std::cos(angle) * t.attention_factor;
+      t.sin[j] = std::sin(angle) * t.attention_factor;
+    }
 
   // A pruned layer's skipped sub-block adds nothing to the residual stream.
   for (const Layer& L : layers_) {

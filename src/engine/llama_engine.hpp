@@ -60,6 +60,7 @@ class LlamaEngine {
     Mlp shared;                            // the shared expert (units 0: none)
     const float* shared_gate = nullptr;    // [hidden]
     uint64_t window = 0;
+    size_t rope = 0;  // which of ropes_ turns its queries and keys
     // This rank's kv heads (0: the layer has no attention), the first one's index, the query heads
     // that share each, and where the layer's cache begins (in floats per position).
     uint64_t kv_heads = 0, kv_head0 = 0, kv_group = 0, kv_offset = 0;
@@ -80,12 +81,18 @@ class LlamaEngine {
   uint64_t kv_width_ = 0;  // the cache's floats per position, summed over layers
   // Per-token activations and this rank's KV cache: [layer][position][the layer's kv_heads * head_dim].
   std::vector<float> x_, xb_, qkv_, att_, partial_, expert_out_, router_logits_, gate_up_, hidden_, k_cache_, v_cache_;
-  std::vector<float> inv_freq_, cos_, sin_;  // rotary frequencies (rope_scaling applied), this position's
-  float rope_attention_factor_ = 1;          // cos and sin scale by it (yarn, longrope)
-  uint64_t rope_length_ = 0;                 // the sequence length inv_freq_ was computed for
+  // Rotary frequencies (rope scaling applied) and this position's cos and sin: [0] every layer's,
+  // [1] the sliding-window layers' own where the configuration gives them (sliding_rope_theta).
+  struct RopeTable {
+    std::vector<float> inv_freq, cos, sin;
+    float attention_factor = 1;  // cos and sin scale by it (yarn, longrope)
+    uint64_t length = 0;         // the sequence length inv_freq was computed for
+  };
+  std::vector<RopeTable> ropes_;
   std::vector<float> local_logits_, gathered_logits_, logits_;
 
   void bind();
+  const RopeScaling& rope_scaling(size_t table) const { return table ? config_.sliding_rope_scaling : config_.rope_scaling; }
   Mlp bind_mlp(const std::string& at, uint64_t units) const;
   void attention_block(const Layer& L, uint64_t pos);
   void attention(const Layer& L, uint64_t pos);

@@ -48,11 +48,13 @@ std::vector<float> yarn(const RopeScaling& r, double base, uint64_t dims) {
 
 }  // namespace
 
-std::vector<float> rotary_frequencies(const LlamaConfig& c, uint64_t length) {
+std::vector<float> rotary_frequencies(const LlamaConfig& c, uint64_t length, bool sliding) {
   const uint64_t dims = c.rotary_dims();
-  const RopeScaling& r = c.rope_scaling;
-  if (r.type == "yarn") return yarn(r, c.rope_theta, dims);
-  double base = c.rope_theta;
+  sliding = sliding && c.sliding_rope_theta != 0;
+  const RopeScaling& r = sliding ? c.sliding_rope_scaling : c.rope_scaling;
+  const double theta = sliding ? c.sliding_rope_theta : c.rope_theta;
+  if (r.type == "yarn") return yarn(r, theta, dims);
+  double base = theta;
   if (r.type == "dynamic") {  // NTK-aware: a larger base once the sequence outgrows the trained context
     const double n = double(std::max(length, c.max_position_embeddings)), trained = double(c.max_position_embeddings);
     base *= std::pow(r.factor * n / trained - (r.factor - 1), double(dims) / double(dims - 2));
@@ -68,9 +70,9 @@ std::vector<float> rotary_frequencies(const LlamaConfig& c, uint64_t length) {
   return f;
 }
 
-float rotary_attention_factor(const LlamaConfig& c) {
-  const std::string& t = c.rope_scaling.type;
-  return t == "yarn" || t == "longrope" ? float(c.rope_scaling.attention_factor) : 1.0f;
+float rotary_attention_factor(const LlamaConfig& c, bool sliding) {
+  const RopeScaling& r = sliding && c.sliding_rope_theta != 0 ? c.sliding_rope_scaling : c.rope_scaling;
+  return r.type == "yarn" || r.type == "longrope" ? float(r.attention_factor) : 1.0f;
 }
 
 void rope(float* v, uint64_t heads, uint64_t hd, const std::vector<float>& cos, const std::vector<float>& sin) {

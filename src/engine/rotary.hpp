@@ -11,10 +11,11 @@ namespace wl {
 
 // The frequencies of the rotary_dims() leading dimensions of a head, rope_scaling applied, for a
 // forward pass over a sequence of `length` tokens (only dynamic and longrope scaling look at it).
-std::vector<float> rotary_frequencies(const LlamaConfig& config, uint64_t length = 0);
+// sliding: those of the layers sliding_rope_layer() names (sliding_rope_theta and _scaling, when set).
+std::vector<float> rotary_frequencies(const LlamaConfig& config, uint64_t length = 0, bool sliding = false);
 
 // What cos and sin are multiplied by (yarn's and longrope's attention factor; 1 otherwise).
-float rotary_attention_factor(const LlamaConfig& config);
+float rotary_attention_factor(const LlamaConfig& config, bool sliding = false);
 
 // Hugging Face's rotary layout over the leading 2 * cos.size() dimensions of each head: element j
 // turns with element j + cos.size(); the rest of the head passes through.

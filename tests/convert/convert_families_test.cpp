@@ -257,6 +257,23 @@ TEST(ConvertFamilies, WhatLlamaCppWouldRunOtherwiseIsRefusedByName) {
   }
 }
 
+// transformers 5's rope_parameters per layer type: GGUF (one rope.freq_base) cannot say that
+// Gemma 2's sliding layers turn with their own theta, so it is refused rather than written.
+TEST(ConvertFamilies, PerLayerTypeRopeThetaIsRefusedWhereGgufCannotSayIt) {
+  WL_REQUIRE_TESTDATA();
+  test::TempDir dir;
+  fs::create_directories(dir.file("hf"));
+  nlohmann::json config = nlohmann::json::parse(test::read_bytes(arch_dir("gemma2") + "/config.json"));
+  config["query_pre_attn_scalar"] = config["head_dim"];
+  config.erase("rope_theta");
+  config["rope_parameters"] = {{"full_attention", {{"rope_theta", 1000000.0}}}, {"sliding_attention", {{"rope_theta", 10000.0}}}};
+  test::write_bytes(dir.file("hf/config.json"), config.dump());
+  fs::create_symlink(fs::absolute(arch_dir("gemma2") + "/model.safetensors"), dir.file("hf/model.safetensors"));
+  const std::string msg = test::expect_error(ErrorCode::InvalidArgument, [&] { to_gguf(dir.file("hf"), dir.file("x.gguf")); });
+  EXPECT_NE(msg.find("sliding layers' rope_theta/rope_scaling those of every layer instead of 10000/none"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(dir.file("x.gguf")));
+}
+
 // A configuration that is there but wrong is reported, never replaced by a guess from the shapes
 // (which would write this Gemma as a Llama).
 TEST(ConvertFamilies, AWrongConfigurationIsReportedNotGuessedAround) {

@@ -1,6 +1,12 @@
 // config.json of each family into the model description: what each family's fields mean.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/rotary.hpp"
 #include "test_util.hpp"
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/error.hpp"
@@ -80,6 +86,190 @@ TEST(HfConfig, RopeScalingLinearAndLlama3) {
           "rope_scaling": {"type": "linear", "factor": 4}})", "c");
   EXPECT_EQ(l.rope_scaling.type, "linear");
   EXPECT_DOUBLE_EQ(l.rope_scaling.factor, 4.0);
+}
+
+// transformers 5 writes the rotary settings inside rope_parameters: rope_theta, partial_rotary_factor
+// and Phi-3's pretrained context move in beside rope_scaling's fields ("type" becomes rope_type).
+std::string as_transformers5_writes(const std::string& config_json) {
+  nlohmann::json j = nlohmann::json::parse(config_json);
+  nlohmann::json p = j.contains("rope_scaling") ? j["rope_scaling"] : nlohmann::json::object();
+  if (p.contains("type")) p["rope_type"] = p["type"], p.erase("type");
+  for (const char* key : {"rope_theta", "partial_rotary_factor", "original_max_position_embeddings"})
+    if (j.contains(key)) p[key] = j[key], j.erase(key);
+  j.erase("rope_scaling");
+  j["rope_parameters"] = p;
+  return j.dump();
+}
+
+LlamaConfig read(const std::string& config_json) { return llama_config_from_hf_json(config_json, "config.json"); }
+
+// The message of the ConfigInvalid that reading `config_json` throws.
+std::string refusal(const std::string& config_json) {
+  return test::expect_error(ErrorCode::ConfigInvalid, [&] { read(config_json); });
+}
+
+constexpr const char* kSizes = R"("hidden_size": 32, "intermediate_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4)";
+
+std::string llama(const std::string& fields) { return fmt::format(R"({{"model_type": "llama", {}, {}}})", kSizes, fields); }
+std::string gemma2(const std::string& fields) { return fmt::format(R"({{"model_type": "gemma2", {}, {}}})", kSizes, fields); }
+
+TEST(HfConfig, RopeParametersThetaIsRead) {
+  const LlamaConfig qwen = read(llama(R"("rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"})"));
+  EXPECT_DOUBLE_EQ(qwen.rope_theta, 1000000.0);
+  const LlamaConfig other = read(llama(R"("rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"})"));
+  EXPECT_DOUBLE_EQ(other.rope_theta, 10000.0);
+  EXPECT_NE(rotary_frequencies(qwen), rotary_frequencies(other));
+  EXPECT_EQ(qwen, read(llama(R"("rope_theta": 1000000.0)")));
+  // Without a theta inside, the top-level one (or the default) still holds; "type" is the legacy key.
+  EXPECT_DOUBLE_EQ(read(llama(R"("rope_theta": 500000.0, "rope_parameters": {"type": "default"})")).rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(read(llama(R"("rope_parameters": {})")).rope_theta, 10000.0);
+}
+
+// Each rope_scaling type of the engine, as transformers 4 and 5 write it: the same description.
+TEST(HfConfig, RopeParametersEqualTheLegacyFields) {
+  const std::vector<std::string> legacy{
+      llama(R"("rope_theta": 500000.0, "max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+               "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})"),
+      llama(R"("rope_theta": 10000.0, "rope_scaling": {"type": "linear", "factor": 4.0})"),
+      llama(R"("max_position_embeddings": 2048, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0})"),
+      llama(R"("rope_theta": 1000000.0, "max_position_embeddings": 32768,
+               "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})"),
+      llama(R"("max_position_embeddings": 163840, "rope_scaling": {"rope_type": "yarn", "factor": 40.0, "mscale": 0.707,
+               "mscale_all_dim": 1.0, "beta_fast": 32.0, "beta_slow": 1.0, "original_max_position_embeddings": 4096})"),
+      llama(R"("rope_theta": 150000.0, "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+               "truncate": false, "attention_factor": 1.2, "original_max_position_embeddings": 4096})"),
+      // Phi-3: partial rotary, and the pretrained context beside max_position_embeddings.
+      R"({"model_type": "phi3", "hidden_size": 32, "intermediate_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "partial_rotary_factor": 0.75, "rope_theta": 10000.0, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+          "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.01, 1.02], "long_factor": [1.5, 3.5, 5.5]}})",
+  };
+  for (const std::string& old : legacy) {
+    SCOPED_TRACE(old);
+    const LlamaConfig want = read(old);
+    ASSERT_FALSE(want.rope_scaling.type.empty());
+    const LlamaConfig got = read(as_transformers5_writes(old));
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(rotary_frequencies(got, 5000), rotary_frequencies(want, 5000));
+    EXPECT_EQ(rotary_attention_factor(got), rotary_attention_factor(want));
+  }
+}
+
+TEST(HfConfig, Llama3InRopeParameters) {
+  const LlamaConfig c = read(llama(R"("max_position_embeddings": 131072, "rope_parameters": {"rope_theta": 500000.0,
+      "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})"));
+  EXPECT_DOUBLE_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rope_scaling.type, "llama3");
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 8.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192u);
+  EXPECT_EQ(c, read(llama(R"("max_position_embeddings": 131072, "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3",
+      "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})")));
+}
+
+// Phi-3 as transformers 5 writes it: partial_rotary_factor inside rope_parameters turns 6 of 8 dimensions.
+TEST(HfConfig, Phi3LongropeWithPartialRotaryInRopeParameters) {
+  const std::string phi3 = R"({"model_type": "phi3", "hidden_size": 32, "intermediate_size": 16, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "max_position_embeddings": 131072, "rope_parameters": {"rope_theta": 10000.0, "rope_type": "longrope",
+      "short_factor": [1.0, 1.01, 1.02], "long_factor": [1.5, 3.5, 5.5], "partial_rotary_factor": 0.75,
+      "original_max_position_embeddings": 4096}})";
+  const LlamaConfig c = read(phi3);
+  EXPECT_EQ(c.head_dim, 8u);
+  EXPECT_EQ(c.rotary_dims(), 6u);
+  EXPECT_EQ(c.rope_scaling.type, "longrope");
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 4096u);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 32.0);
+  EXPECT_NEAR(c.rope_scaling.attention_factor, 1.1902380714238083, 1e-12);  // transformers' value for this configuration
+  EXPECT_EQ(rotary_frequencies(c, 4097).size(), 3u);
+  const LlamaConfig legacy = read(R"({"model_type": "phi3", "hidden_size": 32, "intermediate_size": 16, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "max_position_embeddings": 131072, "partial_rotary_factor": 0.75, "rope_theta": 10000.0,
+      "original_max_position_embeddings": 4096, "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.01, 1.02],
+      "long_factor": [1.5, 3.5, 5.5]}})");
+  EXPECT_EQ(c, legacy);
+  // transformers 5 takes a factor that rope_parameters gives over the ratio of the contexts.
+  nlohmann::json j = nlohmann::json::parse(phi3);
+  j["rope_parameters"]["factor"] = 4.0;
+  EXPECT_DOUBLE_EQ(read(j.dump()).rope_scaling.factor, 4.0);
+}
+
+// Gemma 2 / 3 as transformers 5 writes them: each layer type its own settings. Layers 0 and 2 slide.
+constexpr const char* kGemma2PerLayerType = R"({"model_type": "gemma2", "hidden_size": 32, "intermediate_size": 16,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "head_dim": 8, "sliding_window": 4, "rope_parameters": {
+      "full_attention": {"rope_theta": 1000000.0, "rope_type": "linear", "factor": 8.0},
+      "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}})";
+
+TEST(HfConfig, RopeParametersPerLayerTypeReachTheirLayers) {
+  const LlamaConfig c = read(kGemma2PerLayerType);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1000000.0);
+  EXPECT_EQ(c.rope_scaling.type, "linear");
+  EXPECT_DOUBLE_EQ(c.sliding_rope_theta, 10000.0);
+  EXPECT_TRUE(c.sliding_rope_scaling.type.empty());
+  for (uint64_t l = 0; l < 4; ++l) EXPECT_EQ(c.sliding_rope_layer(l), l % 2 == 0) << "layer " << l;
+  const std::vector<float> global = rotary_frequencies(c), local = rotary_frequencies(c, 0, true);
+  ASSERT_EQ(global.size(), 4u);
+  ASSERT_EQ(local.size(), 4u);
+  EXPECT_FLOAT_EQ(global[1], float(std::pow(1000000.0, -2.0 / 8) / 8));
+  EXPECT_FLOAT_EQ(local[1], float(std::pow(10000.0, -2.0 / 8)));
+  // Written back (per layer type) and read again: the same description.
+  EXPECT_EQ(read(c.to_hf_config_json()), c);
+  // The same settings for both types: one set for every layer, as the flat form says it.
+  const LlamaConfig same = read(R"({"model_type": "gemma2", "hidden_size": 32, "intermediate_size": 16, "num_hidden_layers": 4,
+      "num_attention_heads": 4, "head_dim": 8, "rope_parameters": {"full_attention": {"rope_theta": 20000.0, "rope_type": "default"},
+      "sliding_attention": {"rope_theta": 20000.0}}})");
+  EXPECT_EQ(same.sliding_rope_theta, 0.0);
+  EXPECT_FALSE(same.sliding_rope_layer(0));
+  EXPECT_DOUBLE_EQ(same.rope_theta, 20000.0);
+}
+
+TEST(HfConfig, RopeParametersTheEngineCannotFollowAreRefusedByName) {
+  const std::pair<std::string, const char*> cases[] = {
+      {llama(R"("rope_parameters": {"rope_type": "proportional", "rope_theta": 10000.0})"), "'proportional'"},
+      {llama(R"("rope_parameters": {"rope_type": "proportional"})"), "'rope_parameters'"},
+      {llama(R"("rope_parameters": {"rope_type": "linear", "factor": 2.0, "mscale": 1.0})"), "'rope_parameters.mscale'"},
+      {llama(R"("rope_parameters": {"rope_type": "default", "factor": 2.0})"), "'rope_parameters.factor'"},
+      {llama(R"("rope_parameters": {"rope_type": "longrope", "short_factor": [1.0, 1.0]})"), "'rope_parameters.long_factor'"},
+      {llama(R"("rope_parameters": {"rope_theta": 0})"), "'rope_parameters.rope_theta'"},
+      {llama(R"("rope_parameters": {"partial_rotary_factor": 1.5})"), "'rope_parameters.partial_rotary_factor'"},
+      {llama(R"("rope_parameters": [10000.0])"), "'rope_parameters'"},
+      {llama(R"("rope_parameters": {"full_attention": {"rope_theta": 1.0}, "global": {"rope_theta": 2.0}})"), "'rope_parameters.global'"},
+      {llama(R"("rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 2.0, "low_freq_factor": 1.0}})"),
+       "'rope_parameters.full_attention.low_freq_factor'"},
+      // Gemma 2's sliding layers need their type's settings; the engine turns the same dimensions on every layer.
+      {gemma2(R"("rope_parameters": {"full_attention": {"rope_theta": 1.0}})"), "'rope_parameters.sliding_attention'"},
+      {gemma2(R"("rope_parameters": {"sliding_attention": {"rope_theta": 1.0}})"), "'rope_parameters.full_attention'"},
+      {gemma2(R"("rope_parameters": {"full_attention": {"partial_rotary_factor": 0.5}, "sliding_attention": {}})"),
+       "'rope_parameters.sliding_attention.partial_rotary_factor'"},
+  };
+  for (const auto& [json, field] : cases) {
+    const std::string msg = refusal(json);
+    EXPECT_NE(msg.find(field), std::string::npos) << json << " → " << msg;
+    EXPECT_NE(msg.find("config.json"), std::string::npos) << msg;
+  }
+}
+
+// transformers 4 reads the legacy fields and 5 rope_parameters: where both are given they must agree.
+TEST(HfConfig, LegacyFieldsThatDisagreeWithRopeParametersAreRefused) {
+  const std::pair<std::string, const char*> cases[] = {
+      {llama(R"("rope_theta": 10000.0, "rope_parameters": {"rope_theta": 1000000.0})"), "'rope_parameters.rope_theta'"},
+      {llama(R"("rope_scaling": {"type": "linear", "factor": 2.0}, "rope_parameters": {"rope_type": "linear", "factor": 4.0})"),
+       "'rope_scaling'"},
+      {llama(R"("rope_scaling": {"type": "linear", "factor": 2.0}, "rope_parameters": {"rope_theta": 10000.0})"), "'rope_scaling'"},
+      {llama(R"("partial_rotary_factor": 0.5, "rope_parameters": {"partial_rotary_factor": 0.75})"),
+       "'rope_parameters.partial_rotary_factor'"},
+      {llama(R"("original_max_position_embeddings": 4096, "max_position_embeddings": 131072, "rope_parameters": {"rope_type": "longrope",
+          "short_factor": [1, 1, 1, 1], "long_factor": [2, 2, 2, 2], "original_max_position_embeddings": 8192})"),
+       "'rope_parameters.original_max_position_embeddings'"},
+      {llama(R"("rope_parameters": {"type": "linear", "rope_type": "dynamic", "factor": 2.0})"), "'rope_parameters.type'"},
+      {gemma2(R"("rope_theta": 10000.0, "rope_parameters": {"full_attention": {"rope_theta": 1000000.0},
+          "sliding_attention": {"rope_theta": 10000.0}})"), "'rope_parameters.full_attention.rope_theta'"},
+  };
+  for (const auto& [json, field] : cases) {
+    const std::string msg = refusal(json);
+    EXPECT_NE(msg.find(field), std::string::npos) << json << " → " << msg;
+  }
+  // Both given and agreeing: read as either version reads it.
+  const LlamaConfig both = read(llama(R"("rope_theta": 1000000, "rope_scaling": {"type": "linear", "factor": 2.0},
+      "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "linear", "factor": 2.0})"));
+  EXPECT_DOUBLE_EQ(both.rope_theta, 1000000.0);
+  EXPECT_EQ(both.rope_scaling.type, "linear");
 }
 
 // num_hidden_layers is untrusted until validated: reading uniform widths allocates nothing per layer

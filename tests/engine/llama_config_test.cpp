@@ -1,6 +1,7 @@
 // Model configuration from config.json, GGUF keys and the llama2.c header.
 #include <gtest/gtest.h>
 
+#include "engine/gguf_config.hpp"
 #include "engine/tensor_parallel.hpp"
 #include "test_util.hpp"
 #include "weightloader/engine/llama_config.hpp"
@@ -84,6 +85,19 @@ TEST(LlamaConfig, ErrorsNameTheField) {
     EXPECT_NE(msg.find("cfg.json"), std::string::npos) << msg;
   }
   test::expect_error(ErrorCode::ConfigInvalid, [] { llama_config_from_hf_json("[1, 2]", "cfg.json"); });
+}
+
+// Newer llama.cpp turns Gemma 2's sliding layers with rope.freq_base_swa: the engine does not read
+// it from GGUF, so one that differs from rope.freq_base is refused, not ignored.
+TEST(LlamaConfig, GgufSlidingLayersOwnRopeBaseIsRefused) {
+  std::map<std::string, std::string> m{{"general.architecture", "gemma2"}, {"gemma2.embedding_length", "8"},
+                                       {"gemma2.feed_forward_length", "16"}, {"gemma2.block_count", "2"},
+                                       {"gemma2.attention.head_count", "2"}, {"gemma2.rope.freq_base", "10000"},
+                                       {"gemma2.rope.freq_base_swa", "10000"}};
+  EXPECT_DOUBLE_EQ(llama_config_from_gguf(m, "m.gguf").rope_theta, 10000.0);
+  m["gemma2.rope.freq_base_swa"] = "1000000";
+  const std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] { llama_config_from_gguf(m, "m.gguf"); });
+  EXPECT_NE(msg.find("'gemma2.rope.freq_base_swa'"), std::string::npos) << msg;
 }
 
 TEST(LlamaConfig, FromTheLlama2cHeaderAndCheckedAgainstTheTensors) {

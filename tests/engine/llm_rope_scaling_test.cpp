@@ -1,12 +1,14 @@
 // rope_scaling through LLM, on the tiny Phi-3 of ../shared/testdata/hf-tiny-arch with its config.json
 // given each scaling: the context that yarn extends, and longrope's switch to its long factors, which
 // recomputes the cached positions as transformers' Phi-3 generation does (its cache is dropped there).
+// And the same settings as transformers 5 writes them (rope_parameters), per layer type on Gemma 2.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/reference_logits.hpp"
 #include "test_util.hpp"
 #include "weightloader/engine/llm.hpp"
 #include "weightloader/error.hpp"
@@ -16,15 +18,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The tiny Phi-3 (max_position_embeddings 16) with `changes` merged into its config.json.
-std::string phi3_with(const test::TempDir& dir, const nlohmann::json& changes) {
-  const fs::path src = test::testdata_dir() / "hf-tiny-arch" / "phi3";
+// A tiny model of `family` with `changes` merged into its config.json (a null removes a field).
+std::string family_with(const std::string& family, const test::TempDir& dir, const nlohmann::json& changes) {
+  const fs::path src = test::testdata_dir() / "hf-tiny-arch" / family;
   nlohmann::json config = nlohmann::json::parse(test::read_bytes((src / "config.json").string()));
   config.merge_patch(changes);
   test::write_bytes(dir.file("config.json"), config.dump());
   fs::create_symlink(src / "model.safetensors", dir.file("model.safetensors"));
   return dir.path().string();
 }
+
+// The tiny Phi-3 (max_position_embeddings 16) with `changes` merged into its config.json.
+std::string phi3_with(const test::TempDir& dir, const nlohmann::json& changes) { return family_with("phi3", dir, changes); }
 
 LLMOptions options(const std::string& model) {
   LLMOptions o;
@@ -93,6 +98,65 @@ TEST(LlmRopeScaling, FactorsThatDoNotFitTheHeadsAreRefused) {
     LLM(options(phi3_with(huge, {{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 1e12}}}})));
   });
   EXPECT_NE(big.find("rope_scaling.factor"), std::string::npos) << big;
+}
+
+// transformers 5's config.json for the same checkpoints: the logits transformers computed from the
+// transformers 4 form. Per layer type, each layer takes its own type's: Mistral's all slide, and
+// this Qwen2's none (a wrong theta on the type without layers changes nothing).
+TEST(LlmRopeScaling, RopeParametersRunAsTheLegacyFields) {
+  WL_REQUIRE_TESTDATA();
+  auto per_type = [](double full, double sliding) {
+    return nlohmann::json{{"rope_theta", nullptr},
+                          {"rope_parameters", {{"full_attention", {{"rope_theta", full}, {"rope_type", "default"}}},
+                                               {"sliding_attention", {{"rope_theta", sliding}, {"rope_type", "default"}}}}}};
+  };
+  const std::pair<const char*, nlohmann::json> cases[] = {
+      {"mistral", per_type(3.0, 10000.0)},
+      {"qwen2", per_type(10000.0, 3.0)},
+      {"qwen2", {{"rope_theta", nullptr}, {"rope_parameters", {{"rope_theta", 10000.0}, {"rope_type", "default"}}}}},
+      {"phi3", {{"rope_theta", nullptr}, {"partial_rotary_factor", nullptr},
+                {"rope_parameters", {{"rope_theta", 10000.0}, {"rope_type", "default"}, {"partial_rotary_factor", 0.75}}}}},
+      {"gemma2", per_type(10000.0, 10000.0)},
+  };
+  for (const auto& [family, changes] : cases) {
+    SCOPED_TRACE(family);
+    for (unsigned tp : {1u, 2u}) {
+      test::TempDir dir;
+      LLMOptions o = options(family_with(family, dir, changes));
+      o.tensor_parallel_size = tp;
+      LLM llm(o);
+      const std::string reference = (test::testdata_dir() / "hf-tiny-arch" / family / "reference_logits.json").string();
+      EXPECT_LE(test::max_relative_error(llm, reference, family), 1e-5) << "tp " << tp;
+    }
+  }
+}
+
+// Gemma 2's layer 0 slides and layer 1 does not: a theta for either type changes the model, each
+// its own way, and the ranks agree on which layer turns with which.
+TEST(LlmRopeScaling, GemmaSlidingAndFullLayersTurnWithTheirOwnTheta) {
+  WL_REQUIRE_TESTDATA();
+  auto per_type = [](double full, double sliding) {
+    return nlohmann::json{{"rope_theta", nullptr},
+                          {"rope_parameters", {{"full_attention", {{"rope_theta", full}, {"rope_type", "default"}}},
+                                               {"sliding_attention", {{"rope_theta", sliding}, {"rope_type", "default"}}}}}};
+  };
+  const std::vector<int32_t> prompt{1, 7, 3, 9, 4, 2, 8, 5};
+  auto logits = [&](const nlohmann::json& changes, unsigned tp) {
+    test::TempDir dir;
+    LLMOptions o = options(family_with("gemma2", dir, changes));
+    o.tensor_parallel_size = tp;
+    LLM llm(o);
+    return greedy(llm, prompt, 1).logits.back();
+  };
+  const std::vector<float> plain = logits(per_type(10000.0, 10000.0), 1);
+  const std::vector<float> local = logits(per_type(10000.0, 3.0), 1), global = logits(per_type(3.0, 10000.0), 1);
+  EXPECT_NE(local, plain);
+  EXPECT_NE(global, plain);
+  EXPECT_NE(local, global);
+  EXPECT_NE(logits(per_type(3.0, 3.0), 1), local);
+  const std::vector<float> local_tp2 = logits(per_type(10000.0, 3.0), 2);
+  ASSERT_EQ(local_tp2.size(), local.size());
+  for (size_t v = 0; v < local.size(); ++v) EXPECT_NEAR(local_tp2[v], local[v], 1e-4) << "logit " << v;
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ using wl::ErrorCode;
 using wl::test::expect_error;
 using wl::test::TempDir;
 
-constexpr const char* kPython = "/usr/bin/python3";
+constexpr const char* kPython = WL_PYTHON;  // the project's environment (scripts/setup.sh)
 
 bool have_numpy() {
   return std::system((std::string(kPython) + " -c 'import numpy' >/dev/null 2>&1").c_str()) == 0;

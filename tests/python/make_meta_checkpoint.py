@@ -4,7 +4,7 @@ q/k rows in Meta's interleaved rotary layout (undoing the permute of transformer
 convert_llama_weights_to_hf.py; llama2.c files have it already), each tensor split across the
 shards as Meta's model-parallel code splits it.
 
-    /usr/bin/python3 make_meta_checkpoint.py HF_DIR_OR_LLAMA2C_BIN OUT_DIR --shards 2 [--embedding-dim 0]
+    build-deps/venv/bin/python make_meta_checkpoint.py HF_DIR_OR_LLAMA2C_BIN OUT_DIR --shards 2 [--embedding-dim 0]
 """
 import argparse
 import json

@@ -429,21 +429,9 @@ class S3Server:
 
 
 def moto_command():
-    """The moto_server executable, or None. A pyenv shim is resolved to the real script (the shim
-    depends on the working directory's .python-version and adds two shells)."""
-    exe = shutil.which("moto_server")
-    if exe is None:
-        return None
-    if "/shims/" in exe:
-        pyenv = shutil.which("pyenv") or str(pathlib.Path(exe).parents[1] / "bin" / "pyenv")
-        try:
-            real = subprocess.run([pyenv, "which", "moto_server"], capture_output=True, text=True,
-                                  timeout=30).stdout.strip()
-            if real and os.access(real, os.X_OK):
-                exe = real
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return exe
+    """The moto_server of this interpreter's environment (python/requirements.lock pins moto), or None."""
+    exe = pathlib.Path(sys.executable).parent / "moto_server"
+    return str(exe) if exe.is_file() else None
 
 
 MOTO_ACCOUNT = "123456789012"  # moto's default account

@@ -192,6 +192,8 @@ def files(tmp_path_factory):
         prefix = names[0].split("/")[0]
         sizes = {f"{prefix}/data/0": 4, f"{prefix}/data/1": 2}
         for name in names:
+            if name == f"{prefix}/byteorder":
+                continue  # torch 2 writes "little" here; the copy says "big" below
             b = src.read(name)
             if name in sizes:
                 b = np.frombuffer(b, dtype=f"<u{sizes[name]}").byteswap().tobytes()
@@ -328,15 +330,17 @@ def test_numpy_cannot_hold_bf16_or_f8(files, tmp_path):
     for framework in ("pt", "np"):
         with safe_open(path, framework=framework) as f:
             assert f.get_slice("e4m3").get_dtype() == "F8_E4M3"
-            with pytest.raises(TypeError, match="dtype="):
-                f.get_tensor("e4m3")
             got = f.get_tensor("e4m3", dtype="f32")
             assert list(got.tolist()) == [1.0, 2.0, -1.0, 0.0]
     with safe_open(path, framework="np") as f:
+        with pytest.raises(TypeError, match="dtype="):
+            f.get_tensor("e4m3")  # NumPy has no float8
         assert f.get_tensor("u16").tolist() == [1, 65535] and f.get_tensor("u16").dtype == np.uint16
-    with safe_open(path, framework="pt") as f:
-        with pytest.raises(TypeError):
-            f.get_tensor("u16")  # torch 1.13 has no uint16
+    with safe_open(path, framework="pt") as f:  # torch has both, as they are stored
+        e4m3 = f.get_tensor("e4m3")
+        assert e4m3.dtype == torch.float8_e4m3fn and e4m3.float().tolist() == [1.0, 2.0, -1.0, 0.0]
+        u16 = f.get_tensor("u16")
+        assert u16.dtype == torch.uint16 and u16.int().tolist() == [1, 65535]
         assert f.get_tensor("u16", dtype="i32").tolist() == [1, 65535]
 
 
@@ -826,7 +830,7 @@ def test_save_errors_leave_the_file_alone(tmp_path, files):
 
 
 def test_against_the_safetensors_package(files, tmp_path):
-    st = pytest.importorskip("safetensors", reason="the safetensors package is not installed for /usr/bin/python3")
+    st = pytest.importorskip("safetensors", reason="the safetensors package is not installed in this environment")
     import safetensors.torch as stt
     tensors = {k: v for k, v in files["tensors"].items()}
     ours = save(tensors, metadata={"framework": "pt"})

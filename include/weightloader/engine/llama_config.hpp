@@ -70,6 +70,11 @@ struct WL_API LlamaConfig {
   double rms_norm_eps = 1e-5;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
+  // The sliding-window layers' own rotary settings, where config.json's rope_parameters gives them
+  // per layer type (transformers 5: "sliding_attention" beside "full_attention"); theta 0: those
+  // layers turn with rope_theta and rope_scaling like the others.
+  double sliding_rope_theta = 0;
+  RopeScaling sliding_rope_scaling;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;   // q/k/v projections have biases (Llama attention_bias, Qwen2)
   bool o_bias = false;     // the output projection has a bias (Llama attention_bias)
@@ -101,6 +106,8 @@ struct WL_API LlamaConfig {
   uint64_t context_length() const;
   // The window layer `l` attends within (0: the whole context).
   uint64_t window_layer(uint64_t l) const;
+  // Whether layer `l` turns with sliding_rope_theta and sliding_rope_scaling.
+  bool sliding_rope_layer(uint64_t l) const { return sliding_rope_theta != 0 && window_layer(l) != 0; }
   bool moe_layer(uint64_t l) const;
   // "qwen2: q/k/v biases, ..." — what this configuration exercises, for inspect.
   std::string features() const;

@@ -10,11 +10,11 @@ from ._serialize import TensorSpec, save_specs, serialize, serialize_file  # noq
 
 _SIZE = {t: torch.empty((), dtype=t).element_size() for t in (
     torch.int64, torch.float32, torch.int32, torch.bfloat16, torch.float16, torch.int16, torch.uint8, torch.int8,
-    torch.bool, torch.float64, torch.complex64, *(getattr(torch, n) for n in (
-        "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-        "float8_e8m0fnu") if hasattr(torch, n)))}
+    torch.bool, torch.float64, torch.complex64, torch.uint16, torch.uint32, torch.uint64, torch.float8_e4m3fn,
+    torch.float8_e5m2, *(getattr(torch, n) for n in ("float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
+                         if hasattr(torch, n)))}
 
-# safetensors code to torch dtype, for the dtypes this torch has (1.13 has no float8 nor uint16..64)
+# safetensors code to torch dtype, for the dtypes this torch has
 _TYPES = {code: getattr(torch, name) for code, name in (
     ("F64", "float64"), ("F32", "float32"), ("F16", "float16"), ("BF16", "bfloat16"), ("I64", "int64"),
     ("I32", "int32"), ("I16", "int16"), ("I8", "int8"), ("U8", "uint8"), ("BOOL", "bool"), ("C64", "complex64"),
@@ -145,7 +145,7 @@ def _specs(tensors):
         t = t.detach().to("cpu")  # a meta tensor raises here: it has no bytes
         owners.append(t)
         specs[name] = TensorSpec(dtype=str(t.dtype).split(".")[-1], shape=list(t.shape), data_ptr=t.data_ptr(),
-                                 data_len=t.nelement() * _SIZE[t.dtype])
+                                 data_len=t.nbytes)  # every dtype TensorSpec takes, float4_e2m1fn_x2 too
     return specs, owners
 
 

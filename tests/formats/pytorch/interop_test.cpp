@@ -1,5 +1,5 @@
-// Checkpoints written by torch itself (make_checkpoints.py, run once per test binary with Debian's
-// /usr/bin/python3): every tensor must read back bit for bit, every refusal with its code.
+// Checkpoints written by torch itself (make_checkpoints.py, run once per test binary with the
+// project's Python environment): every tensor must read back bit for bit, every refusal with its code.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -18,7 +18,7 @@
 namespace wl::test {
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";
+constexpr const char* kPython = WL_PYTHON;  // the project's environment (scripts/setup.sh)
 constexpr int kNoTorch = 77;  // the generator's exit status when torch cannot be imported
 
 std::string hex(const std::string& bytes) {

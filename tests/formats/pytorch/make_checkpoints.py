@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Writes PyTorch checkpoints with torch (and hand-made variants of them) into OUT_DIR, plus
 OUT_DIR/manifest.json saying what a reader must make of each one:
 
@@ -8,7 +7,7 @@ OUT_DIR/manifest.json saying what a reader must make of each one:
    "marker": path that a pickle that got executed would create}
 
 "hex" is the tensor's logical value, row-major, as little-endian bytes. Run by the C++ tests
-(tests/formats/pytorch/interop_test.cpp) with Debian's /usr/bin/python3; exits 77 without torch.
+(tests/formats/pytorch/interop_test.cpp) with the project's Python environment (build-deps/venv); exits 77 without torch.
 """
 import io
 import json

