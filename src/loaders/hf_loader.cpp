@@ -66,9 +66,20 @@ HfFileChoice choose_hf_files(const std::vector<std::string>& repo_files) {
 
 namespace {
 
-std::vector<std::string> files_matching(const Opener& opener, const std::string& dir, bool (*wanted)(const std::string&)) {
+// The files of `dir` that `wanted` takes. Where the opener cannot list (HTTP has no listing), the
+// one file save_pretrained writes for an unsharded model (`single`), when it is there.
+std::vector<std::string> files_matching(const Opener& opener, const std::string& dir, bool (*wanted)(const std::string&),
+                                        const char* single) {
+  std::vector<std::string> names;
+  try {
+    names = opener.list(dir);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::InvalidArgument) throw;
+    const std::string file = opener.join(dir, single);
+    return opener.exists(file) ? std::vector<std::string>{file} : std::vector<std::string>{};
+  }
   std::vector<std::string> out;
-  for (const std::string& name : opener.list(dir))
+  for (const std::string& name : names)
     if (wanted(base_name(name))) out.push_back(name);
   return out;
 }
@@ -112,10 +123,10 @@ class HfLoader final : public WeightLoader {
     };
     if (const std::string index = files.join(dir, "model.safetensors.index.json"); files.exists(index))
       return sharded(index, format_named("safetensors"));
-    if (auto names = files_matching(files, dir, is_safetensors); !names.empty()) return plain(names, format_named("safetensors"));
+    if (auto names = files_matching(files, dir, is_safetensors, "model.safetensors"); !names.empty()) return plain(names, format_named("safetensors"));
     if (const std::string index = files.join(dir, "pytorch_model.bin.index.json"); files.exists(index))
       return sharded(index, format_named("pytorch"));
-    if (auto names = files_matching(files, dir, is_pytorch_weights); !names.empty()) return plain(names, format_named("pytorch"));
+    if (auto names = files_matching(files, dir, is_pytorch_weights, "pytorch_model.bin"); !names.empty()) return plain(names, format_named("pytorch"));
     throw Error(ErrorCode::NoMatchingFiles,
                 "no weights found: looked for model.safetensors.index.json, *.safetensors, pytorch_model.bin.index.json "
                 "and pytorch_model*.bin / model*.bin",

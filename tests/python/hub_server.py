@@ -1,6 +1,7 @@
 """A fake Hugging Face hub for the download tests (test_hub.py), on loopback ports.
 
-The hub answers the API (`GET /api/models/{repo}/revision/{rev}`: the commit sha and siblings) and
+The hub answers the API (`GET /api/models/{repo}/revision/{rev}`: the commit sha and siblings;
+`/api/models/{repo}/tree/{rev}`: the files with their sizes and digests, one page) and
 `/{repo}/resolve/{rev}/{path}`: small files are served by the hub itself (ETag: the git blob sha1,
 X-Repo-Commit), LFS files (*.safetensors, *.bin) answer HEAD and GET with a 302 to a second server,
 the "CDN" (a FaultServer: ranges, If-Range, dropped connections, changes), with X-Linked-Etag (the
@@ -136,6 +137,18 @@ class FakeHub:
             commit, files = found
             body = json.dumps({"id": repo, "sha": commit, "siblings": [{"rfilename": p} for p in sorted(files)]}).encode()
             return self._send(h, 200, body, {"Content-Type": "application/json"})
+        if parts[:2] == ["api", "models"] and len(parts) >= 6 and parts[4] == "tree":
+            # huggingface_hub's list_repo_tree (vLLM lists a repo's files with it): one page, every file
+            found = self._find("/".join(parts[2:4]), "/".join(parts[5:]))
+            if found is None:
+                return self._send(h, 404, b'{"error": "Repository not found"}')
+            entries = []
+            for p, data in sorted(found[1].items()):
+                entry = {"type": "file", "path": p, "size": len(data), "oid": git_blob_sha1(data)}
+                if is_lfs(p):
+                    entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
+                entries.append(entry)
+            return self._send(h, 200, json.dumps(entries).encode(), {"Content-Type": "application/json"})
         if len(parts) >= 5 and parts[2] == "resolve":
             repo, rev, file = "/".join(parts[:2]), parts[3], "/".join(parts[4:])
             found = self._find(repo, rev)

@@ -582,6 +582,10 @@ def test_an_http_directory_opens_through_its_index(http_remote, ckpt):
     http_remote.put("lonely/model-00001-of-00002.safetensors", ckpt["safetensors"])
     with pytest.raises(wl.Error):
         wl.HfWeightLoader().get_weights(http_remote.dir_url("lonely"))
+    # an unsharded model: the one file save_pretrained writes, found by its name
+    http_remote.put("single/model.safetensors", ckpt["safetensors"])
+    assert_identical(as_dict(wl.LocalWeightLoader().get_weights(ckpt["safetensors"])),
+                     as_dict(wl.HfWeightLoader().get_weights(http_remote.dir_url("single"))))
 
 
 def test_an_s3_prefix_is_a_directory(s3, ckpt, request):

@@ -195,3 +195,28 @@ def test_a_broken_checkpoint_is_weightloaders_error_naming_file_and_tensor(llama
     assert "renamed/model.safetensors" in misnamed["error"] and "'model.layers.0.mlp.gate_prj.weight'" in \
         misnamed["error"], misnamed
     assert "no loader named 'no_such_loader'" in unknown["error"], unknown
+
+
+def test_models_from_http_s3_and_the_hub_load_as_from_disk(llama, nginx, s3, tmp_path, monkeypatch):
+    """The same model served by nginx (http), by moto (S3, signatures checked) and by a hub of the
+    tests' own (a model id, downloaded into the standard cache by weightloader's download)."""
+    from hub_server import FakeHub
+    files = {f.name: f.read_bytes() for f in sorted(llama.iterdir())}
+    for name, data in files.items():
+        nginx.put(f"vllm-llama/{name}", data)
+        s3.put(f"vllm-llama/{name}", data)
+    hub = FakeHub(tmp_path / "cdn").start()
+    try:
+        hub.add_repo("org/vllm-llama", files)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setenv("WL_VLLM_DIR", str(tmp_path / "vllm-dirs"))
+        reference, http, s3_, hub_id = run_vllm(spec(llama), spec(nginx.url("vllm-llama/"), **WL),
+                                                spec(s3.url("vllm-llama/"), **WL), spec("org/vllm-llama", **WL))
+    finally:
+        hub.stop()
+    for result, what in ((http, "http"), (s3_, "s3"), (hub_id, "hub id")):
+        assert_same(result, reference, what)
+    blobs = list((tmp_path / "cache" / "models--org--vllm-llama" / "blobs").iterdir())
+    assert len(blobs) >= 2  # config.json and model.safetensors, in huggingface_hub's layout

@@ -95,20 +95,26 @@ class WeightloaderModelLoader(BaseModelLoader):
                              f"of vLLM's {type(model).__name__}: {', '.join(missing[:8])}"
                              f"{' ...' if len(missing) > 8 else ''} (loader {type(loader).__name__})",
                              source, missing[0], False)
-        logger.info("weightloader: %d tensors (%.3f GiB) from %s with %s in %.2f s", feed.count, feed.nbytes / 2**30,
-                    source, type(loader).__name__, time.perf_counter() - started)
+        logger.info("weightloader: %d tensors from %s with %s in %.2f s%s: %.3f GiB mapped (vLLM copies the "
+                    "pages it keeps), %.3f GiB read", feed.count, source, type(loader).__name__,
+                    time.perf_counter() - started, _rank_label(), feed.mapped / 2**30, feed.read / 2**30)
 
 
 class _Feed:
     """The (name, tensor) pairs vLLM's load_weights takes, from whatever get_weights returned (a
     Weights source, a dict, or an iterable of pairs), under the names vLLM's models use: a wrapper
-    prefix (module., _orig_mod.) is dropped. Remembers the tensor in flight, for errors."""
+    prefix (module., _orig_mod.) is dropped. A tensor whose stored bytes the library says are usable
+    as they are (a local file, the same dtype, no layout change) is a view of a private mapping of
+    its file: vLLM's own copy into the parameter is then the only one, and a tensor-parallel rank
+    touches only the pages of the rows it keeps. The others are read (decoded, converted) by the
+    library. Remembers the tensor in flight, for errors."""
 
     def __init__(self, weights, source):
         self.weights, self.source = weights, source
-        self.current, self.count, self.nbytes = None, 0, 0
+        self.current, self.count, self.mapped, self.read = None, 0, 0, 0
         names = list(weights) if isinstance(weights, (Weights, dict)) else None
         self.prefix = detect_name_scheme(names)["prefix"] if names else ""
+        self.views = _core.PrivateViews(weights._source) if isinstance(weights, Weights) else None
 
     def __iter__(self):
         items = ((n, None) for n in self.weights) if isinstance(self.weights, Weights) else (
@@ -116,14 +122,25 @@ class _Feed:
         for name, tensor in items:
             self.current = name
             if tensor is None:
-                tensor = self.weights[name]
+                tensor = self._tensor(name)
             elif not isinstance(tensor, torch.Tensor):
                 raise _from_core("InvalidArgument", f"{self.source}: '{name}' is a {type(tensor).__name__}, "
                                  "not a torch tensor", self.source, name, False)
+            else:
+                self.read += tensor.numel() * tensor.element_size()
             self.count += 1
-            self.nbytes += tensor.numel() * tensor.element_size()
             yield (name[len(self.prefix):] if self.prefix and name.startswith(self.prefix) else name), tensor
         self.current = None
+        self.views = None  # the mappings go with the last view vLLM keeps
+
+    def _tensor(self, name):
+        info = self.weights.info(name)
+        buffer = self.views.view(name, info["dtype"])
+        if buffer is None:
+            self.read += info["nbytes"]
+            return self.weights[name]
+        self.mapped += info["nbytes"]
+        return torch.frombuffer(buffer, dtype=dtypes.to_torch(info["dtype"])).reshape(info["shape"])
 
     def refused(self, model, error):
         name = self.current or ""
@@ -133,6 +150,12 @@ class _Feed:
         what = f"tensor '{name}'" if name else "the checkpoint"
         return _from_core("VllmRefused", f"vLLM's {type(model).__name__} cannot take {what}: "
                           f"{type(error).__name__}: {error}", file, name, False)
+
+
+def _rank_label():
+    from vllm.distributed import get_tensor_model_parallel_rank, get_tensor_model_parallel_world_size
+    size = get_tensor_model_parallel_world_size()
+    return f" (tensor-parallel rank {get_tensor_model_parallel_rank()} of {size})" if size > 1 else ""
 
 
 def _not_loaded(model, loaded):
@@ -149,8 +172,9 @@ def model_source(model_config):
 
 
 def detect(source):
-    """(loader name, kwargs) for a source: the format's loader for a path or URL, hf for a model id."""
-    if model_dir.looks_like_model_id(source):
+    """(loader name, kwargs) for a source: the format's loader for a path or URL, hf for a model id
+    or a directory URL (which HTTP cannot list for the detection to look into)."""
+    if model_dir.looks_like_model_id(source) or ("://" in source and source.endswith("/")):
         return "hf", {}
     return _core.detect_loader(source)
 
