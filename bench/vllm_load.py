@@ -6,7 +6,7 @@ load format implements (vLLM's own "Loading weights took" for its default loader
 and the CPU backend's weight repacking, the same for every format, are left out). The formats take
 turns run by run; the page cache is warm after the first run. Peak RSS is the process's.
 
-    build-deps/venv/bin/python bench/vllm_load.py [--preset 1gb] [--dtype f32|bf16] [--runs 5]
+    build-deps/venv/bin/python bench/vllm_load.py [--preset 1gb] [--dtype f32|bf16] [--model-dtype bf16] [--runs 5]
         [--formats auto,runai_streamer,fastsafetensors,weightloader] [--dir /tmp/wl-vllm-bench]
 """
 import argparse
@@ -58,6 +58,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="1gb")
     ap.add_argument("--dtype", default="f32", choices=("f32", "bf16"))
+    ap.add_argument("--model-dtype", choices=("f32", "bf16"), help="vLLM's dtype (default: the checkpoint's)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--formats", default="auto,runai_streamer,fastsafetensors,weightloader")
     ap.add_argument("--dir", default="/tmp/wl-vllm-bench")
@@ -70,7 +71,7 @@ def main():
     if not (model / "config.json").is_file():
         subprocess.run([str(ROOT / "build" / "weightloader"), "synth", str(model), "--preset", a.preset, "--dtype",
                         a.dtype], check=True)
-    torch_dtype = {"f32": "float32", "bf16": "bfloat16"}[a.dtype]
+    torch_dtype = {"f32": "float32", "bf16": "bfloat16"}[a.model_dtype or a.dtype]
     formats = a.formats.split(",")
     results = {f: [] for f in formats}
     failures = {}
@@ -108,7 +109,7 @@ def main():
         print(f"| {fmt} | {med:.3f} ({min(s):.3f}..{max(s):.3f}) | {size / med:.2f} | "
               f"{max(r['peak_gib'] for r in results[fmt]):.2f} | {ratio} |")
     print(f"\nCommand: `build-deps/venv/bin/python bench/vllm_load.py --preset {a.preset} --dtype {a.dtype} "
-          f"--runs {a.runs}`")
+          f"{f'--model-dtype {a.model_dtype} ' if a.model_dtype else ''}--runs {a.runs}`")
 
 
 if __name__ == "__main__":

