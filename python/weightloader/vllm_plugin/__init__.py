@@ -39,7 +39,7 @@ def _with_model_dir(create_engine_config):
         if self.load_format == LOAD_FORMAT:
             source = str(self.model)
             loader = WeightloaderModelLoader.for_extra_config(self.model_loader_extra_config)
-            self.model = loader.model_dir(source)
+            self.model = loader.vllm_model(source)
             if self.model != source and self.tokenizer in (None, source):
                 self.tokenizer = self.model
         return create_engine_config(self, *args, **kwargs)

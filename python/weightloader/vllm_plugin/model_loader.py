@@ -65,7 +65,7 @@ class WeightloaderModelLoader(BaseModelLoader):
             kwargs.setdefault("dtype", model_dtype)  # converted as it is read: vLLM's copy is then plain
         return cls(**kwargs)
 
-    def model_dir(self, source):
+    def vllm_model(self, source):
         """What vLLM is given as its model: `source` itself when it is a Hugging Face directory or
         model id, else a directory with the config.json it needs (model_dir.prepare)."""
         if model_dir.is_hf_model(source):
@@ -198,13 +198,8 @@ def _import_class(spec):
 
 
 def _torch_dtype(name):
-    dtype = getattr(torch, name.removeprefix("torch."), None)
-    if not isinstance(dtype, torch.dtype):
-        try:
-            return dtypes.to_torch(name)
-        except (KeyError, TypeError, ValueError):
-            raise _invalid(f"weight_loader_kwargs: dtype '{name}' is not a torch dtype") from None
-    return dtype
+    """torch's dtype for a name ("bfloat16", "torch.float16", "bf16"); InvalidArgumentError otherwise."""
+    return dtypes.to_torch(dtypes.name_of(name.removeprefix("torch.")))
 
 
 def _invalid(message):
