@@ -364,6 +364,37 @@ class Suite:
                 g.append(size / run_json([self.a.ggml_gguf_bin, self.gguf])["seconds"] / 1e9)
             self.add("peer", "ggml gguf_init_from_file (GGUF F32, no_alloc=false)", g)
             self.peers["ggml"] = stat(g)[0]
+        # The Python loaders users would pick instead, each beside weightloader's equivalent, one fresh
+        # process per run, the two alternating (bench/python_peers.py: its ROWS, its fair rule).
+        import python_peers
+        tag = os.path.basename(self.st)[len("st-"):]
+        layers = ["--layers", str(self.a.layers)] if self.a.layers else []
+        st_bf16 = os.path.join(self.a.dir, f"st-bf16-{tag}")
+        if not os.path.exists(st_bf16):
+            run([self.wl, "synth", st_bf16, "--preset", self.a.preset, "--dtype", "bf16"] + layers)
+        f16 = os.path.join(self.a.dir, f"f16-{tag}.gguf")
+        if not os.path.exists(f16):
+            run([self.wl, "convert", self.st, f16, "--to", "gguf", "--gguf-type", "f16", "--no-tokenizer", "-q"])
+        files = {"st-f32": self.st_file, "st-bf16": os.path.join(st_bf16, "model.safetensors"), "bin-f32": binfile,
+                 "q8_0": self.q8, "f16": f16}
+        env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
+        for case, key, peer_label, ours_label in python_peers.ROWS:
+            path = files[key]
+            shapes = os.path.join(self.a.dir, f"{key}-{tag}-shapes.json")
+            if not os.path.exists(shapes):
+                with open(shapes, "w") as f:
+                    f.write(run([self.wl, "inspect", path, "--json"]))
+            peer, ours = python_peers.pair(case, path, shapes, self.a.runs, self.warm, env)
+            size = os.path.getsize(path)
+            pg = [size / r["seconds"] / 1e9 for r in peer]
+            og = [size / r["seconds"] / 1e9 for r in ours]
+            prss = max(r["peak_rss_bytes"] for r in peer)
+            orss = max(r["peak_rss_bytes"] for r in ours)
+            om, olo, ohi = stat(og)
+            self.add("peer", f"{peer_label} ({python_peers.FILE_DTYPE[key]})", pg,
+                     note=f"RSS {prss / 1e9:.2f} GB; {ours_label}: {om:.2f} GB/s ({olo:.2f}..{ohi:.2f}), "
+                          f"RSS {orss / 1e9:.2f} GB; ours / peer {om / stat(pg)[0]:.2f}x")
+            self.peers[("python", case, key)] = (stat(pg)[0], om)
 
     def python_group(self):
         """load_into from Python, on the same module torch_peer.py fills."""

@@ -1,0 +1,330 @@
+"""The Python loaders users would pick instead of weightloader, each beside weightloader's equivalent,
+for bench/run_all.py's peers group. One measurement in this fresh process; prints one JSON object:
+seconds, bytes (of the tensors produced), peak_rss_bytes, rss_before_load_bytes, case, side.
+
+Usage: PYTHONPATH=build/python build-deps/venv/bin/python bench/python_peers.py CASE PATH [SHAPES_JSON] [--ours]
+       build-deps/venv/bin/python bench/python_peers.py --table DIR [--runs 3] [--build build] [--cases a,b,...]
+--table: every row of ROWS on the checkpoints in DIR (made with the CLI when missing: st-f32/ and
+st-bf16/ from `weightloader synth --preset 1gb`, bin-f32/pytorch_model.bin, q8_0.gguf, f16.gguf),
+peer and weightloader alternating (which goes first alternates too), the page cache warmed before
+each run, and prints a markdown table (medians, min..max, peak RSS). run_all.py's peers group
+runs the same rows through pair().
+  CASE          peer                                                   --ours (weightloader)
+  load_file     safetensors.torch.load_file(path)                      weightloader.load_file(path)
+  safe_open     safetensors.safe_open(path, "pt") + get_tensor(k)      weightloader.safe_open(path, "pt") + get_tensor(k)
+  load_file_view, safe_open_view: the same without the copy (see the fair rule below)
+  load_model    safetensors.torch.load_model(module, path)             weightloader.load_into(module, path)
+  torch_bin     torch.load(bin, mmap=True, weights_only=True) +        weightloader.load_into(module, bin)
+                module.load_state_dict(state, assign=True)
+  fastsafetensors  SafeTensorsFileLoader(None, "cpu", nogds=True) +    weightloader.load_file(path)
+                copy_files_to_device() + get_tensor(k)
+  runai         runai_model_streamer SafetensorsStreamer stream_files  weightloader.load_file(path)
+                + get_tensors()
+  gguf          gguf.GGUFReader(path) + gguf.quants.dequantize(t.data,  weightloader.safe_open(path, "pt",
+                t.tensor_type) of every tensor to float32                dtype="f32") + get_tensor(k)
+load_model and torch_bin need SHAPES_JSON (`weightloader inspect PATH --json`): the module has the
+checkpoint's shapes and dtype, its memory from torch.empty (bench/torch_peer.py's module_for).
+
+The fair rule: every byte ends up in fresh, private memory of this process, and is touched. Loaders
+that hand back views of a file mapping (safetensors' load_file / get_tensor, weightloader's
+zero-copy tensors, torch.load(mmap=True) + assign=True) get no free pass: in load_file and
+safe_open every tensor is copied (t.clone()) on both sides; in torch_bin the assigned parameters are
+cloned too (so the module owns its memory, as load_into's does). Loaders that already give fresh
+memory (load_into, fastsafetensors, Run:ai's owned tensors, dequantised GGUF) are not copied again.
+Two rows relax the rule to show the zero-copy paths themselves: load_file_view and safe_open_view
+(views of the mapping on both sides, no copy). Afterwards every tensor is touched (one byte per 4 KiB page summed) on both sides, inside the timing.
+"""
+import json
+import os
+import resource
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+PAGE = 4096
+
+
+def touch(t):
+    """Reads one byte of every page of t (a tensor or ndarray): its memory must really exist."""
+    if isinstance(t, torch.Tensor):
+        if t.numel() == 0:
+            return 0
+        b = t.reshape(-1).view(torch.uint8)
+        return int(b[::PAGE].sum())
+    import numpy as np
+    b = np.ascontiguousarray(t).reshape(-1).view(np.uint8)
+    return int(b[::PAGE].sum())
+
+
+def nbytes(t):
+    return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else t.nbytes
+
+
+def shapes_module(shapes_json):
+    from torch_peer import module_for
+    import weightloader.dtypes as wdt
+    with open(shapes_json) as f:
+        tensors = json.load(f)["tensors"]
+    dtypes = {t.get("dtype") for t in tensors}
+    dtype = wdt.to_torch(dtypes.pop()) if len(dtypes) == 1 and None not in dtypes else None
+    return module_for({t["name"]: tuple(t["shape"]) for t in tensors}, dtype=dtype)
+
+
+def case_load_file(path, ours, _):
+    if ours:
+        import weightloader
+        state = weightloader.load_file(path)
+    else:
+        from safetensors.torch import load_file
+        state = load_file(path)
+    return {k: v.clone() for k, v in state.items()}
+
+
+def case_safe_open(path, ours, _):
+    if ours:
+        from weightloader import safe_open
+    else:
+        from safetensors import safe_open
+    with safe_open(path, framework="pt") as f:
+        return {k: f.get_tensor(k).clone() for k in f.keys()}
+
+
+def case_load_file_view(path, ours, _):
+    """load_file as it comes: both sides give views of a file mapping (zero-copy); only touched."""
+    if ours:
+        import weightloader
+        return weightloader.load_file(path)
+    from safetensors.torch import load_file
+    return load_file(path)
+
+
+def case_safe_open_view(path, ours, _):
+    if ours:
+        from weightloader import safe_open
+    else:
+        from safetensors import safe_open
+    with safe_open(path, framework="pt") as f:
+        return {k: f.get_tensor(k) for k in f.keys()}
+
+
+def case_load_model(path, ours, module):
+    if ours:
+        import weightloader
+        weightloader.load_into(module, path, progress=False)
+    else:
+        from safetensors.torch import load_model
+        load_model(module, path)
+    return dict(module.state_dict())
+
+
+def case_torch_bin(path, ours, module):
+    if ours:
+        import weightloader
+        weightloader.load_into(module, path, progress=False)
+    else:
+        state = torch.load(path, mmap=True, weights_only=True, map_location="cpu")
+        module.load_state_dict(state, assign=True)
+        del state
+        # assign=True leaves the parameters as views of the file's mapping: own the memory
+        for mod in module.modules():
+            for name, p in list(mod._parameters.items()):
+                if p is not None:
+                    mod._parameters[name] = torch.nn.Parameter(p.detach().clone(), requires_grad=False)
+    return dict(module.state_dict())
+
+
+def ours_load_file_fresh(path):
+    """weightloader.load_file, each tensor copied into fresh memory (the fair rule)."""
+    import weightloader
+    return {k: v.clone() for k, v in weightloader.load_file(path).items()}
+
+
+def case_fastsafetensors(path, ours, _):
+    if ours:
+        return ours_load_file_fresh(path)
+    from fastsafetensors import SafeTensorsFileLoader
+    loader = SafeTensorsFileLoader(None, "cpu", nogds=True)
+    loader.add_filenames({0: [path]})
+    fb = loader.copy_files_to_device()
+    out = {k: fb.get_tensor(k) for k in loader.get_keys()}
+    case_fastsafetensors.keep = (loader, fb)  # the buffers must outlive the touch
+    return out
+
+
+def case_runai(path, ours, _):
+    if ours:
+        return ours_load_file_fresh(path)
+    from runai_model_streamer import SafetensorsStreamer
+    out = {}
+    with SafetensorsStreamer() as s:
+        s.stream_files([path])
+        for name, t in s.get_tensors():
+            out[name] = t
+    return out
+
+
+def case_gguf(path, ours, _):
+    if ours:
+        from weightloader import safe_open
+        with safe_open(path, framework="pt", dtype="f32") as f:
+            return {k: f.get_tensor(k) for k in f.keys()}
+    import numpy as np
+    import gguf
+    reader = gguf.GGUFReader(path)
+    out = {}
+    for t in reader.tensors:
+        a = gguf.quants.dequantize(t.data, t.tensor_type)
+        out[t.name] = a if a.dtype == np.float32 else a.astype(np.float32)
+    return out
+
+
+PEER_MODULES = {"load_file": "safetensors.torch", "safe_open": "safetensors", "load_file_view": "safetensors.torch",
+                "safe_open_view": "safetensors", "load_model": "safetensors.torch",
+                "torch_bin": "torch", "fastsafetensors": "fastsafetensors", "runai": "runai_model_streamer",
+                "gguf": "gguf.quants"}
+CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
+
+
+# (case, file key, label of the peer, label of weightloader's side); file keys: see files_in()
+ROWS = [
+    ("load_file", "st-f32", "safetensors.torch.load_file + clone", "weightloader.load_file + clone"),
+    ("load_file", "st-bf16", "safetensors.torch.load_file + clone", "weightloader.load_file + clone"),
+    ("safe_open", "st-f32", "safetensors.safe_open + get_tensor + clone", "weightloader.safe_open + get_tensor + clone"),
+    ("safe_open", "st-bf16", "safetensors.safe_open + get_tensor + clone", "weightloader.safe_open + get_tensor + clone"),
+    ("load_file_view", "st-f32", "safetensors.torch.load_file (mmap views, touched)", "weightloader.load_file (zero-copy views, touched)"),
+    ("safe_open_view", "st-f32", "safetensors.safe_open + get_tensor (views, touched)", "weightloader.safe_open + get_tensor (zero-copy, touched)"),
+    ("load_model", "st-f32", "safetensors.torch.load_model(module)", "weightloader.load_into(module)"),
+    ("load_model", "st-bf16", "safetensors.torch.load_model(module)", "weightloader.load_into(module)"),
+    ("torch_bin", "bin-f32", "torch.load(mmap) + load_state_dict(assign) + clone", "weightloader.load_into(module, .bin)"),
+    ("fastsafetensors", "st-f32", "fastsafetensors SafeTensorsFileLoader (CPU, nogds)", "weightloader.load_file + clone"),
+    ("runai", "st-f32", "Run:ai SafetensorsStreamer", "weightloader.load_file + clone"),
+    ("gguf", "q8_0", "gguf.GGUFReader + dequantize to F32", "weightloader.safe_open(dtype=f32)"),
+    ("gguf", "f16", "gguf.GGUFReader + dequantize to F32", "weightloader.safe_open(dtype=f32)"),
+]
+FILE_DTYPE = {"st-f32": "F32", "st-bf16": "BF16", "bin-f32": "F32 .bin", "q8_0": "GGUF Q8_0", "f16": "GGUF F16"}
+
+
+def files_in(d, wl):
+    """{file key: (checkpoint path, shapes json)} in d, each made with the CLI `wl` when missing."""
+    import subprocess
+    paths = {"st-f32": os.path.join(d, "st-f32", "model.safetensors"),
+             "st-bf16": os.path.join(d, "st-bf16", "model.safetensors"),
+             "bin-f32": os.path.join(d, "bin-f32", "pytorch_model.bin"),
+             "q8_0": os.path.join(d, "q8_0.gguf"), "f16": os.path.join(d, "f16.gguf")}
+    for key, dtype in (("st-f32", "f32"), ("st-bf16", "bf16")):
+        if not os.path.exists(paths[key]):
+            subprocess.run([wl, "synth", os.path.dirname(paths[key]), "--preset", "1gb", "--dtype", dtype], check=True)
+    if not os.path.exists(paths["bin-f32"]):
+        from safetensors.torch import load_file
+        os.makedirs(os.path.dirname(paths["bin-f32"]), exist_ok=True)
+        torch.save({k: v.clone() for k, v in load_file(paths["st-f32"]).items()}, paths["bin-f32"])
+    for key in ("q8_0", "f16"):
+        if not os.path.exists(paths[key]):
+            subprocess.run([wl, "convert", paths["st-f32"], paths[key], "--gguf-type", key, "--no-tokenizer", "-q"],
+                           check=True)
+    out = {}
+    for key, path in paths.items():
+        shapes = path + ".shapes.json"
+        if not os.path.exists(shapes):
+            with open(shapes, "w") as f:
+                f.write(subprocess.run([wl, "inspect", path, "--json"], check=True, capture_output=True,
+                                       text=True).stdout)
+        out[key] = (path, shapes)
+    return out
+
+
+def pair(case, path, shapes, runs, warm, env=None, python=sys.executable):
+    """The peer and weightloader on one file, `runs` times each, alternating (the first of each pair
+    alternating too), warm(path) before every run. Returns ([peer reports], [weightloader reports])."""
+    import subprocess
+    script = [python, os.path.abspath(__file__), case, path] + ([shapes] if case in ("load_model", "torch_bin") else [])
+    peer, ours = [], []
+    for i in range(runs):
+        for side in ((False, True) if i % 2 == 0 else (True, False)):
+            warm(path)
+            r = subprocess.run(script + (["--ours"] if side else []), env=env, text=True, capture_output=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"{' '.join(script)}{' --ours' if side else ''} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+            out = r.stdout.strip()
+            (ours if side else peer).append(json.loads(out[out.rindex("{"):]))
+    return peer, ours
+
+
+def summary(reports):
+    import statistics
+    s = [r["seconds"] for r in reports]
+    return statistics.median(s), min(s), max(s), max(r["peak_rss_bytes"] for r in reports)
+
+
+def warm_simple(path, wl=None):
+    """Reads the file through until the page cache holds it (by `weightloader inspect --residency`)."""
+    import subprocess
+    for _ in range(3):
+        with open(path, "rb") as f:
+            while f.read(16 << 20):
+                pass
+        if not wl:
+            return
+        rep = json.loads(subprocess.run([wl, "inspect", path, "--residency", "--json"], capture_output=True,
+                                        text=True).stdout)
+        if all(f["size"] - (f["resident_bytes"] or 0) <= 4096 for f in rep["files"]):
+            return
+
+
+def table_main(argv):
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--table", required=True)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build"))
+    ap.add_argument("--cases", default="")
+    a = ap.parse_args(argv)
+    wl = os.path.join(a.build, "weightloader")
+    files = files_in(a.table, wl)
+    env = dict(os.environ, PYTHONPATH=os.path.join(a.build, "python"))
+    wanted = set(a.cases.split(",")) if a.cases else None
+    lines = ["| case | file | peer | peer median s (min..max) | weightloader | weightloader median s (min..max) "
+             "| peer / weightloader time | peer peak RSS | weightloader peak RSS |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for case, key, plabel, olabel in ROWS:
+        if wanted and case not in wanted:
+            continue
+        path, shapes = files[key]
+        peer, ours = pair(case, path, shapes, a.runs, lambda p: warm_simple(p, wl), env)
+        pm, plo, phi, prss = summary(peer)
+        om, olo, ohi, orss = summary(ours)
+        lines.append(f"| {case} | {FILE_DTYPE[key]} | {plabel} | {pm:.3f} ({plo:.3f}..{phi:.3f}) | {olabel} | "
+                     f"{om:.3f} ({olo:.3f}..{ohi:.3f}) | {pm / om:.2f}x | {prss / 1e9:.2f} GB | {orss / 1e9:.2f} GB |")
+        print(lines[-1], file=sys.stderr, flush=True)
+    print("\n".join(lines))
+
+
+def main():
+    if "--table" in sys.argv[1:]:
+        return table_main(sys.argv[1:])
+    args = [a for a in sys.argv[1:] if a != "--ours"]
+    ours = "--ours" in sys.argv[1:]
+    if len(args) < 2 or args[0] not in CASES:
+        sys.exit(__doc__)
+    case, path = args[0], args[1]
+    module = shapes_module(args[2]) if case in ("load_model", "torch_bin") else None
+    # Import every library before the clock starts (a program has them loaded before it loads weights).
+    import weightloader  # noqa: F401
+    if not ours:
+        __import__(PEER_MODULES[case])
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    t0 = time.perf_counter()
+    tensors = CASES[case](path, ours, module)
+    checksum = sum(touch(t) for t in tensors.values())
+    seconds = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"case": case, "side": "weightloader" if ours else "peer", "seconds": seconds,
+                      "bytes": sum(nbytes(t) for t in tensors.values()), "tensors": len(tensors),
+                      "peak_rss_bytes": rss, "rss_before_load_bytes": before, "touch_checksum": checksum}))
+
+
+if __name__ == "__main__":
+    main()
