@@ -11,18 +11,16 @@ both ways, with the fake hub and CDN of hub_server.py on loopback ports:
 import json
 import os
 import pathlib
-import subprocess
 
 import pytest
 
 from hub_server import TOKEN, FakeHub, git_blob_sha1
+from test_hub import cli, split_safetensors
 
 hh = pytest.importorskip("huggingface_hub")
 torch = pytest.importorskip("torch")
 st_torch = pytest.importorskip("safetensors.torch")
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-CLI = os.environ.get("WL_CLI", str(ROOT / "build" / "weightloader"))
 TOKENIZER_CONFIG = b'{"model_max_length": 2048}\n'
 # What `weightloader download org/tiny` fetches by default (README.md is left on the hub).
 LOAD_FILES = {"config.json", "model.safetensors", "tokenizer_config.json"}
@@ -71,13 +69,6 @@ def hf_env(env, monkeypatch):
         monkeypatch.setenv(k, env[k])
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     return env
-
-
-def cli(env, *args, check=True):
-    r = subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=120)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r
 
 
 def repo_dir(cache, repo):
@@ -230,7 +221,6 @@ def test_our_download_into_a_huggingface_hub_cache_fetches_nothing_again(hub, en
 
 def test_a_sharded_huggingface_hub_download_loads_through_its_index(hub, hf_env, cache, tiny, source_tensors):
     wl = pytest.importorskip("weightloader")
-    from test_hub import split_safetensors
     files = split_safetensors(tiny["model.safetensors"], 2)
     files["config.json"] = tiny["config.json"]
     hub.add_repo("org/sharded", files)
