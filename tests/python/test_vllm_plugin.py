@@ -148,21 +148,17 @@ class SeedHfLoader(wl.BaseWeightLoader):
 '''
 
 
-def test_a_registered_python_loader_loads_into_vllm(llama, tmp_path):
+def test_a_registered_python_loader_loads_into_vllm(llama, tmp_path, monkeypatch):
     """The seed's loader, registered by name in the process that starts vLLM, and the same class named
     module:Class for processes that import it themselves."""
     (tmp_path / "seed_loader.py").write_text(SEED_LOADER)
     setup = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
              "import weightloader as wl, seed_loader\n"
              "wl.WeightLoaderRegistry.register('seed_hf', seed_loader.SeedHfLoader)\n")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
-    try:
-        reference, by_name, by_path = run_vllm(
-            spec(llama), spec(llama, **WL, setup=setup, extra={"weight_loader": "seed_hf"}),
-            spec(llama, **WL, extra={"weight_loader": "seed_loader:SeedHfLoader"}))
-    finally:
-        os.environ["PYTHONPATH"] = os.environ["PYTHONPATH"].split(os.pathsep, 1)[1] if os.pathsep in \
-            os.environ["PYTHONPATH"] else ""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    reference, by_name, by_path = run_vllm(
+        spec(llama), spec(llama, **WL, setup=setup, extra={"weight_loader": "seed_hf"}),
+        spec(llama, **WL, extra={"weight_loader": "seed_loader:SeedHfLoader"}))
     assert_same(by_name, reference, "registered name")
     assert_same(by_path, reference, "module:Class")
 

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 
 from .. import _core
+from ..errors import _from_core
 
 SOURCE_FILE = "weightloader_source.json"
 
@@ -77,12 +78,7 @@ def config_json(source, loader):
     if metadata.get("config.json"):
         return metadata["config.json"]
     if not hasattr(weights, "_source"):
-        raise _core_error("ConfigMissing", f"{source}: {type(loader).__name__} gives no config.json, and vLLM needs one: "
-                          "put the model's config.json beside the checkpoint", source)
+        raise _from_core("ConfigMissing", f"{source}: {type(loader).__name__} gives no config.json, and vLLM needs one: "
+                         "put the model's config.json beside the checkpoint", source, "", False)
     return _core.hf_config_json(weights._source)
-
-
-def _core_error(code, message, file):
-    from ..errors import _from_core
-    return _from_core(code, message, file, "", False)
 
