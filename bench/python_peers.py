@@ -4,6 +4,7 @@ seconds, bytes (of the tensors produced), peak_rss_bytes, rss_before_load_bytes,
 
 Usage: PYTHONPATH=build/python build-deps/venv/bin/python bench/python_peers.py CASE PATH [SHAPES_JSON] [--ours]
        build-deps/venv/bin/python bench/python_peers.py --table DIR [--runs 3] [--build build] [--cases a,b,...]
+                                                        [--preset 1gb]
 --table: every row of ROWS on the checkpoints in DIR (made with the CLI when missing: st-f32/ and
 st-bf16/ from `weightloader synth --preset 1gb`, bin-f32/pytorch_model.bin, q8_0.gguf, f16.gguf),
 peer and weightloader alternating (which goes first alternates too), the page cache warmed before
@@ -22,8 +23,14 @@ runs the same rows through pair().
                 + get_tensors()
   gguf          gguf.GGUFReader(path) + gguf.quants.dequantize(t.data,  weightloader.safe_open(path, "pt",
                 t.tensor_type) of every tensor to float32                dtype="f32") + get_tensor(k)
-load_model and torch_bin need SHAPES_JSON (`weightloader inspect PATH --json`): the module has the
-checkpoint's shapes and dtype, its memory from torch.empty (bench/torch_peer.py's module_for).
+  tensorizer    TensorDeserializer(model.tensors) + load_into_module    weightloader.load_into(module,
+                (tensorizer's own serialization of the same module)     model.safetensors beside it)
+  from_pretrained  transformers AutoModelForCausalLM.from_pretrained(   from_config under transformers'
+                dir, dtype="auto"): the whole model, ready              no_init_weights + load_into(assign=True)
+load_model, torch_bin and tensorizer need SHAPES_JSON (`weightloader inspect PATH --json`): the module
+has the checkpoint's shapes and dtype, its memory from torch.empty (bench/torch_peer.py's module_for).
+Rows are warm (the files in the page cache) or cold (evicted before each run: run_all.evict); the
+runai row on s3-f32 streams the same file from the test S3 server (s3rver), both sides, by URL.
 
 The fair rule: every byte ends up in fresh, private memory of this process, and is touched. Loaders
 that hand back views of a file mapping (safetensors' load_file / get_tensor, weightloader's
@@ -166,6 +173,39 @@ def case_runai(path, ours, _):
     return out
 
 
+def case_tensorizer(path, ours, module):
+    """path: tensorizer's serialization of the module (DIR.tensors beside the checkpoint folder DIR);
+    ours reads DIR/model.safetensors into the same module."""
+    if ours:
+        import weightloader
+        weightloader.load_into(module, safetensors_of_tensorizer(path), progress=False)
+    else:
+        from tensorizer import TensorDeserializer
+        with TensorDeserializer(path, num_readers=TENSORIZER_READERS) as d:
+            d.load_into_module(module)
+    return dict(module.state_dict())
+
+
+TENSORIZER_READERS = 2  # its best on this 2-core machine (1, 2 and 4 tried; its default is 1 on CPU)
+
+
+def case_from_pretrained(path, ours, _):
+    """path: a model directory; the whole model built and filled, ready to run, in its config's dtype.
+    Ours builds it as from_pretrained does before loading (no weight initialisation, torch.empty
+    memory) and lets load_into replace every parameter (assign=True)."""
+    import transformers
+    if not ours:
+        model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype="auto")
+    else:
+        import weightloader
+        from transformers import initialization
+        config = transformers.AutoConfig.from_pretrained(path)
+        with initialization.no_init_weights():
+            model = transformers.AutoModelForCausalLM.from_config(config, dtype=config.dtype)
+        weightloader.load_into(model, path, assign=True, progress=False)
+    return dict(model.state_dict())
+
+
 def case_gguf(path, ours, _):
     if ours:
         from weightloader import safe_open
@@ -184,31 +224,93 @@ def case_gguf(path, ours, _):
 PEER_MODULES = {"load_file": "safetensors.torch", "safe_open": "safetensors", "load_file_view": "safetensors.torch",
                 "safe_open_view": "safetensors", "load_model": "safetensors.torch",
                 "torch_bin": "torch", "fastsafetensors": "fastsafetensors", "runai": "runai_model_streamer",
-                "gguf": "gguf.quants"}
+                "gguf": "gguf.quants", "tensorizer": "tensorizer", "from_pretrained": "transformers"}
+OURS_MODULES = {"from_pretrained": "transformers"}  # what weightloader's side calls besides weightloader
+MODULE_CASES = ("load_model", "torch_bin", "tensorizer")  # the cases that fill a module of SHAPES_JSON
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 
-# (case, file key, label of the peer, label of weightloader's side); file keys: see files_in()
+# (case, file key, warm or cold, label of the peer, label of weightloader's side); file keys: see files_in()
 ROWS = [
-    ("load_file", "st-f32", "safetensors.torch.load_file + clone", "weightloader.load_file + clone"),
-    ("load_file", "st-bf16", "safetensors.torch.load_file + clone", "weightloader.load_file + clone"),
-    ("safe_open", "st-f32", "safetensors.safe_open + get_tensor + clone", "weightloader.safe_open + get_tensor + clone"),
-    ("safe_open", "st-bf16", "safetensors.safe_open + get_tensor + clone", "weightloader.safe_open + get_tensor + clone"),
-    ("load_file_view", "st-f32", "safetensors.torch.load_file (mmap views, touched)", "weightloader.load_file (zero-copy views, touched)"),
-    ("safe_open_view", "st-f32", "safetensors.safe_open + get_tensor (views, touched)", "weightloader.safe_open + get_tensor (zero-copy, touched)"),
-    ("load_model", "st-f32", "safetensors.torch.load_model(module)", "weightloader.load_into(module)"),
-    ("load_model", "st-bf16", "safetensors.torch.load_model(module)", "weightloader.load_into(module)"),
-    ("torch_bin", "bin-f32", "torch.load(mmap) + load_state_dict(assign) + clone", "weightloader.load_into(module, .bin)"),
-    ("fastsafetensors", "st-f32", "fastsafetensors SafeTensorsFileLoader (CPU, nogds)", "weightloader.load_file + clone"),
-    ("runai", "st-f32", "Run:ai SafetensorsStreamer", "weightloader.load_file + clone"),
-    ("gguf", "q8_0", "gguf.GGUFReader + dequantize to F32", "weightloader.safe_open(dtype=f32)"),
-    ("gguf", "f16", "gguf.GGUFReader + dequantize to F32", "weightloader.safe_open(dtype=f32)"),
+    ("load_file", "st-f32", "warm", "safetensors.torch.load_file + clone", "weightloader.load_file + clone"),
+    ("load_file", "st-bf16", "warm", "safetensors.torch.load_file + clone", "weightloader.load_file + clone"),
+    ("load_file", "st-f32", "cold", "safetensors.torch.load_file + clone", "weightloader.load_file + clone"),
+    ("safe_open", "st-f32", "warm", "safetensors.safe_open + get_tensor + clone", "weightloader.safe_open + get_tensor + clone"),
+    ("safe_open", "st-bf16", "warm", "safetensors.safe_open + get_tensor + clone", "weightloader.safe_open + get_tensor + clone"),
+    ("load_file_view", "st-f32", "warm", "safetensors.torch.load_file (mmap views, touched)", "weightloader.load_file (zero-copy views, touched)"),
+    ("safe_open_view", "st-f32", "warm", "safetensors.safe_open + get_tensor (views, touched)", "weightloader.safe_open + get_tensor (zero-copy, touched)"),
+    ("load_model", "st-f32", "warm", "safetensors.torch.load_model(module)", "weightloader.load_into(module)"),
+    ("load_model", "st-bf16", "warm", "safetensors.torch.load_model(module)", "weightloader.load_into(module)"),
+    ("load_model", "st-f32", "cold", "safetensors.torch.load_model(module)", "weightloader.load_into(module)"),
+    ("torch_bin", "bin-f32", "warm", "torch.load(mmap) + load_state_dict(assign) + clone", "weightloader.load_into(module, .bin)"),
+    ("torch_bin", "bin-f32", "cold", "torch.load(mmap) + load_state_dict(assign) + clone", "weightloader.load_into(module, .bin)"),
+    ("fastsafetensors", "st-f32", "warm", "fastsafetensors SafeTensorsFileLoader (CPU, nogds)", "weightloader.load_file + clone"),
+    ("fastsafetensors", "st-f32", "cold", "fastsafetensors SafeTensorsFileLoader (CPU, nogds)", "weightloader.load_file + clone"),
+    ("runai", "st-f32", "warm", "Run:ai SafetensorsStreamer", "weightloader.load_file + clone"),
+    ("runai", "st-f32", "cold", "Run:ai SafetensorsStreamer", "weightloader.load_file + clone"),
+    ("runai", "s3-f32", "warm", "Run:ai SafetensorsStreamer from S3 (s3rver)", "weightloader.load_file(s3://) + clone"),
+    ("tensorizer", "tz-f32", "warm", "tensorizer TensorDeserializer.load_into_module", "weightloader.load_into(module, safetensors)"),
+    ("tensorizer", "tz-f32", "cold", "tensorizer TensorDeserializer.load_into_module", "weightloader.load_into(module, safetensors)"),
+    ("from_pretrained", "dir-f32", "warm", "transformers from_pretrained", "from_config(no_init_weights) + load_into"),
+    ("from_pretrained", "dir-bf16", "warm", "transformers from_pretrained", "from_config(no_init_weights) + load_into"),
+    ("from_pretrained", "dir-f32", "cold", "transformers from_pretrained", "from_config(no_init_weights) + load_into"),
+    ("gguf", "q8_0", "warm", "gguf.GGUFReader + dequantize to F32", "weightloader.safe_open(dtype=f32)"),
+    ("gguf", "f16", "warm", "gguf.GGUFReader + dequantize to F32", "weightloader.safe_open(dtype=f32)"),
 ]
-FILE_DTYPE = {"st-f32": "F32", "st-bf16": "BF16", "bin-f32": "F32 .bin", "q8_0": "GGUF Q8_0", "f16": "GGUF F16"}
+FILE_DTYPE = {"st-f32": "F32", "st-bf16": "BF16", "bin-f32": "F32 .bin", "q8_0": "GGUF Q8_0", "f16": "GGUF F16",
+              "tz-f32": "F32", "dir-f32": "F32 Llama dir", "dir-bf16": "BF16 Llama dir", "s3-f32": "F32 on S3"}
 
 
-def files_in(d, wl):
-    """{file key: (checkpoint path, shapes json)} in d, each made with the CLI `wl` when missing."""
+def safetensors_of_tensorizer(path):
+    return os.path.join(path[:-len(".tensors")], "model.safetensors")
+
+
+def derived_files(files, shapes_of):
+    """files ({key: path} with st-f32 and st-bf16) with the keys derived from them: tz-f32 (tensorizer's
+    serialization of the st-f32 module, written once beside its folder), dir-f32 and dir-bf16 (the
+    folders)."""
+    st = files["st-f32"]
+    tz = os.path.dirname(st) + ".tensors"
+    if not os.path.exists(tz):
+        from safetensors.torch import load_file
+        from tensorizer import TensorSerializer
+        module = shapes_module(shapes_of(st))
+        module.load_state_dict(load_file(st))
+        serializer = TensorSerializer(tz + ".partial")
+        serializer.write_module(module)
+        serializer.close()
+        os.replace(tz + ".partial", tz)
+    return {**files, "tz-f32": tz, "dir-f32": os.path.dirname(st), "dir-bf16": os.path.dirname(files["st-bf16"])}
+
+
+class S3Copy:
+    """The st-f32 file served by s3rver (the tests' launcher) while the with-block runs: .url, .env."""
+
+    def __init__(self, path, workdir):
+        self.path, self.workdir, self.server = path, workdir, None
+
+    def __enter__(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "python"))
+        import remote_servers
+        os.makedirs(os.path.join(self.workdir, "s3rver"), exist_ok=True)
+        self.server = remote_servers.S3rver(os.path.join(self.workdir, "s3rver")).start()
+        self.url = self.server.put("model.safetensors", self.path)
+        # Run:ai's S3 client: path-style addressing on a local endpoint, no instance metadata lookups
+        self.env = {**self.server.env(), "RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING": "0", "AWS_EC2_METADATA_DISABLED": "true"}
+        return self
+
+    def __exit__(self, *exc):
+        self.server.stop()
+
+
+def s3_available():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "python"))
+    import remote_servers
+    return remote_servers.s3rver_command() is not None
+
+
+def files_in(d, wl, preset="1gb"):
+    """{file key: checkpoint path} in d, each made with the CLI `wl` (`synth --preset`) when missing."""
     import subprocess
     paths = {"st-f32": os.path.join(d, "st-f32", "model.safetensors"),
              "st-bf16": os.path.join(d, "st-bf16", "model.safetensors"),
@@ -216,7 +318,7 @@ def files_in(d, wl):
              "q8_0": os.path.join(d, "q8_0.gguf"), "f16": os.path.join(d, "f16.gguf")}
     for key, dtype in (("st-f32", "f32"), ("st-bf16", "bf16")):
         if not os.path.exists(paths[key]):
-            subprocess.run([wl, "synth", os.path.dirname(paths[key]), "--preset", "1gb", "--dtype", dtype], check=True)
+            subprocess.run([wl, "synth", os.path.dirname(paths[key]), "--preset", preset, "--dtype", dtype], check=True)
     if not os.path.exists(paths["bin-f32"]):
         from safetensors.torch import load_file
         os.makedirs(os.path.dirname(paths["bin-f32"]), exist_ok=True)
@@ -225,22 +327,57 @@ def files_in(d, wl):
         if not os.path.exists(paths[key]):
             subprocess.run([wl, "convert", paths["st-f32"], paths[key], "--gguf-type", key, "--no-tokenizer", "-q"],
                            check=True)
-    out = {}
-    for key, path in paths.items():
-        shapes = path + ".shapes.json"
-        if not os.path.exists(shapes):
-            with open(shapes, "w") as f:
-                f.write(subprocess.run([wl, "inspect", path, "--json"], check=True, capture_output=True,
-                                       text=True).stdout)
-        out[key] = (path, shapes)
-    return out
+    return derived_files(paths, lambda path: shapes_of(path, wl))
+
+
+def shapes_of(path, wl):
+    """`weightloader inspect PATH --json`, kept beside the file as PATH.shapes.json."""
+    import subprocess
+    shapes = path + ".shapes.json"
+    if not os.path.exists(shapes):
+        out = subprocess.run([wl, "inspect", path, "--json"], check=True, capture_output=True, text=True).stdout
+        with open(shapes + ".partial", "w") as f:
+            f.write(out)
+        os.replace(shapes + ".partial", shapes)
+    return shapes
+
+
+def run_rows(files, runs, warm, evict, wl, workdir, env=None, wanted=None, rows=ROWS):
+    """Every row of `rows` (those whose case is in `wanted`, when given) on `files` (files_in's keys),
+    by pair(); yields (row, peer reports, weightloader reports). The s3-f32 rows serve st-f32 from
+    s3rver while they run (skipped, saying so, without s3rver)."""
+    env = dict(env or os.environ)
+    s3 = None
+    try:
+        for row in rows:
+            case, key, state = row[:3]
+            if wanted and case not in wanted:
+                continue
+            path = files.get(key)
+            run_env, prepare = env, (evict if state == "cold" else warm)
+            if key == "s3-f32":
+                if not s3_available():
+                    print(f"python_peers: {case} on S3 skipped: s3rver is not installed", file=sys.stderr)
+                    continue
+                s3 = s3 or S3Copy(files["st-f32"], workdir).__enter__()
+                path, run_env, prepare = s3.url, {**env, **s3.env}, (lambda _: None)  # the server's own cache
+            if key == "tz-f32":  # not a checkpoint weightloader reads: its bytes warmed or evicted directly
+                import run_all
+                raw = run_all.evict if state == "cold" else run_all.read_through
+                prepare = lambda p, both=prepare: (raw(p), both(safetensors_of_tensorizer(p)))
+            shapes = shapes_of(files["st-f32"] if key == "tz-f32" else path, wl) if case in MODULE_CASES else None
+            peer, ours = pair(case, path, shapes, runs, prepare, run_env)
+            yield row, peer, ours
+    finally:
+        if s3:
+            s3.__exit__(None, None, None)
 
 
 def pair(case, path, shapes, runs, warm, env=None, python=sys.executable):
     """The peer and weightloader on one file, `runs` times each, alternating (the first of each pair
     alternating too), warm(path) before every run. Returns ([peer reports], [weightloader reports])."""
     import subprocess
-    script = [python, os.path.abspath(__file__), case, path] + ([shapes] if case in ("load_model", "torch_bin") else [])
+    script = [python, os.path.abspath(__file__), case, path] + ([shapes] if case in MODULE_CASES else [])
     peer, ours = [], []
     for i in range(runs):
         for side in ((False, True) if i % 2 == 0 else (True, False)):
@@ -260,12 +397,12 @@ def summary(reports):
 
 
 def warm_simple(path, wl=None):
-    """Reads the file through until the page cache holds it (by `weightloader inspect --residency`)."""
+    """Reads the file (or the folder's files) through until the page cache holds it (by
+    `weightloader inspect --residency`)."""
     import subprocess
+    from run_all import read_through
     for _ in range(3):
-        with open(path, "rb") as f:
-            while f.read(16 << 20):
-                pass
+        read_through(path)
         if not wl:
             return
         rep = json.loads(subprocess.run([wl, "inspect", path, "--residency", "--json"], capture_output=True,
@@ -281,22 +418,21 @@ def table_main(argv):
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build"))
     ap.add_argument("--cases", default="")
+    ap.add_argument("--preset", default="1gb", help="synth preset of the checkpoints made when missing")
     a = ap.parse_args(argv)
     wl = os.path.join(a.build, "weightloader")
-    files = files_in(a.table, wl)
+    files = files_in(a.table, wl, a.preset)
     env = dict(os.environ, PYTHONPATH=os.path.join(a.build, "python"))
     wanted = set(a.cases.split(",")) if a.cases else None
     lines = ["| case | file | peer | peer median s (min..max) | weightloader | weightloader median s (min..max) "
              "| peer / weightloader time | peer peak RSS | weightloader peak RSS |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for case, key, plabel, olabel in ROWS:
-        if wanted and case not in wanted:
-            continue
-        path, shapes = files[key]
-        peer, ours = pair(case, path, shapes, a.runs, lambda p: warm_simple(p, wl), env)
+    from run_all import evict
+    for (case, key, state, plabel, olabel), peer, ours in run_rows(files, a.runs, lambda p: warm_simple(p, wl), evict,
+                                                                  wl, a.table, env, wanted):
         pm, plo, phi, prss = summary(peer)
         om, olo, ohi, orss = summary(ours)
-        lines.append(f"| {case} | {FILE_DTYPE[key]} | {plabel} | {pm:.3f} ({plo:.3f}..{phi:.3f}) | {olabel} | "
+        lines.append(f"| {case} | {FILE_DTYPE[key]} {state} | {plabel} | {pm:.3f} ({plo:.3f}..{phi:.3f}) | {olabel} | "
                      f"{om:.3f} ({olo:.3f}..{ohi:.3f}) | {pm / om:.2f}x | {prss / 1e9:.2f} GB | {orss / 1e9:.2f} GB |")
         print(lines[-1], file=sys.stderr, flush=True)
     print("\n".join(lines))
@@ -310,11 +446,10 @@ def main():
     if len(args) < 2 or args[0] not in CASES:
         sys.exit(__doc__)
     case, path = args[0], args[1]
-    module = shapes_module(args[2]) if case in ("load_model", "torch_bin") else None
+    module = shapes_module(args[2]) if case in MODULE_CASES else None
     # Import every library before the clock starts (a program has them loaded before it loads weights).
     import weightloader  # noqa: F401
-    if not ours:
-        __import__(PEER_MODULES[case])
+    __import__(PEER_MODULES[case] if not ours else OURS_MODULES.get(case, "weightloader"))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     t0 = time.perf_counter()
     tensors = CASES[case](path, ours, module)

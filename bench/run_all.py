@@ -287,24 +287,44 @@ class Suite:
         return dict(rss=r["peak_rss_bytes"], bound=bound, rss_ok=ok,
                     note=f"RSS {r['peak_rss_bytes'] / 1e9:.2f} GB {'<=' if ok else '>'} {bound / 1e9:.2f} GB")
 
+    def take_probes(self):
+        """io=auto's probes (core/io_probe), taken once per device before anything is timed, as a
+        machine that has loaded before has them; their figures go in the results."""
+        self.evict(self.st)
+        run([self.wl, "load", self.st, "--json", "--quiet"])
+        self.warm(self.st)
+        run([self.wl, "load", self.st, "--json", "--quiet"])
+        self.resident = []
+        path = os.environ.get("WL_IO_PROFILE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "weightloader", "io-profile.json")
+        self.profile = open(path).read() if os.path.exists(path) else "(none: WL_IO_PROFILE=off or not writable)"
+
     def ours_group(self):
         self.ours = {}
+        self.take_probes()
+        # Each explicit way (io mode x prefault) beside auto, warm and cold: auto against the best of
+        # them in the same run (prefault matters to pread and mmap only; direct faults in the background).
+        ways = [("pread", "true"), ("pread", "false"), ("mmap", "true"), ("mmap", "false"), ("direct", None)]
+        self.auto_vs_best = []
         for dtype in ("f32", "bf16"):
-            for io in ("auto", "pread", "mmap", "direct"):
-                g, r, _ = self.wl_load(self.st, dtype, io)
-                self.add("ours", f"warm {dtype} io={io} ({r['io_mode']})", g, **self.rss_note(r))
-                self.ours[("warm", dtype, io)] = stat(g)[0]
-            g, r, _ = self.wl_load(self.st, dtype, "auto", extra=["--kw", "prefault=false"])
-            self.add("ours", f"warm {dtype} io=auto prefault=false (faults taken inside the copies)", g, **self.rss_note(r))
-            self.ours[("warm-no-prefault", dtype)] = stat(g)[0]
+            for state in ("warm", "cold"):
+                g, r, _ = self.wl_load(self.st, dtype, "auto", cold=state == "cold")
+                self.add("ours", f"{state} {dtype} io=auto ({r['io_mode']})", g, **self.rss_note(r),
+                         reason=r.get("io_mode_reason", ""))
+                self.ours[(state, dtype, "auto")] = auto = stat(g)[0]
+                chosen = r["io_mode_reason"] or r["io_mode"]
+                best = (0, "")
+                for io, prefault in ways:
+                    extra = ["--kw", f"prefault={prefault}"] if prefault else []
+                    g, r, _ = self.wl_load(self.st, dtype, io, cold=state == "cold", extra=extra)
+                    way = f"io={io}" + (f" prefault={prefault}" if prefault else "")
+                    self.add("ours", f"{state} {dtype} {way}", g, **self.rss_note(r))
+                    self.ours[(state, dtype, io, prefault)] = stat(g)[0]
+                    best = max(best, (stat(g)[0], way))
+                self.auto_vs_best.append((f"{state} {dtype}", chosen, auto, best))
             re = self.sample(lambda: run_json([self.loads, "reload", self.st, dtype, "auto"])["gbps"])
             self.add("ours", f"warm {dtype} reload into faulted-in parameters", re)
             self.ours[("reload", dtype)] = stat(re)[0]
-            for io in ("auto", "pread", "mmap"):
-                g, r, _ = self.wl_load(self.st, dtype, io, cold=True)
-                self.add("ours", f"cold {dtype} io={io} ({r['io_mode']})", g,
-                         **self.rss_note(r), reason=r.get("io_mode_reason", ""))
-                self.ours[("cold", dtype, io)] = stat(g)[0]
         def zero_copy_run():
             self.warm(self.st)
             return run_json([self.wl, "load", self.st, "--kw", "zero_copy=true", "--json", "--quiet"])["seconds"]
@@ -375,26 +395,37 @@ class Suite:
         f16 = os.path.join(self.a.dir, f"f16-{tag}.gguf")
         if not os.path.exists(f16):
             run([self.wl, "convert", self.st, f16, "--to", "gguf", "--gguf-type", "f16", "--no-tokenizer", "-q"])
-        files = {"st-f32": self.st_file, "st-bf16": os.path.join(st_bf16, "model.safetensors"), "bin-f32": binfile,
-                 "q8_0": self.q8, "f16": f16}
+        files = python_peers.derived_files(
+            {"st-f32": self.st_file, "st-bf16": os.path.join(st_bf16, "model.safetensors"), "bin-f32": binfile,
+             "q8_0": self.q8, "f16": f16}, lambda p: python_peers.shapes_of(p, self.wl))
         env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
-        for case, key, peer_label, ours_label in python_peers.ROWS:
-            path = files[key]
-            shapes = os.path.join(self.a.dir, f"{key}-{tag}-shapes.json")
-            if not os.path.exists(shapes):
-                with open(shapes, "w") as f:
-                    f.write(run([self.wl, "inspect", path, "--json"]))
-            peer, ours = python_peers.pair(case, path, shapes, self.a.runs, self.warm, env)
-            size = os.path.getsize(path)
+        # Each row also as a share of what the machine allows: warm rows of the parallel pread into
+        # fresh memory (the limits group's fresh_thp), cold rows of the O_DIRECT read.
+        limits = {"warm": self.fresh_limit, "cold": self.dd}
+        for (case, key, state, peer_label, ours_label), peer, ours in python_peers.run_rows(
+                files, self.a.runs, self.warm, self.evict, self.wl, self.a.dir, env):
+            size = size_of(files["st-f32" if key == "s3-f32" else key])
             pg = [size / r["seconds"] / 1e9 for r in peer]
             og = [size / r["seconds"] / 1e9 for r in ours]
             prss = max(r["peak_rss_bytes"] for r in peer)
             orss = max(r["peak_rss_bytes"] for r in ours)
-            om, olo, ohi = stat(og)
-            self.add("peer", f"{peer_label} ({python_peers.FILE_DTYPE[key]})", pg,
+            pm, om, olo, ohi = stat(pg)[0], *stat(og)
+            share = ("" if key == "s3-f32" else
+                     f"; of the {state} limit: peer {pm / limits[state]:.0%}, ours {om / limits[state]:.0%}")
+            self.add("peer", f"{state} {peer_label} ({python_peers.FILE_DTYPE[key]})", pg,
                      note=f"RSS {prss / 1e9:.2f} GB; {ours_label}: {om:.2f} GB/s ({olo:.2f}..{ohi:.2f}), "
-                          f"RSS {orss / 1e9:.2f} GB; ours / peer {om / stat(pg)[0]:.2f}x")
-            self.peers[("python", case, key)] = (stat(pg)[0], om)
+                          f"RSS {orss / 1e9:.2f} GB; ours / peer {om / pm:.2f}x{share}")
+            self.peers[("python", case, key, state)] = (pm, om)
+        # Downloads: `weightloader download` against huggingface_hub.snapshot_download from the tests'
+        # fake hub and nginx CDN, into a fresh cache each run (bench/hub_download.py).
+        import hub_download
+        mib = 16 if self.a.quick else 512
+        for c, got in hub_download.measure(self.wl, mib, [8], self.a.runs):
+            ours = stat([(mib << 20) / s / 1e9 for s in got["ours"]])[0]
+            hf = [(mib << 20) / s / 1e9 for s in got["snapshot_download"]]
+            self.add("peer", f"huggingface_hub.snapshot_download, {mib} MiB repo, fresh cache", hf,
+                     note=f"weightloader download --concurrency {c}: {ours:.2f} GB/s; ours / peer {ours / stat(hf)[0]:.2f}x")
+            self.peers[("python", "download", f"{mib} MiB", "fresh cache")] = (stat(hf)[0], ours)
 
     def python_group(self):
         """load_into from Python, on the same module torch_peer.py fills."""
@@ -503,6 +534,8 @@ class Suite:
             ("warm F32 >= 5x torch.load + load_state_dict", o[("warm", "f32", "auto")] / p[("torch", "f32")], 5.0),
             ("warm F32->BF16 >= 10x torch.load + .to(bfloat16)", o[("warm", "bf16", "auto")] / p[("torch", "bf16")], 10.0),
             ("tp=2: bytes read by both ranks <= 1.05x the model", self.tp_ratio, 1.05),
+            *((f"io=auto {label} >= 0.95x the best explicit way ({way}: {best:.2f} GB/s)", auto / best, 0.95)
+              for label, _, auto, (best, way) in self.auto_vs_best),
             ("Python load_into F32 >= 0.9x the C++ load (CLI, same file, interleaved runs)",
              self.python["f32"] / self.python[("cli", "f32")], 0.9),
             ("Python load_into F32->BF16 >= 0.9x the C++ load (interleaved runs)",
@@ -538,6 +571,13 @@ class Suite:
             lines.append(f"| {group} | {label} | {med:.2f} ({lo:.2f}..{hi:.2f}) | {med / self.dd:.2f} | "
                          f"{med / self.pread_limit:.2f} | {extra.get('resident', '')} | "
                          f"{extra.get('note', '')} {extra.get('reason', '')} |")
+        lines += ["", "io=auto's choice on each row, against the best explicit way measured in the same run "
+                  "(its probes, remembered per device in the profile file, were taken before the timed runs):", "",
+                  "| row | auto chose | auto GB/s | best explicit way | best GB/s | auto / best |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for label, chosen, auto, (best, way) in self.auto_vs_best:
+            lines.append(f"| {label} | {chosen} | {auto:.2f} | {way} | {best:.2f} | {auto / best:.2f} |")
+        lines += ["", "The probe profile:", "", "```json", self.profile.strip(), "```"]
         lines += ["", "Ratios against peers (same checkpoint, warm):", "",
                   "| ours | peer | ratio |", "| --- | --- | --- |"]
         pairs = [(("warm", "f32", "auto"), ("torch", "f32"), "weightloader F32 vs torch.load + load_state_dict"),
@@ -548,6 +588,10 @@ class Suite:
             pairs.append((("format", "GGUF F32", "f32"), "ggml", "weightloader GGUF F32 vs ggml gguf_init_from_file"))
         for ok, pk, label in pairs:
             lines.append(f"| {label} | | {o[ok] / p[pk]:.1f}x |")
+        for key, (pm, om) in p.items():  # the Python peers: each row's two sides measured alternately
+            if key[0] == "python":
+                _, case, file_key, state = key
+                lines.append(f"| weightloader ({case}, {file_key}, {state}) | python_peers {case} | {om / pm:.2f}x |")
         before = {label: (med, lo, hi) for g, label, (med, lo, hi), _ in self.rows if g == "before"}
         if before:
             lines += ["", f"Before / after (baseline build `{a.baseline_build}`, each run alternating with the current "

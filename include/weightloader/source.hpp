@@ -110,9 +110,9 @@ struct IoOptions {
   // Chunks that need staging shrink so that each thread's share fits (never below one block).
   uint64_t staging_bytes = 32ull << 20;
   // Touch every destination page in parallel (MADV_POPULATE_WRITE) before reading, so that page
-  // faults are taken on all threads at once instead of inside the copies (measured faster on the
-  // benchmark machine: bench/RESULTS.md).
-  bool prefault = true;
+  // faults are taken on all threads at once instead of inside the copies. Unset: whichever this
+  // machine measured faster (io=auto's memory probe, core/io_probe.hpp), else true.
+  std::optional<bool> prefault;
   ProgressCallback progress;                // may be empty
   // Where the requests' dst addresses are. On a CUDA device, values are staged and converted on
   // the host and copied through a ring of pinned buffers of staging_bytes in all.

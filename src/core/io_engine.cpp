@@ -2,6 +2,8 @@
 // capabilities, into a destination.
 #include "core/io_engine.hpp"
 
+#include "core/io_probe.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -14,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/io_plan.hpp"
+#include "core/io_probe.hpp"
 #include "core/sigbus_guard.hpp"
 #include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
@@ -445,10 +448,11 @@ uint64_t Executor::run() {
 
 bool has_mapping(const ByteSource& s) { return s.size() == 0 || s.mapping() != nullptr; }
 
-// Auto: the page cache is faster than any disk, so pread when most of the files' bytes are
-// cached; otherwise O_DIRECT (as fast as buffered reads from disk, without filling the cache with
-// a second copy of the weights), unless a file system refuses it. Sources that are not local files
-// are copied out of memory when they are memory, else read with positioned reads.
+// Auto: pread when most of the files' bytes are cached (the page cache is faster than any disk);
+// otherwise whichever of O_DIRECT and buffered reads this device measured faster (core/io_probe:
+// taken once per device, remembered), O_DIRECT when nothing was measured (it leaves the page cache
+// alone) and the file system allows it. Sources that are not local files are copied out of memory
+// when they are memory, else read with positioned reads.
 IoMode choose_mode(const std::vector<ByteSource*>& sources, std::string& reason) {
   const bool all_files =
       std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return s->kind() == SourceKind::LocalFile; });
@@ -462,15 +466,45 @@ IoMode choose_mode(const std::vector<ByteSource*>& sources, std::string& reason)
   }
   uint64_t size = 0, cached = 0;
   bool direct_ok = true;
+  const ByteSource* largest = nullptr;
   for (const ByteSource* s : sources) {
     size += s->size();
     cached += s->resident_bytes().value_or(0);
     direct_ok = direct_ok && s->supports_direct();
+    if (!largest || s->size() > largest->size()) largest = s;
   }
   const double frac = size ? double(cached) / double(size) : 1.0;
-  reason = fmt::format("auto: {:.0f}% of the file bytes in the page cache{}", frac * 100,
-                       frac < 0.5 && !direct_ok ? ", O_DIRECT refused by the file system" : "");
-  return frac >= 0.5 || !direct_ok ? IoMode::Pread : IoMode::Direct;
+  reason = fmt::format("auto: {:.0f}% of the file bytes in the page cache", frac * 100);
+  if (frac >= 0.5) return IoMode::Pread;
+  if (!direct_ok) {
+    reason += ", O_DIRECT refused by the file system";
+    return IoMode::Pread;
+  }
+  const std::optional<StorageProbe> probe = largest ? storage_probe(*largest) : std::nullopt;
+  if (!probe) return IoMode::Direct;
+  reason += fmt::format(", this device measured O_DIRECT {:.2f} GB/s, buffered {:.2f} GB/s", probe->direct_gbps,
+                        probe->buffered_gbps);
+  // O_DIRECT unless buffered reads measured clearly faster: it keeps the page cache for other work.
+  return probe->buffered_gbps > 1.05 * probe->direct_gbps ? IoMode::Pread : IoMode::Direct;
+}
+
+// Prefault unless asked: whichever way this machine measured faster for pread and mmap reads of
+// cached bytes into fresh memory (core/io_probe), prefaulting when nothing was measured. O_DIRECT
+// and network reads prefault in the background anyway (the plan's rule).
+bool choose_prefault(const std::vector<ByteSource*>& sources, const IoOptions& options, IoMode mode,
+                     std::string& reason) {
+  if (options.prefault) return *options.prefault;
+  if (mode != IoMode::Pread && mode != IoMode::Mmap) return true;
+  const auto largest = std::max_element(sources.begin(), sources.end(),
+                                        [](const ByteSource* a, const ByteSource* b) { return a->size() < b->size(); });
+  const std::optional<MemoryProbe> probe =
+      largest == sources.end() || (*largest)->resident_bytes().value_or(0) < (*largest)->size() / 2
+          ? std::nullopt : memory_probe(**largest);
+  if (!probe) return true;
+  const bool prefault = probe->prefault_gbps * 1.05 >= probe->fault_in_read_gbps;  // the default, unless clearly slower
+  reason += fmt::format("; {} (this machine measured {:.2f} GB/s prefaulted, {:.2f} GB/s faulting in the reads)",
+                        prefault ? "prefault" : "no prefault", probe->prefault_gbps, probe->fault_in_read_gbps);
+  return prefault;
 }
 
 // The mode that runs, checked against what every source can do.
@@ -528,7 +562,7 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cach
 
   PlanParams params;
   params.mode = stats.mode;
-  params.prefault = options.prefault;
+  params.prefault = choose_prefault(sources, options, stats.mode, stats.mode_reason);
   params.in_place = destination.in_place();
   params.staging_bytes = options.staging_bytes;
   params.chunk_bytes = options.chunk_bytes;

@@ -119,7 +119,7 @@ void apply_common(WeightLoader& loader, const Kwargs& kw) {
   const int64_t staging = kwarg_int(kw, "staging_bytes", static_cast<int64_t>(options.io.staging_bytes));
   if (staging < 0) throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'staging_bytes': {} is negative", staging));
   options.io.staging_bytes = static_cast<uint64_t>(staging);
-  options.io.prefault = kwarg_bool(kw, "prefault", options.io.prefault);
+  if (kw.count("prefault")) options.io.prefault = kwarg_bool(kw, "prefault", true);
   if (kw.count("device")) {
     try {
       options.io.device = Device::parse(kwarg_string(kw, "device", "cpu"));
@@ -150,7 +150,7 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
       {"io", KwType::String, "how to read: auto (pread if mostly cached, else direct), mmap, pread, direct (O_DIRECT)"},
       {"staging_bytes", KwType::Int, "staging memory for conversion and O_DIRECT, all threads together (default 32 MiB)"},
       {"device", KwType::String, "where the model's parameters live: cpu (default), cuda or cuda:N (pinned staging of staging_bytes)"},
-      {"prefault", KwType::Bool, "fault the parameters' pages in, in parallel, before reading (default true)"},
+      {"prefault", KwType::Bool, "fault the parameters' pages in, in parallel, before reading (default: what io=auto's probe measured faster here, else true)"},
       {"zero_copy", KwType::Bool, "back parameters whose exact bytes are in the file by its read-only mapping (default false)"},
   };
   return specs;

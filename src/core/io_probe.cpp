@@ -1,0 +1,190 @@
+#include "core/io_probe.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_output.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/source.hpp"
+
+namespace wl {
+namespace {
+
+constexpr uint64_t kMaxRegion = 64ull << 20;  // one timed region of a probe, at most
+constexpr uint64_t kMinFile = 32ull << 20;    // smaller files are not worth a probe
+constexpr uint64_t kHuge = 2ull << 20;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Anonymous memory as the engine's destinations get it: huge pages asked for, not yet touched.
+struct FreshMemory {
+  explicit FreshMemory(uint64_t n) : bytes(n + kHuge) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    base = p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
+    if (!base) return;
+    aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(base) + kHuge - 1) / kHuge * kHuge);
+    ::madvise(aligned, n, MADV_HUGEPAGE);
+  }
+  ~FreshMemory() {
+    if (base) ::munmap(base, bytes);
+  }
+  uint64_t bytes;
+  std::byte* base = nullptr;
+  std::byte* aligned = nullptr;
+};
+
+// The remembered profiles, one JSON object: {"storage": {device: {...}}, "memory": {kernel: {...}}}.
+std::mutex profile_mutex;
+
+nlohmann::json read_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nlohmann::json::object();
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_object() ? j : nlohmann::json::object();  // a damaged profile is measured again
+}
+
+void remember(const std::string& path, const char* section, const std::string& key, const nlohmann::json& value) {
+  try {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    nlohmann::json j = read_profile(path);
+    j[section][key] = value;
+    const std::string text = j.dump(2) + "\n";
+    AtomicFileWriter out(path);
+    out.write(text.data(), text.size());
+    out.commit();
+  } catch (const std::exception&) {
+    // Unwritable cache: the probe is simply taken again next time.
+  }
+}
+
+std::optional<nlohmann::json> recall(const std::string& path, const char* section, const std::string& key) {
+  const nlohmann::json j = read_profile(path);
+  if (j.contains(section) && j[section].is_object() && j[section].contains(key)) return j[section][key];
+  return std::nullopt;
+}
+
+// Seconds the I/O engine takes to read [offset, offset + n) of the file into fresh memory in
+// `mode` (its threads, chunks and hints, as a load reads); nullopt if the read fails.
+std::optional<double> timed_engine_read(const std::string& path, uint64_t offset, uint64_t n, IoMode mode,
+                                        bool prefault) {
+  FreshMemory dst(n);
+  if (!dst.base) return std::nullopt;
+  TensorInfo t;
+  t.name = "io probe";
+  t.shape = {n / 4};
+  t.dtype = DType::F32;
+  t.file = path;
+  t.offset = offset;
+  t.nbytes = n;
+  const WeightSource source("raw", path, {t});
+  IoOptions io;
+  io.mode = mode;
+  io.prefault = prefault;
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    source.read_all({{&source.tensors()[0], Slice{}, DType::F32, dst.aligned}}, io);
+    return seconds_since(t0);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+void drop_cached(const std::string& path, uint64_t offset, uint64_t n) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+// Six regions around the file's middle (a twelfth of the file each, at most kMaxRegion),
+// alternating direct and buffered, each dropped from the page cache first; the best of three each
+// (a machine's noise only ever slows a read down).
+std::optional<StorageProbe> measure_storage(const std::string& path, uint64_t size) {
+  const uint64_t region = std::min(kMaxRegion, size / 12 / kHuge * kHuge);
+  const uint64_t start = (size / 2 - 3 * region) / kHuge * kHuge;
+  double best[2] = {1e9, 1e9};
+  for (int i = 0; i < 6; ++i) {
+    const uint64_t offset = start + static_cast<uint64_t>(i) * region;
+    drop_cached(path, offset, region);
+    const std::optional<double> s = timed_engine_read(path, offset, region, i % 2 ? IoMode::Pread : IoMode::Direct,
+                                                      false);
+    if (!s) return std::nullopt;
+    best[i % 2] = std::min(best[i % 2], *s);
+  }
+  return StorageProbe{region / best[0] / 1e9, region / best[1] / 1e9};
+}
+
+// The file's first bytes (at most kMaxRegion, cached by a first read) into fresh memory, with and
+// without the prefault pass, alternating, the best of three each.
+std::optional<MemoryProbe> measure_memory(const std::string& path, uint64_t size) {
+  const uint64_t kMemory = std::min(kMaxRegion, size / kHuge * kHuge);
+  if (!timed_engine_read(path, 0, kMemory, IoMode::Pread, false)) return std::nullopt;
+  double best[2] = {1e9, 1e9};
+  for (int i = 0; i < 6; ++i) {
+    const std::optional<double> s = timed_engine_read(path, 0, kMemory, IoMode::Pread, i % 2 == 0);
+    if (!s) return std::nullopt;
+    best[i % 2] = std::min(best[i % 2], *s);
+  }
+  return MemoryProbe{kMemory / best[0] / 1e9, kMemory / best[1] / 1e9};
+}
+
+}  // namespace
+
+std::string io_profile_path() {
+  if (const char* p = std::getenv("WL_IO_PROFILE"); p && *p) return std::string(p) == "off" ? "" : p;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/weightloader/io-profile.json";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/weightloader/io-profile.json";
+  return "";
+}
+
+std::optional<StorageProbe> storage_probe(const ByteSource& file) {
+  const std::string profile = io_profile_path();
+  struct stat st{};
+  if (profile.empty() || file.kind() != SourceKind::LocalFile || file.size() < kMinFile || !file.supports_direct() ||
+      ::stat(file.name().c_str(), &st) != 0)
+    return std::nullopt;
+  const std::string device = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+  std::lock_guard lock(profile_mutex);
+  if (auto j = recall(profile, "storage", device))
+    return StorageProbe{j->value("direct_gbps", 0.0), j->value("buffered_gbps", 0.0)};
+  const std::optional<StorageProbe> p = measure_storage(file.name(), file.size());
+  if (p) remember(profile, "storage", device, {{"direct_gbps", p->direct_gbps}, {"buffered_gbps", p->buffered_gbps}});
+  return p;
+}
+
+std::optional<MemoryProbe> memory_probe(const ByteSource& file) {
+  const std::string profile = io_profile_path();
+  if (profile.empty() || file.kind() != SourceKind::LocalFile || file.size() < kMinFile) return std::nullopt;
+  utsname u{};
+  ::uname(&u);
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string thp_mode;
+  std::getline(thp, thp_mode);
+  const std::string key = fmt::format("{} thp {}", u.release, thp_mode);  // what changes the answer
+  std::lock_guard lock(profile_mutex);
+  if (auto j = recall(profile, "memory", key))
+    return MemoryProbe{j->value("prefault_gbps", 0.0), j->value("fault_in_read_gbps", 0.0)};
+  const std::optional<MemoryProbe> p = measure_memory(file.name(), file.size());
+  if (p)
+    remember(profile, "memory", key, {{"prefault_gbps", p->prefault_gbps}, {"fault_in_read_gbps", p->fault_in_read_gbps}});
+  return p;
+}
+
+}  // namespace wl

@@ -1,0 +1,41 @@
+// io=auto's evidence: how fast this machine's storage and memory are, measured on the files being
+// loaded, once per device, and remembered (so that auto picks what is fastest here, not by rule).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "weightloader/byte_source.hpp"
+
+namespace wl {
+
+// One cold read of a device, both ways, on the same kind of regions of one file.
+struct StorageProbe {
+  double direct_gbps = 0;    // O_DIRECT reads
+  double buffered_gbps = 0;  // positioned reads through the page cache (with its read-ahead)
+};
+
+// Reads of page-cached bytes into fresh memory, both ways.
+struct MemoryProbe {
+  double prefault_gbps = 0;        // pages faulted in first (MADV_POPULATE_WRITE), then read into
+  double fault_in_read_gbps = 0;   // pages faulted in by the reads themselves
+};
+
+// Where profiles are remembered: $WL_IO_PROFILE (a file; "off": never probe, auto by rule), else
+// $XDG_CACHE_HOME/weightloader/io-profile.json, else ~/.cache/weightloader/io-profile.json.
+// Empty when probing is off or no home is known.
+std::string io_profile_path();
+
+// The storage profile of the device holding `file` (a local file), measured now if the profile
+// does not remember that device: the I/O engine reads six regions around the file's middle (a
+// twelfth of the file each, at most 64 MiB; each dropped from the page cache first), alternately
+// O_DIRECT and buffered, the best of three each; nullopt when probing is off, the file is under
+// 32 MiB or refuses O_DIRECT.
+std::optional<StorageProbe> storage_probe(const ByteSource& file);
+
+// This machine's memory profile, measured now if the profile does not remember it: the I/O engine
+// reads the first 64 MiB of `file` (page-cached by a first read) into fresh memory with and
+// without prefaulting, three times each; nullopt when probing is off or the file is under 32 MiB.
+std::optional<MemoryProbe> memory_probe(const ByteSource& file);
+
+}  // namespace wl

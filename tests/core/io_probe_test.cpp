@@ -1,0 +1,184 @@
+// io=auto's probes: taken once per device (and per kernel for memory), remembered in the profile
+// file, off with WL_IO_PROFILE=off, re-taken when the profile is damaged; and the engine's auto
+// choices following what the profile says.
+#include "core/io_probe.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/file.hpp"
+#include "test_util.hpp"
+#include "weightloader/source.hpp"
+
+namespace wl {
+namespace {
+
+constexpr uint64_t kBig = 64ull << 20;  // probed in 8 MiB regions
+
+// WL_IO_PROFILE set for the test's lifetime, then restored.
+class ProfileEnv {
+ public:
+  explicit ProfileEnv(const std::string& value) {
+    if (const char* v = std::getenv("WL_IO_PROFILE")) saved_ = v;
+    ::setenv("WL_IO_PROFILE", value.c_str(), 1);
+  }
+  ~ProfileEnv() {
+    if (saved_) ::setenv("WL_IO_PROFILE", saved_->c_str(), 1);
+    else ::unsetenv("WL_IO_PROFILE");
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
+std::string big_file(const test::TempDir& dir) {
+  const std::string path = dir.file("big.bin");
+  std::vector<float> values(kBig / sizeof(float));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i % 1000);
+  test::write_bytes(path, std::string(reinterpret_cast<const char*>(values.data()), kBig));
+  return path;
+}
+
+bool direct_supported(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT);
+  if (fd >= 0) ::close(fd);
+  return fd >= 0;
+}
+
+void evict(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream(path) << j.dump();
+}
+
+std::string device_key(const std::string& path) {
+  struct stat st{};
+  ::stat(path.c_str(), &st);
+  return fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+}
+
+std::string memory_key() {
+  utsname u{};
+  ::uname(&u);
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(thp, mode);
+  return fmt::format("{} thp {}", u.release, mode);
+}
+
+// A cold (or warm) auto read of the whole file as one F32 tensor.
+ReadStats auto_read(const std::string& path, bool cold) {
+  if (cold) evict(path);
+  TensorInfo t;
+  t.name = "w";
+  t.shape = {kBig / 4};
+  t.file = path;
+  t.nbytes = kBig;
+  WeightSource src("big", path, {t});
+  std::vector<float> out(kBig / 4);
+  const ReadStats s = src.read_all({{&src.tensors()[0], Slice{}, DType::F32, out.data()}}, IoOptions{});
+  EXPECT_EQ(out[999], 999.0f);
+  EXPECT_EQ(out.back(), float((kBig / 4 - 1) % 1000));
+  return s;
+}
+
+TEST(IoProbe, OffMeansNoProbeAndAutoByRule) {
+  test::TempDir dir;
+  const ProfileEnv env("off");
+  EXPECT_EQ(io_profile_path(), "");
+  File file(big_file(dir));
+  EXPECT_FALSE(storage_probe(file));
+  EXPECT_FALSE(memory_probe(file));
+}
+
+TEST(IoProbe, MeasuresOncePerDeviceAndRemembers) {
+  test::TempDir dir;
+  const std::string profile = dir.file("cache/io-profile.json");
+  const ProfileEnv env(profile);
+  const std::string path = big_file(dir);
+  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  File file(path);
+  const std::optional<StorageProbe> first = storage_probe(file);
+  ASSERT_TRUE(first);
+  EXPECT_GT(first->direct_gbps, 0);
+  EXPECT_GT(first->buffered_gbps, 0);
+  const nlohmann::json saved = read_json(profile);
+  EXPECT_EQ(saved["storage"][device_key(path)]["direct_gbps"].get<double>(), first->direct_gbps);
+  // Remembered: a second probe measures nothing and returns what the profile says.
+  nlohmann::json edited = saved;
+  edited["storage"][device_key(path)]["direct_gbps"] = 123.0;
+  write_json(profile, edited);
+  EXPECT_EQ(storage_probe(file)->direct_gbps, 123.0);
+
+  const std::optional<MemoryProbe> memory = memory_probe(file);
+  ASSERT_TRUE(memory);
+  EXPECT_GT(memory->prefault_gbps, 0);
+  EXPECT_GT(memory->fault_in_read_gbps, 0);
+  EXPECT_EQ(read_json(profile)["memory"][memory_key()]["prefault_gbps"].get<double>(), memory->prefault_gbps);
+  EXPECT_EQ(read_json(profile)["storage"][device_key(path)]["direct_gbps"].get<double>(), 123.0);  // kept
+}
+
+TEST(IoProbe, ADamagedProfileIsMeasuredAgain) {
+  test::TempDir dir;
+  const std::string profile = dir.file("io-profile.json");
+  const ProfileEnv env(profile);
+  const std::string path = big_file(dir);
+  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  test::write_bytes(profile, "{\"storage\": [1, 2");
+  File file(path);
+  ASSERT_TRUE(storage_probe(file));
+  EXPECT_TRUE(read_json(profile)["storage"].contains(device_key(path)));
+}
+
+TEST(IoProbe, AutoReadsColdFilesTheWayTheDeviceMeasuredFaster) {
+  test::TempDir dir;
+  const std::string profile = dir.file("io-profile.json");
+  const ProfileEnv env(profile);
+  const std::string path = big_file(dir);
+  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  write_json(profile, {{"storage", {{device_key(path), {{"direct_gbps", 1.0}, {"buffered_gbps", 2.5}}}}}});
+  ReadStats s = auto_read(path, true);
+  EXPECT_EQ(s.mode, IoMode::Pread) << s.mode_reason;
+  EXPECT_NE(s.mode_reason.find("measured O_DIRECT 1.00 GB/s, buffered 2.50 GB/s"), std::string::npos) << s.mode_reason;
+  write_json(profile, {{"storage", {{device_key(path), {{"direct_gbps", 3.0}, {"buffered_gbps", 2.5}}}}}});
+  s = auto_read(path, true);
+  EXPECT_EQ(s.mode, IoMode::Direct) << s.mode_reason;
+}
+
+TEST(IoProbe, AutoPrefaultsWarmReadsOnlyWhenTheMachineMeasuredItFaster) {
+  test::TempDir dir;
+  const std::string profile = dir.file("io-profile.json");
+  const ProfileEnv env(profile);
+  const std::string path = big_file(dir);
+  write_json(profile, {{"memory", {{memory_key(), {{"prefault_gbps", 7.0}, {"fault_in_read_gbps", 9.0}}}}}});
+  ReadStats s = auto_read(path, false);
+  EXPECT_EQ(s.mode, IoMode::Pread) << s.mode_reason;
+  EXPECT_NE(s.mode_reason.find("no prefault"), std::string::npos) << s.mode_reason;
+  write_json(profile, {{"memory", {{memory_key(), {{"prefault_gbps", 9.0}, {"fault_in_read_gbps", 7.0}}}}}});
+  s = auto_read(path, false);
+  EXPECT_NE(s.mode_reason.find("; prefault"), std::string::npos) << s.mode_reason;
+}
+
+}  // namespace
+}  // namespace wl
