@@ -292,15 +292,18 @@ class S3Copy:
     def __enter__(self):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "python"))
         import remote_servers
-        os.makedirs(os.path.join(self.workdir, "s3rver"), exist_ok=True)
-        self.server = remote_servers.S3rver(os.path.join(self.workdir, "s3rver")).start()
+        import tempfile
+        self.tmp = tempfile.mkdtemp(prefix="s3rver-", dir=self.workdir)  # a fresh bucket each time
+        self.server = remote_servers.S3rver(self.tmp).start()
         self.url = self.server.put("model.safetensors", self.path)
         # Run:ai's S3 client: path-style addressing on a local endpoint, no instance metadata lookups
         self.env = {**self.server.env(), "RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING": "0", "AWS_EC2_METADATA_DISABLED": "true"}
         return self
 
     def __exit__(self, *exc):
+        import shutil
         self.server.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def s3_available():

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "engine/config_fields.hpp"
+#include "engine/families/family.hpp"
 #include "engine/hf_layer_widths.hpp"
 #include "weightloader/engine/llama_config.hpp"
 
@@ -18,48 +19,35 @@ namespace {
 
 using nlohmann::json;
 
-struct Family {
-  std::string_view model_type, architecture;
-};
-constexpr std::array<Family, 10> kFamilies{{{"llama", "LlamaForCausalLM"},
-                                           {"mistral", "MistralForCausalLM"},
-                                           {"mixtral", "MixtralForCausalLM"},
-                                           {"qwen2", "Qwen2ForCausalLM"},
-                                           {"qwen2_moe", "Qwen2MoeForCausalLM"},
-                                           {"gemma", "GemmaForCausalLM"},
-                                           {"gemma2", "Gemma2ForCausalLM"},
-                                           {"phi3", "Phi3ForCausalLM"},
-                                           {"nemotron-nas", "DeciLMForCausalLM"},
-                                           {"deci", "DeciLMForCausalLM"}}};
-
 std::string family_list(bool architectures) {
   std::string out;
-  for (const Family& f : kFamilies) out += fmt::format("{}{}", out.empty() ? "" : ", ", architectures ? f.architecture : f.model_type);
+  for (const Family* f : families())
+    if (!architectures || out.find(f->architecture) == std::string::npos)
+      out += fmt::format("{}{}", out.empty() ? "" : ", ", architectures ? f->architecture : f->model_type);
   return out;
 }
 
-// The model_type (from the architecture when only that is given; "llama" when neither is).
-std::string family_of(const JsonFields& f) {
-  std::string type = f.string("model_type");
-  bool known = type.empty();
-  for (const Family& fam : kFamilies) known = known || fam.model_type == type;
-  if (!known) throw config_invalid(f.file(), "model_type", fmt::format("'{}' is not a family the engine runs ({})", type, family_list(false)));
-  if (!f.has("architectures")) return type.empty() ? "llama" : type;
-  if (!f.at("architectures").is_array()) throw config_invalid(f.file(), "architectures", "is not a list");
-  for (const json& a : f.at("architectures")) {
-    const Family* match = nullptr;
-    for (const Family& fam : kFamilies)
-      if (a.is_string() && fam.architecture == a.get<std::string>()) match = &fam;
-    if (!match) throw config_invalid(f.file(), "architectures", fmt::format("{} is not one the engine runs ({})", a.dump(), family_list(true)));
-    if (type.empty()) type = match->model_type;
+// The family of the model_type (from the architecture when only that is given; Llama when neither is).
+const Family& family_of(const JsonFields& f) {
+  const std::string type = f.string("model_type");
+  const Family* family = type.empty() ? nullptr : family_by_type(type);
+  if (!type.empty() && !family)
+    throw config_invalid(f.file(), "model_type", fmt::format("'{}' is not a family the engine runs ({})", type, family_list(false)));
+  if (f.has("architectures")) {
+    if (!f.at("architectures").is_array()) throw config_invalid(f.file(), "architectures", "is not a list");
+    for (const json& a : f.at("architectures")) {
+      const Family* match = a.is_string() ? family_by_architecture(a.get<std::string>()) : nullptr;
+      if (!match) throw config_invalid(f.file(), "architectures", fmt::format("{} is not one the engine runs ({})", a.dump(), family_list(true)));
+      if (!family) family = match;
+    }
   }
-  return type.empty() ? "llama" : type;
+  return family ? *family : *family_by_type("llama");
 }
 
-std::string activation(const JsonFields& f, const std::string& type) {
+std::string activation(const JsonFields& f, const Family& family) {
   // Gemma's MLP reads hidden_activation and, without it, runs the tanh approximation whatever
   // hidden_act says (how the models were trained; transformers and vLLM both do so).
-  const bool gemma = type == "gemma" || type == "gemma2";
+  const bool gemma = family.gemma_norms;
   const char* key = gemma ? "hidden_activation" : "hidden_act";
   std::string act = f.string(key, gemma ? "gelu_pytorch_tanh" : "silu");
   if (act == "gelu_new") act = "gelu_pytorch_tanh";  // the same tanh approximation
@@ -251,24 +239,28 @@ void apply_ropes(const JsonFields& f, const Ropes& r, LlamaConfig& c) {
 }
 
 // Which layers slide, and by how much, as each family's transformers code decides it.
-void read_windows(const JsonFields& f, const std::string& type, LlamaConfig& c) {
-  if (type == "llama" || type == "gemma" || decilm_family(type)) {
-    if (f.has("sliding_window")) throw config_invalid(f.file(), "sliding_window", fmt::format("{} models have no sliding window", type));
-    return;
+void read_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  switch (family.window) {
+    case Family::Window::None:
+      if (f.has("sliding_window"))
+        throw config_invalid(f.file(), "sliding_window", fmt::format("{} models have no sliding window", family.model_type));
+      return;
+    case Family::Window::FromLayer:
+      if (!f.boolean("use_sliding_window", false)) return;
+      c.sliding_window_from = f.uint("max_window_layers", 28);
+      break;
+    case Family::Window::EveryOther: c.sliding_window_every = 2; break;  // layers 0, 2, 4, ...
+    case Family::Window::All: break;
   }
-  if (type == "qwen2" || type == "qwen2_moe") {
-    if (!f.boolean("use_sliding_window", false)) return;
-    c.sliding_window_from = f.uint("max_window_layers", 28);
-  }
-  c.sliding_window = f.uint("sliding_window", type == "gemma2" ? 4096 : 0);
-  if (type == "gemma2") c.sliding_window_every = 2;  // layers 0, 2, 4, ...
+  c.sliding_window = f.uint("sliding_window", family.window == Family::Window::EveryOther ? 4096 : 0);
 }
 
-// Transformers 5 writes which layers slide as layer_types, and its Gemma 2 and Qwen2 (MoE) attend as
-// that list says (the others' code ignores it). The engine slides the layers its family's rule
-// picks (read_windows), so a list naming others is refused: run, it would attend otherwise.
-void check_layer_types(const JsonFields& f, const std::string& type, const LlamaConfig& c) {
-  if (!f.has("layer_types") || (type != "gemma2" && type != "qwen2" && type != "qwen2_moe")) return;
+// Transformers 5 writes which layers slide as layer_types, and the families whose code attends as
+// that list says are marked so. The engine slides the layers its family's rule picks
+// (read_windows), so a list naming others is refused: run, it would attend otherwise.
+void check_layer_types(const JsonFields& f, const Family& family, const LlamaConfig& c) {
+  if (!f.has("layer_types") || !family.follows_layer_types) return;
+  const std::string_view type = family.model_type;
   const json& types = f.at("layer_types");
   if (!types.is_array() || types.size() != c.num_layers)
     throw config_invalid(f.file(), "layer_types", fmt::format("is not a list of {} layer types (num_hidden_layers)", c.num_layers));
@@ -285,12 +277,12 @@ void check_layer_types(const JsonFields& f, const std::string& type, const Llama
   }
 }
 
-void read_gemma(const JsonFields& f, const std::string& type, LlamaConfig& c) {
-  const bool gemma2 = type == "gemma2";
-  c.norm_weight_offset = c.scale_embeddings = type == "gemma" || gemma2;
+void read_gemma(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  c.norm_weight_offset = c.scale_embeddings = family.gemma_norms;
   for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"})
-    if (!gemma2 && f.has(key)) throw config_invalid(f.file(), key, fmt::format("is a Gemma 2 field; {} models do not apply it", type));
-  if (!gemma2) return;
+    if (!family.gemma2 && f.has(key))
+      throw config_invalid(f.file(), key, fmt::format("is a Gemma 2 field; {} models do not apply it", family.model_type));
+  if (!family.gemma2) return;
   c.sandwich_norms = true;
   c.attn_logit_softcapping = f.number("attn_logit_softcapping", 0);
   c.final_logit_softcapping = f.number("final_logit_softcapping", 0);
@@ -302,35 +294,57 @@ void read_gemma(const JsonFields& f, const std::string& type, LlamaConfig& c) {
   if (c.query_pre_attn_scalar == 0) throw config_invalid(f.file(), "query_pre_attn_scalar", "must be a positive number");
 }
 
-// Mixtral's experts are intermediate_size wide: the caller sets that.
-MoeConfig read_moe(const JsonFields& f, const std::string& type) {
-  MoeConfig m;
-  if (type == "mixtral") {
-    m.num_experts = f.uint("num_local_experts", 8);
-    m.experts_per_token = f.uint("num_experts_per_tok", 2);
-  } else if (type == "qwen2_moe") {
-    m.num_experts = f.uint("num_experts", 60);
-    m.experts_per_token = f.uint("num_experts_per_tok", 4);
-    m.expert_intermediate_size = f.uint("moe_intermediate_size", 1408);
-    m.norm_topk_prob = f.boolean("norm_topk_prob", false);
-    m.shared_expert_intermediate_size = f.uint("shared_expert_intermediate_size", 5632);
-    m.decoder_sparse_step = f.uint("decoder_sparse_step", 1);
-    if (f.has("mlp_only_layers")) {
-      if (!f.at("mlp_only_layers").is_array()) throw config_invalid(f.file(), "mlp_only_layers", "is not a list");
-      for (const json& l : f.at("mlp_only_layers")) {
-        if (!l.is_number_unsigned()) throw config_invalid(f.file(), "mlp_only_layers", fmt::format("{} is not a layer number", l.dump()));
-        m.mlp_only_layers.push_back(l.get<uint64_t>());
-      }
-    }
-  } else {
-    for (const char* key : {"num_local_experts", "num_experts"})
-      if (f.uint(key, 0) > 1) throw config_invalid(f.file(), key, fmt::format("{} models have no experts", type));
-    return m;
+std::vector<uint64_t> layer_list(const JsonFields& f, const char* key) {
+  std::vector<uint64_t> out;
+  if (!f.has(key)) return out;
+  if (!f.at(key).is_array()) throw config_invalid(f.file(), key, "is not a list");
+  for (const json& l : f.at(key)) {
+    if (!l.is_number_unsigned()) throw config_invalid(f.file(), key, fmt::format("{} is not a layer number", l.dump()));
+    out.push_back(l.get<uint64_t>());
   }
-  if (m.num_experts == 0) throw config_invalid(f.file(), type == "mixtral" ? "num_local_experts" : "num_experts", "must be positive");
+  return out;
+}
+
+// Mixtral's experts are intermediate_size wide: the caller sets that.
+MoeConfig read_moe(const JsonFields& f, const Family& family) {
+  MoeConfig m;
+  const bool qwen = family.experts == Family::Experts::Qwen2Moe || family.experts == Family::Experts::Qwen3Moe;
+  // Transformers 5 names Qwen3-MoE's expert count num_local_experts (4: num_experts).
+  const char* count_key = family.experts == Family::Experts::Mixtral ||
+                                  (family.experts == Family::Experts::Qwen3Moe && f.has("num_local_experts"))
+                              ? "num_local_experts" : "num_experts";
+  switch (family.experts) {
+    case Family::Experts::None:
+      for (const char* key : {"num_local_experts", "num_experts"})
+        if (f.uint(key, 0) > 1) throw config_invalid(f.file(), key, fmt::format("{} models have no experts", family.model_type));
+      return m;
+    case Family::Experts::Mixtral:
+      m.num_experts = f.uint(count_key, 8);
+      m.experts_per_token = f.uint("num_experts_per_tok", 2);
+      break;
+    case Family::Experts::Qwen2Moe:
+      m.num_experts = f.uint(count_key, 60);
+      m.experts_per_token = f.uint("num_experts_per_tok", 4);
+      m.expert_intermediate_size = f.uint("moe_intermediate_size", 1408);
+      m.shared_expert_intermediate_size = f.uint("shared_expert_intermediate_size", 5632);
+      break;
+    case Family::Experts::Qwen3Moe:
+      if (f.has("num_local_experts") && f.has("num_experts") && f.uint("num_experts") != f.uint("num_local_experts"))
+        throw config_invalid(f.file(), "num_experts", "disagrees with num_local_experts: transformers 4 reads the one, 5 the other");
+      m.num_experts = f.uint(count_key, 128);
+      m.experts_per_token = f.uint("num_experts_per_tok", 8);
+      m.expert_intermediate_size = f.uint("moe_intermediate_size", 768);
+      break;
+  }
+  if (qwen) {
+    m.norm_topk_prob = f.boolean("norm_topk_prob", false);
+    m.decoder_sparse_step = f.uint("decoder_sparse_step", 1);
+    m.mlp_only_layers = layer_list(f, "mlp_only_layers");
+  }
+  if (m.num_experts == 0) throw config_invalid(f.file(), count_key, "must be positive");
   if (m.experts_per_token == 0 || m.experts_per_token > m.num_experts)
     throw config_invalid(f.file(), "num_experts_per_tok", fmt::format("{} is not in [1, {}]", m.experts_per_token, m.num_experts));
-  if (type == "qwen2_moe" && m.expert_intermediate_size == 0) throw config_invalid(f.file(), "moe_intermediate_size", "must be positive");
+  if (qwen && m.expert_intermediate_size == 0) throw config_invalid(f.file(), "moe_intermediate_size", "must be positive");
   if (m.decoder_sparse_step == 0) throw config_invalid(f.file(), "decoder_sparse_step", "must be positive");
   return m;
 }
@@ -349,18 +363,20 @@ std::vector<int32_t> token_ids(const JsonFields& f, const char* key) {
 
 // attention_bias gives q/k/v/o biases (Qwen2: q/k/v always); DeciLM as vLLM reads it: `bias` too,
 // and qkv_bias overriding it for q/k/v.
-void read_biases(const JsonFields& f, const std::string& type, LlamaConfig& c) {
-  const bool deci = decilm_family(type);
+void read_biases(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  const bool deci = family.biases == Family::Biases::DeciLm;
   const bool attention_bias = f.boolean("attention_bias", false) || (deci && f.boolean("bias", false));
-  c.qkv_bias = deci ? f.boolean("qkv_bias", attention_bias) : attention_bias || type == "qwen2" || type == "qwen2_moe";
-  c.o_bias = attention_bias && type != "qwen2" && type != "qwen2_moe";
+  const bool qkv_only = family.biases == Family::Biases::QkvOnly;
+  c.qkv_bias = deci ? f.boolean("qkv_bias", attention_bias) : attention_bias || qkv_only;
+  c.o_bias = attention_bias && !qkv_only;
   c.mlp_bias = f.boolean("mlp_bias", false);
-  if (c.mlp_bias && type != "llama" && !deci) throw config_invalid(f.file(), "mlp_bias", fmt::format("{} models have no MLP biases", type));
+  if (c.mlp_bias && !family.mlp_bias)
+    throw config_invalid(f.file(), "mlp_bias", fmt::format("{} models have no MLP biases", family.model_type));
 }
 
 // DeciLM's rotary layouts other than rotate-half (vLLM turns these two with Meta's interleaved pairs).
-void refuse_interleaved_rotary(const JsonFields& f, const std::string& type) {
-  const std::string position = decilm_family(type) ? f.string("position_embedding_type") : "";
+void refuse_interleaved_rotary(const JsonFields& f, const Family& family) {
+  const std::string position = family.decilm ? f.string("position_embedding_type") : "";
   if (position == "mistral_yarn" || position == "rope_llama4")
     throw config_invalid(f.file(), "position_embedding_type", fmt::format("'{}' is not supported", position));
 }
@@ -371,31 +387,33 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   const json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) throw Error(ErrorCode::ConfigInvalid, "config.json is not a JSON object", file);
   const JsonFields f(doc, file);
-  const std::string type = family_of(f);
+  const Family& family = family_of(f);
+  const std::string type(family.model_type);
   LlamaConfig c;
   c.origin = "config.json";
   c.architecture = type;
-  c.hidden_act = activation(f, type);
+  c.hidden_act = activation(f, family);
   // What the engine may refuse first, then the sizes.
   const Ropes ropes = read_ropes(f);
-  read_windows(f, type, c);
-  read_gemma(f, type, c);
-  refuse_interleaved_rotary(f, type);
-  c.moe = read_moe(f, type);
+  read_windows(f, family, c);
+  read_gemma(f, family, c);
+  refuse_interleaved_rotary(f, family);
+  c.moe = read_moe(f, family);
   c.eos_token_ids = token_ids(f, "eos_token_id");
   c.hidden_size = f.uint("hidden_size");
   c.num_layers = f.uint("num_hidden_layers");
   c.num_heads = f.uint("num_attention_heads");
   read_layer_widths(f, type, c);
-  if (type == "mixtral") c.moe.expert_intermediate_size = c.intermediate_size;
+  if (family.experts == Family::Experts::Mixtral) c.moe.expert_intermediate_size = c.intermediate_size;
   c.head_dim = f.uint("head_dim", c.num_heads ? c.hidden_size / c.num_heads : 0);
   c.vocab_size = f.uint("vocab_size", 0);
   c.max_position_embeddings = f.uint("max_position_embeddings", 2048);
   c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
+  c.qk_norm = family.qk_norm;
   apply_ropes(f, ropes, c);
-  check_layer_types(f, type, c);
-  c.tie_word_embeddings = f.boolean("tie_word_embeddings", type == "gemma" || type == "gemma2");
-  read_biases(f, type, c);
+  check_layer_types(f, family, c);
+  c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.gemma_norms);
+  read_biases(f, family, c);
   return c;
 }
 

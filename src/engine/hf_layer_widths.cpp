@@ -5,6 +5,8 @@
 #include <set>
 #include <vector>
 
+#include "engine/families/family.hpp"
+
 namespace wl {
 
 namespace {
@@ -109,7 +111,10 @@ std::vector<LayerWidths> listed_widths(const JsonFields& f, const std::string& t
 
 }  // namespace
 
-bool decilm_family(const std::string& type) { return type == "nemotron-nas" || type == "deci"; }
+bool decilm_family(const std::string& type) {
+  const Family* family = family_by_type(type);
+  return family && family->decilm;
+}
 
 void read_layer_widths(const JsonFields& f, const std::string& type, LlamaConfig& c) {
   const bool blocks = decilm_family(type) && f.has("block_configs");

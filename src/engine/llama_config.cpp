@@ -13,6 +13,7 @@
 
 #include "engine/config_fields.hpp"
 #include "engine/gguf_config.hpp"
+#include "engine/families/family.hpp"
 #include "engine/hf_layer_widths.hpp"
 
 namespace wl {
@@ -296,6 +297,7 @@ std::string LlamaConfig::features() const {
   if (norm_weight_offset) f.push_back("(1+w) RMSNorm");
   if (scale_embeddings) f.push_back("embeddings x sqrt(hidden)");
   if (sandwich_norms) f.push_back("four norms per block");
+  if (qk_norm) f.push_back("q/k RMSNorm per head");
   if (hidden_act != "silu") f.push_back(hidden_act);
   if (fused_checkpoint) f.push_back("fused qkv_proj/gate_up_proj stored");
   if (moe.num_experts)
@@ -308,15 +310,12 @@ std::string LlamaConfig::features() const {
 std::string LlamaConfig::to_hf_config_json() const {
   const bool qwen2 = architecture == "llama" && qkv_bias && !o_bias;  // biased q/k/v only: how Qwen2 configs say it
   const std::string type = qwen2 ? "qwen2" : architecture;
-  static const std::map<std::string, std::string> classes = {
-      {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}, {"mixtral", "MixtralForCausalLM"},
-      {"qwen2", "Qwen2ForCausalLM"}, {"qwen2_moe", "Qwen2MoeForCausalLM"}, {"gemma", "GemmaForCausalLM"},
-      {"gemma2", "Gemma2ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}, {"nemotron-nas", "DeciLMForCausalLM"}, {"deci", "DeciLMForCausalLM"}};
-  if (!classes.count(type)) throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json for architecture '{}'", architecture));
+  const Family* family = family_by_type(type);
+  if (!family) throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json for architecture '{}'", architecture));
   json j = {
-      {"architectures", {classes.at(type)}},
+      {"architectures", {family->architecture}},
       {"model_type", type},
-      {type == "gemma" || type == "gemma2" ? "hidden_activation" : "hidden_act", hidden_act},
+      {family->gemma_norms ? "hidden_activation" : "hidden_act", hidden_act},
       {"hidden_size", hidden_size},
       {"intermediate_size", intermediate_size},
       {"num_hidden_layers", num_layers},
@@ -329,9 +328,9 @@ std::string LlamaConfig::to_hf_config_json() const {
       {"rope_theta", rope_theta},
       {"tie_word_embeddings", tie_word_embeddings},
   };
-  if (type == "llama" || type == "gemma" || type == "gemma2") j["attention_bias"] = qkv_bias && o_bias;
-  if (type == "llama") j["mlp_bias"] = mlp_bias;
-  if (decilm_family(type)) {
+  if (family->biases == Family::Biases::Attention) j["attention_bias"] = qkv_bias && o_bias;
+  if (family->mlp_bias && !family->decilm) j["mlp_bias"] = mlp_bias;
+  if (family->decilm) {
     j["attention_bias"] = o_bias, j["qkv_bias"] = qkv_bias, j["mlp_bias"] = mlp_bias;
     j["block_configs"] = block_configs_json(*this);
   } else if (!layer_widths.empty()) {
@@ -354,18 +353,27 @@ std::string LlamaConfig::to_hf_config_json() const {
     if (rope_scaling.type == "longrope") j["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
   }
   if (sliding_window) j["sliding_window"] = sliding_window;
-  if (sliding_window && (type == "qwen2" || type == "qwen2_moe")) j["use_sliding_window"] = true, j["max_window_layers"] = sliding_window_from;
-  if (type == "gemma2") {
+  if (sliding_window && family->window == Family::Window::FromLayer)
+    j["use_sliding_window"] = true, j["max_window_layers"] = sliding_window_from;
+  if (family->gemma2) {
     j["attn_logit_softcapping"] = attn_logit_softcapping ? json(attn_logit_softcapping) : json();
     j["final_logit_softcapping"] = final_logit_softcapping ? json(final_logit_softcapping) : json();
     j["query_pre_attn_scalar"] = query_pre_attn_scalar;
   }
-  if (type == "mixtral") j["num_local_experts"] = moe.num_experts, j["num_experts_per_tok"] = moe.experts_per_token;
-  if (type == "qwen2_moe") {
-    j["num_experts"] = moe.num_experts, j["num_experts_per_tok"] = moe.experts_per_token;
-    j["moe_intermediate_size"] = moe.expert_intermediate_size, j["norm_topk_prob"] = moe.norm_topk_prob;
-    j["shared_expert_intermediate_size"] = moe.shared_expert_intermediate_size;
-    j["decoder_sparse_step"] = moe.decoder_sparse_step, j["mlp_only_layers"] = moe.mlp_only_layers;
+  switch (family->experts) {
+    case Family::Experts::None: break;
+    case Family::Experts::Mixtral:
+      j["num_local_experts"] = moe.num_experts, j["num_experts_per_tok"] = moe.experts_per_token;
+      break;
+    case Family::Experts::Qwen2Moe:
+    case Family::Experts::Qwen3Moe:
+      // transformers 5's key for the count: num_experts for Qwen2-MoE, num_local_experts for Qwen3-MoE
+      j[family->experts == Family::Experts::Qwen2Moe ? "num_experts" : "num_local_experts"] = moe.num_experts;
+      j["num_experts_per_tok"] = moe.experts_per_token;
+      j["moe_intermediate_size"] = moe.expert_intermediate_size, j["norm_topk_prob"] = moe.norm_topk_prob;
+      if (family->experts == Family::Experts::Qwen2Moe) j["shared_expert_intermediate_size"] = moe.shared_expert_intermediate_size;
+      j["decoder_sparse_step"] = moe.decoder_sparse_step, j["mlp_only_layers"] = moe.mlp_only_layers;
+      break;
   }
   if (!eos_token_ids.empty()) j["eos_token_id"] = eos_token_ids.size() == 1 ? json(eos_token_ids[0]) : json(eos_token_ids);
   return j.dump(2) + "\n";

@@ -74,6 +74,8 @@ void LlamaEngine::bind() {
     L.post_ffn_norm = c.sandwich_norms ? f32(at + "post_feedforward_layernorm.weight") : nullptr;
     L.qkv = raw(at + "self_attn.qkv_proj.weight");
     L.qkv_bias = f32(at + "self_attn.qkv_proj.bias");
+    L.q_norm = f32(at + "self_attn.q_norm.weight");
+    L.k_norm = f32(at + "self_attn.k_norm.weight");
     L.o = raw(at + "self_attn.o_proj.weight");
     L.o_bias = f32(at + "self_attn.o_proj.bias");
     L.window = c.window_layer(l);
@@ -192,6 +194,11 @@ void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
   float* q = qkv_.data();
   float* k = q + part_.q_heads * hd;
   const float* v = k + kvw;
+  if (L.q_norm) {  // Qwen3: each head's q and k normalised over head_dim before they turn
+    const float eps = float(config_.rms_norm_eps), offset = config_.norm_weight_offset ? 1.0f : 0.0f;
+    for (uint64_t h = 0; h < part_.q_heads; ++h) rmsnorm(q + h * hd, q + h * hd, L.q_norm, hd, eps, offset);
+    for (uint64_t h = 0; h < L.kv_heads; ++h) rmsnorm(k + h * hd, k + h * hd, L.k_norm, hd, eps, offset);
+  }
   const RopeTable& turn = ropes_[L.rope];
   rope(q, part_.q_heads, hd, turn.cos, turn.sin);
   rope(k, L.kv_heads, hd, turn.cos, turn.sin);

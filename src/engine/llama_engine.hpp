@@ -53,6 +53,7 @@ class LlamaEngine {
   struct Layer {
     const float *attn_norm, *post_attn_norm = nullptr, *ffn_norm, *post_ffn_norm = nullptr;
     const float *qkv_bias = nullptr, *o_bias = nullptr;
+    const float *q_norm = nullptr, *k_norm = nullptr;  // [head_dim] each (Qwen3); null: none
     const std::byte *qkv, *o;
     Mlp mlp;                               // a dense layer's
     const float* router = nullptr;         // [experts, hidden]: a sparse layer's

@@ -74,6 +74,8 @@ void declare_attention(Model& m, const LlamaConfig& c, const RankPartition& p, u
                     {rows(from("q_proj"), p.q_head0 * hd, q_rows, 0), rows(from("k_proj"), k_at + lp.kv_head0 * hd, kv_rows, q_rows),
                      rows(from("v_proj"), v_at + lp.kv_head0 * hd, kv_rows, q_rows + kv_rows)});
   }
+  if (c.qk_norm)  // one weight per head dimension, the same for every head: every rank holds it
+    for (const char* norm : {"q_norm.weight", "k_norm.weight"}) m.add_parameter(attn + norm, {hd}, DType::F32);
   m.add_parameter(attn + "o_proj.weight", {D, q_rows}, dtype, {columns(attn + "o_proj.weight", p.q_head0 * hd, q_rows)});
   if (c.o_bias && p.rank == 0) m.add_parameter(attn + "o_proj.bias", {D}, DType::F32);
 }

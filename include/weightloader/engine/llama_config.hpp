@@ -1,6 +1,6 @@
 // The model description the engine runs: the hyperparameters of a decoder-only transformer of the
 // Llama lineage, read from the checkpoint itself — a Hugging Face config.json (Llama, Mistral,
-// Qwen2, Qwen2-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM), GGUF metadata (architectures llama, qwen2,
+// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM: src/engine/families/), GGUF metadata (architectures llama, qwen2,
 // gemma, gemma2, phi3, read as llama.cpp reads them), Meta's params.json or a llama2.c header. Every field that changes the math is here; one a family's config.json
 // sets that the engine cannot honour is refused, naming it, never ignored.
 #pragma once
@@ -91,6 +91,7 @@ struct WL_API LlamaConfig {
   bool norm_weight_offset = false;     // Gemma: RMSNorm multiplies by (1 + w)
   bool scale_embeddings = false;       // Gemma: embeddings times sqrt(hidden_size)
   bool sandwich_norms = false;         // Gemma 2: post-attention, pre- and post-feedforward norms
+  bool qk_norm = false;                // Qwen3: RMSNorm over each head's q and k (q_norm, k_norm: [head_dim]) before rope
   bool fused_checkpoint = false;       // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
   MoeConfig moe;
   std::vector<int32_t> eos_token_ids;  // config.json / generation_config.json / GGUF; empty: the tokenizer's

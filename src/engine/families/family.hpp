@@ -1,0 +1,53 @@
+// A model family as the engine reads it: what an architecture's config.json means beyond its
+// numbers (which fields it has, their defaults, which layers slide, how it routes experts, which
+// engine features it needs). One file per family in this folder, each one definition, listed once
+// in families.cpp; the config reader and writer consult these and name no family themselves.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace wl {
+
+struct Family {
+  // Which layers attend within sliding_window (config.json's rule; layer_types must agree).
+  enum class Window {
+    None,         // no sliding window: the field is refused
+    All,          // every layer, when sliding_window is set (Mistral, Phi-3)
+    FromLayer,    // when use_sliding_window: the layers from max_window_layers (Qwen2, Qwen3)
+    EveryOther,   // layers 0, 2, 4, ... (Gemma 2; sliding_window defaults to 4096)
+  };
+  // How experts are configured and routed (none: a dense MLP; num_experts above 1 refused).
+  enum class Experts {
+    None,
+    Mixtral,    // num_local_experts of intermediate_size, top-k renormalised
+    Qwen2Moe,   // num_experts of moe_intermediate_size, a gated shared expert, sparse steps
+    Qwen3Moe,   // Qwen2-MoE's without the shared expert (num_local_experts in transformers 5)
+  };
+  // Which projections have biases.
+  enum class Biases {
+    Attention,  // attention_bias: q/k/v/o together (Llama, Mistral, Gemma, Phi-3, Qwen3)
+    QkvOnly,    // q/k/v always, never o (Qwen2)
+    DeciLm,     // attention_bias or bias; qkv_bias overriding it for q/k/v (as vLLM reads DeciLM)
+  };
+
+  std::string_view model_type;    // config.json's model_type
+  std::string_view architecture;  // transformers' class, config.json's architectures
+  Window window = Window::None;
+  Experts experts = Experts::None;
+  Biases biases = Biases::Attention;
+  bool mlp_bias = false;            // mlp_bias may be set (Llama, DeciLM)
+  bool follows_layer_types = false; // its transformers code attends as layer_types says
+  bool gemma_norms = false;         // hidden_activation, (1+w) RMSNorm, embeddings x sqrt(hidden), tied head
+  bool gemma2 = false;              // soft-caps, query_pre_attn_scalar, four norms per block
+  bool qk_norm = false;             // RMSNorm over each head's q and k before rope (q_norm, k_norm)
+  bool decilm = false;              // per-layer widths from block_configs (hf_layer_widths)
+};
+
+// Every family, in the order they are listed (families.cpp).
+const std::vector<const Family*>& families();
+// The family of a model_type, or of a transformers class; null when none.
+const Family* family_by_type(std::string_view model_type);
+const Family* family_by_architecture(std::string_view architecture);
+
+}  // namespace wl

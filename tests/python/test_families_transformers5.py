@@ -1,0 +1,98 @@
+"""The 2026 families through the family seam (src/engine/families/), checked against transformers 5
+itself: tiny random models built by the pinned transformers (from_config, fixed seeds, weights
+scaled so every part moves the logits), saved with save_pretrained (config.json exactly as
+transformers 5 writes it), run by transformers and by the engine; logits equal at every position,
+in one process and with two tensor-parallel ranks, and the family's own part (q/k norms, routing)
+changes them measurably, so a part the engine ignored would fail here."""
+import json
+import os
+import subprocess
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import weightloader as wl  # noqa: E402
+from test_transformers5_configs import CHANGED, PLAIN, SIZES, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
+
+QWEN3 = dict(head_dim=16)  # head_dim != hidden / heads, as in the released Qwen3 models
+QWEN3_MOE = dict(head_dim=16, moe_intermediate_size=24, num_local_experts=4, num_experts_per_tok=2)
+
+
+def run_both(model, folder, tp, lengths=(1, 7, 19)):
+    model.save_pretrained(folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    llm = wl.LLM(str(folder), tensor_parallel_size=tp)
+    assert llm.config["architecture"] == cfg["model_type"]
+    worst = 0.0
+    for n in lengths:
+        ids = sequence(n, seed=n)
+        worst = max(worst, error(engine_logits(llm, ids), reference(model, ids)))
+    assert worst < TOLERANCE, worst
+    return llm, cfg
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_qwen3_logits_match_transformers(tmp_path, tp):
+    model = build(transformers.Qwen3Config, PLAIN, **QWEN3)
+    llm, cfg = run_both(model, tmp_path, tp)
+    assert cfg["model_type"] == "qwen3" and "q/k RMSNorm per head" in llm.config["features"]
+    # The q/k norms matter: the same model with them at one changes transformers' own logits.
+    plain = build(transformers.Qwen3Config, PLAIN, **QWEN3)
+    state = model.state_dict()
+    plain.load_state_dict({k: (torch.ones_like(v) if k.endswith(("q_norm.weight", "k_norm.weight")) else v)
+                           for k, v in state.items()})
+    ids = sequence(19, seed=19)
+    assert error(reference(plain, ids), reference(model, ids)) > CHANGED
+
+
+@pytest.mark.parametrize("norm_topk_prob", [False, True])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_qwen3_moe_logits_match_transformers(tmp_path, tp, norm_topk_prob):
+    model = build(transformers.Qwen3MoeConfig, PLAIN, **QWEN3_MOE, norm_topk_prob=norm_topk_prob,
+                  mlp_only_layers=[1], intermediate_size=40)
+    llm, cfg = run_both(model, tmp_path, tp)
+    assert cfg["num_local_experts"] == 4 and cfg["mlp_only_layers"] == [1]
+    assert f"4 experts, top-2{' renormalised' if norm_topk_prob else ''}" in llm.config["features"]
+
+
+def test_qwen3_moe_under_transformers_4s_key_and_a_disagreement(tmp_path):
+    """transformers 4 wrote num_experts; both are read, and a config giving both, differently, is refused."""
+    model = build(transformers.Qwen3MoeConfig, PLAIN, **QWEN3_MOE)
+    model.save_pretrained(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["num_experts"] = cfg.pop("num_local_experts")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    ids = sequence(7, seed=7)
+    assert error(engine_logits(wl.LLM(str(tmp_path)), ids), reference(model, ids)) < TOLERANCE
+    cfg["num_local_experts"] = 8
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(wl.Error, match="num_experts.*disagrees with num_local_experts") as e:
+        wl.LLM(str(tmp_path))
+    assert e.value.code == "ConfigInvalid"
+
+
+def test_qwen3_sliding_layers_from_max_window_layers(tmp_path):
+    """use_sliding_window with max_window_layers 1: layer 1 attends within 4 positions, as
+    transformers' Qwen3 does (its layer_types says so, and the engine follows the same rule)."""
+    model = build(transformers.Qwen3Config, PLAIN, **QWEN3, use_sliding_window=True, sliding_window=4,
+                  max_window_layers=1)
+    assert model.config.layer_types == ["full_attention", "sliding_attention"]
+    llm, _ = run_both(model, tmp_path, 1, lengths=(3, 11))
+    assert "sliding window 4 (from layer 1)" in llm.config["features"]
+
+
+def test_the_config_json_weightloader_writes_for_qwen3_is_one_transformers_reads(tmp_path):
+    """convert writes config.json from the engine's description: transformers builds the same
+    Qwen3 from it (the family's class and keys)."""
+    model = build(transformers.Qwen3MoeConfig, PLAIN, **QWEN3_MOE, norm_topk_prob=True)
+    model.save_pretrained(tmp_path / "src")
+    cli = os.environ.get("WL_CLI", "build/weightloader")
+    done = subprocess.run([cli, "convert", str(tmp_path / "src"), str(tmp_path / "out"), "-q"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    written = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert written["architectures"] == ["Qwen3MoeForCausalLM"] and written["num_local_experts"] == 4
+    again = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out", dtype=torch.float32).eval()
+    ids = sequence(7, seed=7)
+    assert error(reference(again, ids), reference(model, ids)) < TOLERANCE
