@@ -1,6 +1,7 @@
 // config.json of each family the engine runs, read into the one model description (LlamaConfig).
 // What a family's transformers implementation does with a field is what the engine does; a field
 // that would change the math in a way the engine cannot follow is refused, naming it.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -216,6 +217,8 @@ Ropes read_ropes(const JsonFields& top) {
 // num_hidden_layers, which is not validated yet.
 bool has_layer_type(const LlamaConfig& c, bool sliding) {
   if (c.num_layers == 0) return false;
+  if (!c.sliding_layers.empty())
+    return c.sliding_window ? std::find(c.sliding_layers.begin(), c.sliding_layers.end(), sliding) != c.sliding_layers.end() : !sliding;
   const uint64_t every = c.sliding_window_every, from = c.sliding_window_from;
   if (!sliding) return !c.sliding_window || from > 0 || (every > 1 && c.num_layers > 1);
   return c.sliding_window && from / every + (from % every != 0) <= (c.num_layers - 1) / every;
@@ -236,6 +239,19 @@ void apply_ropes(const JsonFields& f, const Ropes& r, LlamaConfig& c) {
     c.sliding_rope_theta = r.sliding->theta;
     c.sliding_rope_scaling = r.sliding->scaling;
   }
+  // transformers 4's Gemma 3 gave the sliding layers' base as rope_local_base_freq (no scaling);
+  // transformers 5 moves it into rope_parameters.sliding_attention, which must then agree.
+  if (f.has("rope_local_base_freq")) {
+    if (c.sliding_layers.empty()) throw config_invalid(f.file(), "rope_local_base_freq", fmt::format("{} models have no local layers", c.architecture));
+    const double local = f.number("rope_local_base_freq", 0);
+    if (!(local > 0)) throw config_invalid(f.file(), "rope_local_base_freq", "must be a positive number");
+    if (f.has("rope_parameters") && f.at("rope_parameters").contains("sliding_attention") && r.sliding->theta != local)
+      throw config_invalid(f.file(), "rope_local_base_freq", fmt::format("{} disagrees with rope_parameters.sliding_attention's rope_theta {}", local, r.sliding->theta));
+    if (!f.has("rope_parameters") || !f.at("rope_parameters").contains("sliding_attention")) {
+      c.sliding_rope_theta = local;
+      c.sliding_rope_scaling = RopeScaling{};
+    }
+  }
 }
 
 // Which layers slide, and by how much, as each family's transformers code decides it.
@@ -250,16 +266,38 @@ void read_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
       c.sliding_window_from = f.uint("max_window_layers", 28);
       break;
     case Family::Window::EveryOther: c.sliding_window_every = 2; break;  // layers 0, 2, 4, ...
-    case Family::Window::All: break;
+    case Family::Window::All:
+    case Family::Window::Listed: break;  // which ones: read_listed_windows, once the layers are counted
   }
-  c.sliding_window = f.uint("sliding_window", family.window == Family::Window::EveryOther ? 4096 : 0);
+  const bool gemma_default = family.window == Family::Window::EveryOther || family.window == Family::Window::Listed;
+  c.sliding_window = f.uint("sliding_window", gemma_default ? 4096 : 0);
+}
+
+// Gemma 3: the sliding layers as layer_types lists them (transformers 5 writes it), else every
+// layer but each sliding_window_pattern-th (transformers 4's rule).
+void read_listed_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  if (family.window != Family::Window::Listed) return;
+  if (f.has("layer_types")) {
+    const json& types = f.at("layer_types");
+    if (!types.is_array() || types.size() != c.num_layers)
+      throw config_invalid(f.file(), "layer_types", fmt::format("is not a list of {} layer types (num_hidden_layers)", c.num_layers));
+    for (uint64_t l = 0; l < c.num_layers; ++l) {
+      if (types[l] != "full_attention" && types[l] != "sliding_attention")
+        throw config_invalid(f.file(), fmt::format("layer_types[{}]", l), fmt::format("{} is not full_attention or sliding_attention", types[l].dump()));
+      c.sliding_layers.push_back(types[l] == "sliding_attention");
+    }
+    return;
+  }
+  const uint64_t pattern = f.uint("sliding_window_pattern", 6);
+  if (pattern == 0) throw config_invalid(f.file(), "sliding_window_pattern", "must be positive");
+  for (uint64_t l = 0; l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % pattern != 0);
 }
 
 // Transformers 5 writes which layers slide as layer_types, and the families whose code attends as
 // that list says are marked so. The engine slides the layers its family's rule picks
 // (read_windows), so a list naming others is refused: run, it would attend otherwise.
 void check_layer_types(const JsonFields& f, const Family& family, const LlamaConfig& c) {
-  if (!f.has("layer_types") || !family.follows_layer_types) return;
+  if (!f.has("layer_types") || !family.follows_layer_types || family.window == Family::Window::Listed) return;
   const std::string_view type = family.model_type;
   const json& types = f.at("layer_types");
   if (!types.is_array() || types.size() != c.num_layers)
@@ -410,6 +448,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.max_position_embeddings = f.uint("max_position_embeddings", 2048);
   c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
   c.qk_norm = family.qk_norm;
+  read_listed_windows(f, family, c);
   apply_ropes(f, ropes, c);
   check_layer_types(f, family, c);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.gemma_norms);

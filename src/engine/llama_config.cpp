@@ -220,6 +220,7 @@ LlamaConfig llama_config_from_source(const WeightSource& s) {
 }
 
 uint64_t LlamaConfig::window_layer(uint64_t l) const {
+  if (!sliding_layers.empty()) return l < sliding_layers.size() && sliding_layers[l] ? sliding_window : 0;
   if (!sliding_window || l < sliding_window_from || l % sliding_window_every != 0) return 0;
   return sliding_window;
 }
@@ -290,7 +291,8 @@ std::string LlamaConfig::features() const {
                             sliding_rope_scaling.type.empty() ? "" : fmt::format(" scaling {} x{}", sliding_rope_scaling.type, sliding_rope_scaling.factor)));
   if (sliding_window)
     f.push_back(fmt::format("sliding window {} ({})", sliding_window,
-                            sliding_window_every == 2 ? "alternate layers" : sliding_window_from ? fmt::format("from layer {}", sliding_window_from) : "all layers"));
+                            !sliding_layers.empty() ? fmt::format("{} of {} layers, as listed", std::count(sliding_layers.begin(), sliding_layers.end(), true), sliding_layers.size())
+                            : sliding_window_every == 2 ? "alternate layers" : sliding_window_from ? fmt::format("from layer {}", sliding_window_from) : "all layers"));
   if (attn_logit_softcapping) f.push_back(fmt::format("attention soft-cap {}", attn_logit_softcapping));
   if (final_logit_softcapping) f.push_back(fmt::format("final logit soft-cap {}", final_logit_softcapping));
   if (query_pre_attn_scalar) f.push_back(fmt::format("query_pre_attn_scalar {}", query_pre_attn_scalar));
@@ -353,6 +355,11 @@ std::string LlamaConfig::to_hf_config_json() const {
     if (rope_scaling.type == "longrope") j["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
   }
   if (sliding_window) j["sliding_window"] = sliding_window;
+  if (!sliding_layers.empty()) {
+    json types = json::array();
+    for (const bool sliding : sliding_layers) types.push_back(sliding ? "sliding_attention" : "full_attention");
+    j["layer_types"] = types;
+  }
   if (sliding_window && family->window == Family::Window::FromLayer)
     j["use_sliding_window"] = true, j["max_window_layers"] = sliding_window_from;
   if (family->gemma2) {

@@ -96,3 +96,49 @@ def test_the_config_json_weightloader_writes_for_qwen3_is_one_transformers_reads
     again = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out", dtype=torch.float32).eval()
     ids = sequence(7, seed=7)
     assert error(reference(again, ids), reference(model, ids)) < TOLERANCE
+
+
+GEMMA3 = dict(head_dim=16, sliding_window=4, num_hidden_layers=4, query_pre_attn_scalar=16,
+              layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"])
+GEMMA3_ROPE = {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+               "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_gemma3_text_logits_match_transformers(tmp_path, tp):
+    """Gemma 3's text model: sliding and global layers as layer_types lists them, each kind with
+    its own rope base, q/k norms with (1+w), four norms per block, scaled embeddings, tied head."""
+    model = build(transformers.Gemma3TextConfig, GEMMA3_ROPE, **GEMMA3)
+    llm, cfg = run_both(model, tmp_path, tp, lengths=(1, 6, 13))
+    assert cfg["model_type"] == "gemma3_text" and cfg["layer_types"] == GEMMA3["layer_types"]
+    features = llm.config["features"]
+    assert "sliding window 4 (3 of 4 layers, as listed)" in features and "sliding layers' rope theta 10000" in features
+    # Each part matters: another layer pattern, or one rope base for all, changes transformers' logits.
+    ids = sequence(13, seed=13)
+    other = build(transformers.Gemma3TextConfig, GEMMA3_ROPE, **{**GEMMA3, "layer_types": ["full_attention"] * 4})
+    other.load_state_dict(model.state_dict())
+    assert error(reference(other, ids), reference(model, ids)) > CHANGED
+    one_base = build(transformers.Gemma3TextConfig, {k: GEMMA3_ROPE["full_attention"] for k in GEMMA3_ROPE}, **GEMMA3)
+    one_base.load_state_dict(model.state_dict())
+    assert error(reference(one_base, ids), reference(model, ids)) > CHANGED
+
+
+def test_gemma3_text_as_transformers_4_wrote_it(tmp_path):
+    """transformers 4's Gemma 3 config.json: rope_theta and rope_local_base_freq, the layers from
+    sliding_window_pattern; the same logits. A rope_local_base_freq that contradicts
+    rope_parameters is refused by name."""
+    model = build(transformers.Gemma3TextConfig, GEMMA3_ROPE,
+                  **{**GEMMA3, "layer_types": ["sliding_attention", "full_attention"] * 2})
+    model.save_pretrained(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    v5 = dict(cfg)
+    for key in ("rope_parameters", "layer_types"):
+        del cfg[key]
+    cfg.update(rope_theta=1e6, rope_local_base_freq=1e4, sliding_window_pattern=2)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    ids = sequence(9, seed=9)
+    assert error(engine_logits(wl.LLM(str(tmp_path)), ids), reference(model, ids)) < TOLERANCE
+    (tmp_path / "config.json").write_text(json.dumps({**v5, "rope_local_base_freq": 5e3}))
+    with pytest.raises(wl.Error, match="rope_local_base_freq.*disagrees") as e:
+        wl.LLM(str(tmp_path))
+    assert e.value.code == "ConfigInvalid"

@@ -244,21 +244,18 @@ def test_layer_types_the_engine_cannot_follow_are_refused_by_name(tmp_path, cls,
     assert e.value.code == "ConfigInvalid"
 
 
-def test_gemma3_text_with_rope_per_layer_type_is_refused_by_name(tmp_path):
-    """Gemma 3's text model is where transformers 5 writes rope_parameters per layer type; the
-    engine does not run Gemma 3 and says so by its model_type and architecture."""
-    config = transformers.Gemma3TextConfig(**{**SIZES, "head_dim": 8, "sliding_window": 6, "rope_parameters": {
-        "full_attention": {"rope_type": "default", "rope_theta": 1e6},
-        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}})
+def test_a_family_the_engine_does_not_run_is_refused_by_name(tmp_path):
+    """OLMo 2 (not run yet: post-norms, q/k norm over the whole projection) is refused by its
+    model_type and by its architecture, never run as something else."""
+    config = transformers.Olmo2Config(**SIZES, rope_parameters={"rope_type": "default", "rope_theta": 1e4})
     transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
     cfg = json.loads((tmp_path / "config.json").read_text())
-    assert set(cfg["rope_parameters"]) == {"full_attention", "sliding_attention"}
-    with pytest.raises(wl.Error, match="gemma3_text.* not a family the engine runs") as e:
+    with pytest.raises(wl.Error, match="olmo2.* not a family the engine runs") as e:
         wl.LLM(str(tmp_path))
     assert e.value.code == "ConfigInvalid"
     del cfg["model_type"]
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(wl.Error, match="Gemma3ForCausalLM.* not one the engine runs"):
+    with pytest.raises(wl.Error, match="Olmo2ForCausalLM.* not one the engine runs"):
         wl.LLM(str(tmp_path))
 
 

@@ -81,10 +81,14 @@ struct WL_API LlamaConfig {
   bool mlp_bias = false;   // gate/up/down projections have biases (Llama mlp_bias)
   std::string hidden_act = "silu";  // silu, gelu (erf) or gelu_pytorch_tanh
   // Sliding-window attention: a position sees itself and the sliding_window - 1 before it, on the
-  // layers window_layer() names (Mistral and Phi-3: all; Gemma 2: even ones; Qwen2: from max_window_layers).
+  // layers window_layer() names (Mistral and Phi-3: all; Gemma 2: even ones; Qwen2: from max_window_layers;
+  // Gemma 3: as sliding_layers lists).
   uint64_t sliding_window = 0;  // 0: none
   uint64_t sliding_window_every = 1;
   uint64_t sliding_window_from = 0;
+  // One flag per layer where config.json lists which layers slide (Gemma 3's layer_types, or its
+  // sliding_window_pattern); non-empty, it replaces the every/from rule.
+  std::vector<bool> sliding_layers;
   double attn_logit_softcapping = 0;   // 0: none; else scores become cap * tanh(scores / cap)
   double final_logit_softcapping = 0;
   double query_pre_attn_scalar = 0;    // 0: scores scale by 1/sqrt(head_dim), else 1/sqrt(this)

@@ -16,6 +16,7 @@ struct Family {
     All,          // every layer, when sliding_window is set (Mistral, Phi-3)
     FromLayer,    // when use_sliding_window: the layers from max_window_layers (Qwen2, Qwen3)
     EveryOther,   // layers 0, 2, 4, ... (Gemma 2; sliding_window defaults to 4096)
+    Listed,       // as layer_types lists, else every layer but each sliding_window_pattern-th (Gemma 3; 4096)
   };
   // How experts are configured and routed (none: a dense MLP; num_experts above 1 refused).
   enum class Experts {
@@ -39,7 +40,7 @@ struct Family {
   bool mlp_bias = false;            // mlp_bias may be set (Llama, DeciLM)
   bool follows_layer_types = false; // its transformers code attends as layer_types says
   bool gemma_norms = false;         // hidden_activation, (1+w) RMSNorm, embeddings x sqrt(hidden), tied head
-  bool gemma2 = false;              // soft-caps, query_pre_attn_scalar, four norms per block
+  bool gemma2 = false;              // soft-caps, query_pre_attn_scalar, four norms per block (Gemma 2 and 3)
   bool qk_norm = false;             // RMSNorm over each head's q and k before rope (q_norm, k_norm)
   bool decilm = false;              // per-layer widths from block_configs (hf_layer_widths)
 };
