@@ -269,7 +269,7 @@ void read_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
     case Family::Window::All:
     case Family::Window::Listed: break;  // which ones: read_listed_windows, once the layers are counted
   }
-  const bool gemma_default = family.window == Family::Window::EveryOther || family.window == Family::Window::Listed;
+  const bool gemma_default = family.window == Family::Window::EveryOther || (family.window == Family::Window::Listed && family.gemma2);
   c.sliding_window = f.uint("sliding_window", gemma_default ? 4096 : 0);
 }
 
@@ -286,6 +286,12 @@ void read_listed_windows(const JsonFields& f, const Family& family, LlamaConfig&
         throw config_invalid(f.file(), fmt::format("layer_types[{}]", l), fmt::format("{} is not full_attention or sliding_attention", types[l].dump()));
       c.sliding_layers.push_back(types[l] == "sliding_attention");
     }
+    return;
+  }
+  if (!family.gemma2) {  // SmolLM3: without layer_types, no sliding layer can be told
+    if (f.boolean("use_sliding_window", false) && c.sliding_window)
+      throw config_invalid(f.file(), "use_sliding_window", "is set but layer_types does not say which layers slide");
+    c.sliding_window = 0;
     return;
   }
   const uint64_t pattern = f.uint("sliding_window_pattern", 6);
@@ -412,6 +418,44 @@ void read_biases(const JsonFields& f, const Family& family, LlamaConfig& c) {
     throw config_invalid(f.file(), "mlp_bias", fmt::format("{} models have no MLP biases", family.model_type));
 }
 
+// Granite's multipliers; another family's are refused (it would run without them).
+void read_multipliers(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  static constexpr const char* kKeys[] = {"embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"};
+  if (!family.multipliers) {
+    for (const char* key : kKeys)
+      if (f.has(key)) throw config_invalid(f.file(), key, fmt::format("is a Granite field; {} models do not apply it", family.model_type));
+    return;
+  }
+  c.embedding_multiplier = f.number("embedding_multiplier", 1.0);
+  c.attention_multiplier = f.number("attention_multiplier", 1.0);
+  c.residual_multiplier = f.number("residual_multiplier", 1.0);
+  c.logits_scaling = f.number("logits_scaling", 1.0);
+  for (const char* key : kKeys)
+    if (!(f.number(key, 1.0) > 0) || !std::isfinite(f.number(key, 1.0))) throw config_invalid(f.file(), key, "must be a positive number");
+}
+
+// SmolLM3's no_rope_layers (1: the layer turns), or every no_rope_layer_interval-th layer without.
+void read_rope_layers(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  if (!family.no_rope_layers) {
+    if (f.has("no_rope_layers")) throw config_invalid(f.file(), "no_rope_layers", fmt::format("{} models turn every layer", family.model_type));
+    return;
+  }
+  if (f.has("no_rope_layers")) {
+    const json& v = f.at("no_rope_layers");
+    if (!v.is_array() || v.size() != c.num_layers)
+      throw config_invalid(f.file(), "no_rope_layers", fmt::format("is not a list of {} flags (num_hidden_layers)", c.num_layers));
+    for (const json& x : v) {
+      if (x != 0 && x != 1) throw config_invalid(f.file(), "no_rope_layers", fmt::format("{} is not 0 or 1", x.dump()));
+      c.rope_layers.push_back(x == 1);
+    }
+  } else {
+    const uint64_t every = f.uint("no_rope_layer_interval", 4);
+    if (every == 0) throw config_invalid(f.file(), "no_rope_layer_interval", "must be positive");
+    for (uint64_t l = 0; l < c.num_layers; ++l) c.rope_layers.push_back((l + 1) % every != 0);
+  }
+  if (std::all_of(c.rope_layers.begin(), c.rope_layers.end(), [](bool turns) { return turns; })) c.rope_layers.clear();
+}
+
 // DeciLM's rotary layouts other than rotate-half (vLLM turns these two with Meta's interleaved pairs).
 void refuse_interleaved_rotary(const JsonFields& f, const Family& family) {
   const std::string position = family.decilm ? f.string("position_embedding_type") : "";
@@ -451,7 +495,9 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   read_listed_windows(f, family, c);
   apply_ropes(f, ropes, c);
   check_layer_types(f, family, c);
-  c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.gemma_norms);
+  c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.tied_by_default);
+  read_multipliers(f, family, c);
+  read_rope_layers(f, family, c);
   read_biases(f, family, c);
   return c;
 }

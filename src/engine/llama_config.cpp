@@ -300,6 +300,11 @@ std::string LlamaConfig::features() const {
   if (scale_embeddings) f.push_back("embeddings x sqrt(hidden)");
   if (sandwich_norms) f.push_back("four norms per block");
   if (qk_norm) f.push_back("q/k RMSNorm per head");
+  if (embedding_multiplier != 1 || attention_multiplier || residual_multiplier != 1 || logits_scaling != 1)
+    f.push_back(fmt::format("multipliers: embedding {}, attention {}, residual {}, logits / {}", embedding_multiplier,
+                            attention_multiplier, residual_multiplier, logits_scaling));
+  if (!rope_layers.empty())
+    f.push_back(fmt::format("{} of {} layers without rope", std::count(rope_layers.begin(), rope_layers.end(), false), rope_layers.size()));
   if (hidden_act != "silu") f.push_back(hidden_act);
   if (fused_checkpoint) f.push_back("fused qkv_proj/gate_up_proj stored");
   if (moe.num_experts)
@@ -355,6 +360,15 @@ std::string LlamaConfig::to_hf_config_json() const {
     if (rope_scaling.type == "longrope") j["original_max_position_embeddings"] = rope_scaling.original_max_position_embeddings;
   }
   if (sliding_window) j["sliding_window"] = sliding_window;
+  if (family->multipliers) {
+    j["embedding_multiplier"] = embedding_multiplier, j["attention_multiplier"] = attention_multiplier;
+    j["residual_multiplier"] = residual_multiplier, j["logits_scaling"] = logits_scaling;
+  }
+  if (!rope_layers.empty()) {
+    json turns = json::array();
+    for (const bool turn : rope_layers) turns.push_back(turn ? 1 : 0);
+    j["no_rope_layers"] = turns;
+  }
   if (!sliding_layers.empty()) {
     json types = json::array();
     for (const bool sliding : sliding_layers) types.push_back(sliding ? "sliding_attention" : "full_attention");

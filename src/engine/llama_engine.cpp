@@ -80,6 +80,7 @@ void LlamaEngine::bind() {
     L.o_bias = f32(at + "self_attn.o_proj.bias");
     L.window = c.window_layer(l);
     L.rope = c.sliding_rope_layer(l) ? 1 : 0;
+    L.turns = c.rope_layers.empty() || c.rope_layers[l];
     if (c.moe_layer(l)) {
       const std::string moe = moe_prefix(c, l);
       L.router = f32(moe + "gate.weight");
@@ -147,7 +148,11 @@ void LlamaEngine::add_all_reduced(const float* bias, const float* post_norm) {
     for (uint64_t i = 0; i < D; ++i) partial_[i] += bias[i];
   comm_.all_reduce_sum(partial_.data(), D);
   if (post_norm) rmsnorm(partial_.data(), partial_.data(), post_norm, D, float(config_.rms_norm_eps), config_.norm_weight_offset ? 1.0f : 0.0f);
-  for (uint64_t i = 0; i < D; ++i) x_[i] += partial_[i];
+  const float m = float(config_.residual_multiplier);  // Granite; 1 elsewhere
+  if (m != 1.0f)
+    for (uint64_t i = 0; i < D; ++i) x_[i] += partial_[i] * m;
+  else
+    for (uint64_t i = 0; i < D; ++i) x_[i] += partial_[i];
 }
 
 void LlamaEngine::attention(const Layer& L, uint64_t pos) {
@@ -155,7 +160,8 @@ void LlamaEngine::attention(const Layer& L, uint64_t pos) {
   const uint64_t hd = c.head_dim, kvw = L.kv_heads * hd, window = L.window;
   const float* k_cache = k_cache_.data() + L.kv_offset * positions_;
   const float* v_cache = v_cache_.data() + L.kv_offset * positions_;
-  const float scale = 1.0f / std::sqrt(float(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(hd)));
+  const float scale = c.attention_multiplier > 0 ? float(c.attention_multiplier)  // Granite
+                                                 : 1.0f / std::sqrt(float(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(hd)));
   // A sliding window shows a position itself and the window - 1 positions before it.
   const uint64_t first = window && pos + 1 > window ? pos + 1 - window : 0;
   // One task per query head.
@@ -199,9 +205,11 @@ void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
     for (uint64_t h = 0; h < part_.q_heads; ++h) rmsnorm(q + h * hd, q + h * hd, L.q_norm, hd, eps, offset);
     for (uint64_t h = 0; h < L.kv_heads; ++h) rmsnorm(k + h * hd, k + h * hd, L.k_norm, hd, eps, offset);
   }
-  const RopeTable& turn = ropes_[L.rope];
-  rope(q, part_.q_heads, hd, turn.cos, turn.sin);
-  rope(k, L.kv_heads, hd, turn.cos, turn.sin);
+  if (L.turns) {
+    const RopeTable& turn = ropes_[L.rope];
+    rope(q, part_.q_heads, hd, turn.cos, turn.sin);
+    rope(k, L.kv_heads, hd, turn.cos, turn.sin);
+  }
   const uint64_t at = L.kv_offset * positions_ + pos * kvw;
   std::copy(k, k + kvw, k_cache_.begin() + at);
   std::copy(v, v + kvw, v_cache_.begin() + at);
@@ -289,6 +297,8 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
     const float normalizer = float(std::sqrt(double(D)));
     for (float& v : x_) v *= normalizer;
   }
+  if (c.embedding_multiplier != 1)
+    for (float& v : x_) v *= float(c.embedding_multiplier);
   for (RopeTable& t : ropes_)
     for (size_t j = 0; j < t.inv_freq.size(); ++j) {
       const float angle = float(pos) * t.inv_freq[j];
@@ -306,6 +316,8 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
   const MatVec head{lm_head_, dtype_, part_.vocab, D, xb_.data(), local_logits_.data()};
   run_matvecs(pool_, {&head, 1});
   soft_cap(local_logits_.data(), part_.vocab, c.final_logit_softcapping);
+  if (c.logits_scaling != 1)
+    for (uint64_t i = 0; i < part_.vocab; ++i) local_logits_[i] /= float(c.logits_scaling);
   gather_logits();
   return logits_;
 }

@@ -62,6 +62,7 @@ class LlamaEngine {
     const float* shared_gate = nullptr;    // [hidden]
     uint64_t window = 0;
     size_t rope = 0;  // which of ropes_ turns its queries and keys
+    bool turns = true;  // false: this layer's queries and keys do not turn (SmolLM3)
     // This rank's kv heads (0: the layer has no attention), the first one's index, the query heads
     // that share each, and where the layer's cache begins (in floats per position).
     uint64_t kv_heads = 0, kv_head0 = 0, kv_group = 0, kv_offset = 0;

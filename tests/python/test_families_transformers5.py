@@ -142,3 +142,43 @@ def test_gemma3_text_as_transformers_4_wrote_it(tmp_path):
     with pytest.raises(wl.Error, match="rope_local_base_freq.*disagrees") as e:
         wl.LLM(str(tmp_path))
     assert e.value.code == "ConfigInvalid"
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_granite_multipliers_match_transformers(tmp_path, tp):
+    """Granite: embeddings, attention scores and each block's output scaled by its multipliers,
+    logits divided by logits_scaling; without them transformers' own logits differ."""
+    multipliers = dict(embedding_multiplier=3.0, attention_multiplier=0.2, residual_multiplier=0.5, logits_scaling=4.0)
+    model = build(transformers.GraniteConfig, PLAIN, **multipliers)
+    llm, cfg = run_both(model, tmp_path, tp)
+    assert cfg["model_type"] == "granite" and "multipliers: embedding 3, attention 0.2, residual 0.5, logits / 4" in llm.config["features"]
+    plain = build(transformers.GraniteConfig, PLAIN)
+    plain.load_state_dict(model.state_dict())
+    ids = sequence(19, seed=19)
+    assert error(reference(plain, ids), reference(model, ids)) > CHANGED
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_smollm3_layers_without_rope_match_transformers(tmp_path, tp):
+    """SmolLM3: every no_rope_layer_interval-th layer does not turn (here layers 1 and 3)."""
+    model = build(transformers.SmolLM3Config, PLAIN, num_hidden_layers=4, no_rope_layer_interval=2, tie_word_embeddings=True)
+    llm, cfg = run_both(model, tmp_path, tp)
+    assert cfg["no_rope_layers"] == [1, 0, 1, 0] and "2 of 4 layers without rope" in llm.config["features"]
+    every = build(transformers.SmolLM3Config, PLAIN, num_hidden_layers=4, no_rope_layers=[1, 1, 1, 1], tie_word_embeddings=True)
+    every.load_state_dict(model.state_dict())
+    ids = sequence(19, seed=19)
+    assert error(reference(every, ids), reference(model, ids)) > CHANGED
+
+
+@pytest.mark.parametrize("cls, key, value", [
+    ("LlamaConfig", "residual_multiplier", 0.5),
+    ("Qwen3Config", "no_rope_layers", [1, 0]),
+], ids=["granite field on llama", "smollm3 field on qwen3"])
+def test_another_familys_field_is_refused_by_name(tmp_path, cls, key, value):
+    model = build(getattr(transformers, cls), PLAIN)
+    model.save_pretrained(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, key: value}))
+    with pytest.raises(wl.Error, match=key) as e:
+        wl.LLM(str(tmp_path))
+    assert e.value.code == "ConfigInvalid"

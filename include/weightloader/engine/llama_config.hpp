@@ -96,6 +96,12 @@ struct WL_API LlamaConfig {
   bool scale_embeddings = false;       // Gemma: embeddings times sqrt(hidden_size)
   bool sandwich_norms = false;         // Gemma 2: post-attention, pre- and post-feedforward norms
   bool qk_norm = false;                // Qwen3: RMSNorm over each head's q and k (q_norm, k_norm: [head_dim]) before rope
+  // Granite's multipliers (1, and 0 for attention: none): embeddings times embedding_multiplier,
+  // scores times attention_multiplier instead of 1/sqrt(head_dim), each block's output times
+  // residual_multiplier as it joins the residual stream, logits divided by logits_scaling.
+  double embedding_multiplier = 1, attention_multiplier = 0, residual_multiplier = 1, logits_scaling = 1;
+  // One flag per layer when some layers do not turn (SmolLM3's no_rope_layers, 0: no rope); empty: all turn.
+  std::vector<bool> rope_layers;
   bool fused_checkpoint = false;       // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
   MoeConfig moe;
   std::vector<int32_t> eos_token_ids;  // config.json / generation_config.json / GGUF; empty: the tokenizer's

@@ -16,7 +16,8 @@ struct Family {
     All,          // every layer, when sliding_window is set (Mistral, Phi-3)
     FromLayer,    // when use_sliding_window: the layers from max_window_layers (Qwen2, Qwen3)
     EveryOther,   // layers 0, 2, 4, ... (Gemma 2; sliding_window defaults to 4096)
-    Listed,       // as layer_types lists, else every layer but each sliding_window_pattern-th (Gemma 3; 4096)
+    Listed,       // as layer_types lists; without it Gemma 3's rule (every layer but each
+                  // sliding_window_pattern-th; 4096), and no window for the others (SmolLM3)
   };
   // How experts are configured and routed (none: a dense MLP; num_experts above 1 refused).
   enum class Experts {
@@ -42,6 +43,9 @@ struct Family {
   bool gemma_norms = false;         // hidden_activation, (1+w) RMSNorm, embeddings x sqrt(hidden), tied head
   bool gemma2 = false;              // soft-caps, query_pre_attn_scalar, four norms per block (Gemma 2 and 3)
   bool qk_norm = false;             // RMSNorm over each head's q and k before rope (q_norm, k_norm)
+  bool tied_by_default = false;     // tie_word_embeddings' default
+  bool multipliers = false;         // Granite's embedding/attention/residual multipliers and logits_scaling
+  bool no_rope_layers = false;      // some layers do not turn (SmolLM3's no_rope_layers)
   bool decilm = false;              // per-layer widths from block_configs (hf_layer_widths)
 };
 

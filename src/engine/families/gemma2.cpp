@@ -6,6 +6,6 @@ namespace wl {
 // window on every other layer.
 extern const Family kGemma2{.model_type = "gemma2", .architecture = "Gemma2ForCausalLM",
                             .window = Family::Window::EveryOther, .follows_layer_types = true, .gemma_norms = true,
-                            .gemma2 = true};
+                            .gemma2 = true, .tied_by_default = true};
 
 }  // namespace wl

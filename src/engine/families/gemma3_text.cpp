@@ -7,6 +7,6 @@ namespace wl {
 // its own rope base (rope_parameters per layer type; transformers 4: rope_local_base_freq).
 extern const Family kGemma3Text{.model_type = "gemma3_text", .architecture = "Gemma3ForCausalLM",
                                 .window = Family::Window::Listed, .follows_layer_types = true, .gemma_norms = true,
-                                .gemma2 = true, .qk_norm = true};
+                                .gemma2 = true, .qk_norm = true, .tied_by_default = true};
 
 }  // namespace wl
