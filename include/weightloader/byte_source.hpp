@@ -33,10 +33,20 @@ enum class SourceKind {
   Remote,     // bytes that come only by reading (a network, a test double): readers wait on them
 };
 
-// One destination of a scattered read.
+// One destination of a scattered read. A null `data` is a gap: its bytes are read and dropped.
 struct ReadBuffer {
   void* data;
   uint64_t length;
+};
+
+// What one more request costs a source, for the choice between reading the gap between two
+// wanted ranges in one request and asking for them in two: a request waits `latency_s` before its
+// first byte, then bytes come at `bytes_per_s`. A gap is worth reading through when
+// gap / bytes_per_s < latency_s (io_plan.hpp: gap_worth_reading). Zero latency: requests cost
+// nothing extra (a local file), so no unwanted byte is ever read.
+struct RequestCost {
+  double latency_s = 0;
+  double bytes_per_s = 0;
 };
 
 // Bytes at offsets. Thread-safe: every method may be called from several threads at once.
@@ -87,6 +97,11 @@ class WL_API ByteSource {
   // Bytes received over a network since the source was opened (response bodies: header reads
   // included); 0 for sources that are not remote.
   virtual uint64_t bytes_fetched() const { return 0; }
+  // The cost of one more request (see RequestCost); nothing for sources read without requests.
+  virtual RequestCost request_cost() const { return {}; }
+  // The version the source was opened at (a remote object's ETag, every read pinned to it), for
+  // Opener::open_known in another process; empty when it has none.
+  virtual std::string version() const { return {}; }
 };
 
 // Finds byte sources by name, and names relative to other names. Thread-safe.
@@ -95,6 +110,13 @@ class WL_API Opener {
   virtual ~Opener() = default;
   // FileNotFound (naming `name`) if there is no such source.
   virtual std::shared_ptr<ByteSource> open(const std::string& name) const = 0;
+  // `name` as another process opened it, of `size` bytes at `version` (its size() and version()
+  // there): a source whose opening is a request (a remote object's HEAD) skips it and stays pinned
+  // to `version`, so that a changed object is still an error. The default opens `name`.
+  virtual std::shared_ptr<ByteSource> open_known(const std::string& name, uint64_t /*size*/,
+                                                 const std::string& /*version*/) const {
+    return open(name);
+  }
   virtual bool exists(const std::string& name) const = 0;
   virtual bool is_directory(const std::string& name) const = 0;
   // The names (as open() takes them) of the files directly inside a directory, sorted.
@@ -122,6 +144,9 @@ class WL_API SchemeOpener final : public Opener {
   std::vector<std::string> schemes() const;
 
   std::shared_ptr<ByteSource> open(const std::string& name) const override { return route(name).open(name); }
+  std::shared_ptr<ByteSource> open_known(const std::string& name, uint64_t size, const std::string& version) const override {
+    return route(name).open_known(name, size, version);
+  }
   bool exists(const std::string& name) const override { return route(name).exists(name); }
   bool is_directory(const std::string& name) const override { return route(name).is_directory(name); }
   std::vector<std::string> list(const std::string& directory) const override { return route(directory).list(directory); }
@@ -151,6 +176,11 @@ class WL_API CachingOpener final : public Opener {
  public:
   explicit CachingOpener(std::shared_ptr<const Opener> inner) : inner_(std::move(inner)) {}
   std::shared_ptr<ByteSource> open(const std::string& name) const override;
+  // Opened through inner's open_known, then handed out as open(name) is.
+  std::shared_ptr<ByteSource> open_known(const std::string& name, uint64_t size, const std::string& version) const override;
+  // The next open(name) is open_known(name, size, version): a catalogue received from another
+  // process says what its files were there, and opening them costs no request.
+  void expect(const std::string& name, uint64_t size, std::string version) const;
   bool exists(const std::string& name) const override;
   bool is_directory(const std::string& name) const override;
   std::vector<std::string> list(const std::string& directory) const override;
@@ -166,6 +196,7 @@ class WL_API CachingOpener final : public Opener {
   std::shared_ptr<const Opener> inner_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, std::shared_ptr<ByteSource>> opened_;
+  mutable std::map<std::string, std::pair<uint64_t, std::string>> expected_;  // expect(): size and version
   mutable std::map<std::string, bool> exists_, directories_;
   mutable std::map<std::string, std::vector<std::string>> listed_;
 };

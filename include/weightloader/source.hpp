@@ -181,6 +181,8 @@ class WL_API WeightSource {
   uint64_t total_bytes() const;                        // bytes stored for all tensors
   // Bytes received over a network for this catalogue so far (headers, then reads); 0 when local.
   uint64_t bytes_fetched() const;
+  // The byte source of one of its files (TensorInfo::file), opened once and shared with its reads.
+  std::shared_ptr<ByteSource> file(const std::string& name) const;
 
   // Reads (a slice of) a tensor into host memory at `dst`, converting to `dst_dtype`. Returns
   // bytes read from disk.

@@ -40,12 +40,23 @@ void register_tensor_parallel(pyb::module_& m) {
           return shards_to_python(plan_rank_shards(params, checkpoint, to_rank_layout(rank, size, shard_dims, fused)));
         });
   m.def("describe_checkpoint", [](const WeightSource& source) { return describe_checkpoint(source); });
-  m.def("share_catalogue", [](const std::string& loader, const WeightSource& source, const std::string& path) {
-    return share({loader, {}}, source, path);
-  });
-  m.def("shared_catalogue", [](const std::string& shared, const std::string& path) -> std::shared_ptr<WeightSource> {
+  // detected: detection's kwargs (strings), sent with the loader's name so that the receivers need not detect.
+  m.def(
+      "share_catalogue",
+      [](const std::string& loader, const WeightSource& source, const std::string& path, const std::map<std::string, std::string>& detected) {
+        LoaderChoice choice{loader, {}};
+        for (const auto& [k, v] : detected) choice.kwargs[k] = v;
+        return share(choice, source, path);
+      },
+      pyb::arg("loader"), pyb::arg("source"), pyb::arg("path"), pyb::arg("detected") = std::map<std::string, std::string>{});
+  // (loader name, detection's kwargs, the catalogue) or None.
+  m.def("shared_catalogue", [](const std::string& shared, const std::string& path) -> pyb::object {
     const std::optional<SharedCatalogue> received = received_catalogue(shared, path);
-    return received ? std::shared_ptr<WeightSource>(catalogue_from_value(received->catalogue, module_context().files())) : nullptr;
+    if (!received) return pyb::none();
+    pyb::dict kwargs;
+    for (const auto& [k, v] : received->choice.kwargs) std::visit([&](const auto& x) { kwargs[pyb::str(k)] = x; }, v);
+    std::shared_ptr<WeightSource> source(catalogue_from_value(received->catalogue, module_context().files()));
+    return pyb::make_tuple(received->choice.name, kwargs, source);
   });
 }
 

@@ -83,15 +83,15 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
         materialize.allocate(module, replace_all=assign)
     kwargs.update(_name_map_kwargs(name_map))
     ranks = tensor_parallel.Ranks(tp_rank, tp_size, tp_group)
-    def make_loader():
+    def make_loader(choice):  # choice: (name, kwargs) another rank detected for `path`, or None
         if isinstance(loader, BaseWeightLoader):
-            return loader
-        name, chosen = loader, kwargs
+            return loader, None
+        name, chosen, detected = loader, kwargs, None
         if name == "auto":
-            name, detected = _core.detect_loader(str(path))
-            chosen = {**detected, **kwargs}
+            detected = choice or _core.detect_loader(str(path))
+            name, chosen = detected[0], {**detected[1], **kwargs}
         cls = WeightLoaderRegistry.get(name) if isinstance(name, str) else name
-        return cls(**chosen)
+        return cls(**chosen), detected
 
     with ranks.agreement("opening the checkpoint") as opened:
         instance, weights = tensor_parallel.open_weights(make_loader, str(path), ranks)

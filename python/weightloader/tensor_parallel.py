@@ -130,30 +130,35 @@ def _describe(error):
 
 
 def open_weights(make_loader, path, ranks):
-    """(loader, loader.get_weights(path)) with loader = make_loader(), the checkpoint read once for
-    the group: under torch.distributed rank 0 reads the headers and sends its catalogue as a value
-    (C++'s share_catalogue: files, tensors, decoders); the ranks given the same path take it and
-    open only the bytes they load. The others (another path, a model id each node resolves itself,
-    a Python loader) read their own. Every rank takes part in the broadcast, whatever failed before
-    it."""
+    """(loader, loader.get_weights(path)) with loader = make_loader(choice)[0], the checkpoint read
+    once for the group: under torch.distributed rank 0 reads the headers and sends its loader choice
+    and catalogue as a value (C++'s share_catalogue: files with their sizes and ETags, tensors,
+    decoders); the ranks given the same path take them and open only the bytes they load, with no
+    request to detect the loader or open the files. The others (another path, a model id each node
+    resolves itself, a Python loader) read their own. Every rank takes part in the broadcast,
+    whatever failed before it. make_loader(choice) returns (loader, (name, kwargs) it detected or
+    None); `choice` is such a pair that another rank detected, or None."""
     if ranks.dist is None or ranks.size == 1:
-        loader = make_loader()
+        loader, _ = make_loader(None)
         return loader, loader.get_weights(path)
     root = 0 if ranks.group is None else ranks.dist.distributed_c10d._get_global_rank(ranks.group, 0)
     shared = [""]
     if ranks.dist.get_rank(ranks.group) == 0:
         try:
-            loader = make_loader()
+            loader, detected = make_loader(None)
             weights = loader.get_weights(path)
             if isinstance(loader, CoreWeightLoader):
-                shared[0] = _core.share_catalogue(loader.loader_name, weights._source, path)
+                kwargs = {k: v for k, v in (detected[1] if detected else {}).items() if isinstance(v, str)}
+                shared[0] = _core.share_catalogue(loader.loader_name, weights._source, path, kwargs)
         finally:
             ranks.dist.broadcast_object_list(shared, src=root, group=ranks.group)
         return loader, weights
     ranks.dist.broadcast_object_list(shared, src=root, group=ranks.group)
-    loader = make_loader()
-    source = _core.shared_catalogue(shared[0], path) if isinstance(loader, CoreWeightLoader) else None
-    return loader, (loader.get_weights(path) if source is None else Weights(source, loader._core.dtype))
+    received = _core.shared_catalogue(shared[0], path)
+    loader, _ = make_loader(received[:2] if received else None)
+    if received is None or not isinstance(loader, CoreWeightLoader):
+        return loader, loader.get_weights(path)
+    return loader, Weights(received[2], loader._core.dtype)
 
 
 def fingerprint(weights):

@@ -50,8 +50,9 @@ class Ranks:
     def check_same_checkpoint(self, fingerprints: Sequence[Any]) -> None:
         """RanksDisagree on every rank when the ranks' checkpoints (their fingerprints) differ."""
 
-def open_weights(make_loader: Callable[[], Any], path: str, ranks: Ranks) -> tuple[Any, _WeightsLike]:
-    """(make_loader(), its weights of path), the headers read by rank 0 alone and sent to the ranks given the same path."""
+def open_weights(make_loader: Callable[[tuple[str, dict[str, Any]] | None], tuple[Any, tuple[str, dict[str, Any]] | None]], path: str, ranks: Ranks) -> tuple[Any, _WeightsLike]:
+    """(make_loader(choice)[0], its weights of path), the headers read by rank 0 alone and sent, with its loader choice,
+    to the ranks given the same path."""
 
 def fingerprint(weights: _WeightsLike) -> str | None:
     """The C++ library's description of the checkpoint that ranks compare; None for a Python loader's tensors."""

@@ -1,5 +1,8 @@
 #include "weightloader/byte_source.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "weightloader/error.hpp"
@@ -33,8 +36,12 @@ std::string ByteSource::read_string(uint64_t offset, uint64_t length) const {
 }
 
 uint64_t ByteSource::read_some_scattered(uint64_t offset, const ReadBuffer* buffers, size_t count) const {
-  for (size_t i = 0; i < count; ++i)
-    if (buffers[i].length) return read_some(offset, buffers[i].data, buffers[i].length);
+  for (size_t i = 0; i < count; ++i) {
+    if (!buffers[i].length) continue;
+    if (buffers[i].data) return read_some(offset, buffers[i].data, buffers[i].length);
+    std::vector<std::byte> dropped(std::min<uint64_t>(buffers[i].length, 64u << 10));  // a gap
+    return read_some(offset, dropped.data(), dropped.size());
+  }
   return 0;
 }
 

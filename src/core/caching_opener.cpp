@@ -1,3 +1,6 @@
+#include <optional>
+#include <utility>
+
 #include "weightloader/byte_source.hpp"
 #include "weightloader/error.hpp"
 
@@ -20,7 +23,23 @@ Value remembered(std::mutex& mutex, std::map<std::string, Value>& cache, const s
 }  // namespace
 
 std::shared_ptr<ByteSource> CachingOpener::open(const std::string& name) const {
-  return remembered(mutex_, opened_, name, [&] { return inner_->open(name); });
+  return remembered(mutex_, opened_, name, [&] {
+    std::optional<std::pair<uint64_t, std::string>> known;
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = expected_.find(name); it != expected_.end()) known = it->second;
+    }
+    return known ? inner_->open_known(name, known->first, known->second) : inner_->open(name);
+  });
+}
+
+std::shared_ptr<ByteSource> CachingOpener::open_known(const std::string& name, uint64_t size, const std::string& version) const {
+  return remembered(mutex_, opened_, name, [&] { return inner_->open_known(name, size, version); });
+}
+
+void CachingOpener::expect(const std::string& name, uint64_t size, std::string version) const {
+  std::lock_guard lock(mutex_);
+  expected_[name] = {size, std::move(version)};
 }
 
 uint64_t CachingOpener::bytes_fetched() const {

@@ -254,13 +254,23 @@ void Executor::run_chunk(const Chunk& c, Scratch& scratch) {
   finish(c, staging, scratch);
 }
 
-// Unstaged chunks back to back: scattered reads straight into their destinations (one preadv from a
-// local file, one ranged GET from a remote object), resumed where a read ends early.
+// Unstaged chunks of one extent: scattered reads straight into their destinations (one preadv from a
+// local file, one ranged GET from a remote object, the gaps between chunks read and dropped),
+// resumed where a read ends early.
 void Executor::scatter_read(const Chunk* c, const Extent& e) const {
   const ByteSource& src = source(c[0]);
   const uint64_t offset = c[0].src_offset;
-  std::vector<ReadBuffer> buffers(e.count);
-  for (size_t i = 0; i < e.count; ++i) buffers[i] = {c[i].dst, c[i].src_bytes};
+  std::vector<ReadBuffer> buffers;
+  std::vector<size_t> chunk_of;  // the chunk each buffer fills or precedes, for errors
+  buffers.reserve(e.count);
+  for (size_t i = 0; i < e.count; ++i) {
+    if (i > 0 && c[i].src_offset > c[i - 1].src_offset + c[i - 1].src_bytes) {
+      buffers.push_back({nullptr, c[i].src_offset - (c[i - 1].src_offset + c[i - 1].src_bytes)});
+      chunk_of.push_back(i);
+    }
+    buffers.push_back({c[i].dst, c[i].src_bytes});
+    chunk_of.push_back(i);
+  }
   size_t at = 0;
   uint64_t done = 0;
   while (at < buffers.size()) {
@@ -268,13 +278,13 @@ void Executor::scatter_read(const Chunk* c, const Extent& e) const {
     try {
       n = src.read_some_scattered(offset + done, buffers.data() + at, buffers.size() - at);
     } catch (const Error& err) {
-      throw Error(err.code(), err.message(), src.name(), c[at].tensor->name);
+      throw Error(err.code(), err.message(), src.name(), c[chunk_of[at]].tensor->name);
     }
-    if (n == 0) throw_truncated(c[at], src);
+    if (n == 0) throw_truncated(c[chunk_of[at]], src);
     done += n;
     for (uint64_t left = n; left > 0 && at < buffers.size();) {  // skip what was filled
       const uint64_t take = std::min(left, buffers[at].length);
-      buffers[at].data = static_cast<std::byte*>(buffers[at].data) + take;
+      if (buffers[at].data) buffers[at].data = static_cast<std::byte*>(buffers[at].data) + take;
       buffers[at].length -= take;
       left -= take;
       if (buffers[at].length == 0) ++at;
@@ -291,8 +301,8 @@ void Executor::run_extent(const Chunk* c, const Extent& e, Scratch& scratch) {
   }
   const uint64_t offset = c[0].src_offset;
   const uint64_t staged_at = mode_ == IoMode::Direct ? kBounceBytes + offset % kAlign : 0;
-  std::byte* staging = scratch.reserve(staged_at + e.bytes) + staged_at;
-  fetch(c[0], offset, e.bytes, staging, scratch, kBounceBytes);
+  std::byte* staging = scratch.reserve(staged_at + e.span) + staged_at;
+  fetch(c[0], offset, e.span, staging, scratch, kBounceBytes);  // gaps included
   for (size_t i = 0; i < e.count; ++i) finish(c[i], staging + (c[i].src_offset - offset), scratch);
 }
 
@@ -358,10 +368,10 @@ void Executor::hint_ahead(size_t i) const {
   const size_t ahead = i + plan_.threads;
   if (ahead < plan_.gathers.size() || ahead >= plan_.work_items()) return;
   const Extent& e = plan_.extents[ahead - plan_.gathers.size()];
-  if (e.bytes < (256u << 10)) return;  // not worth a system call
+  if (e.span < (256u << 10)) return;  // not worth a system call
   const Chunk& c = plan_.chunks[e.first];
-  if (mode_ == IoMode::Pread) source(c).hint(c.src_offset, e.bytes, AccessHint::WillNeed);
-  if (mode_ == IoMode::Mmap) source(c).hint(c.src_offset, e.bytes, AccessHint::MappedWillNeed);
+  if (mode_ == IoMode::Pread) source(c).hint(c.src_offset, e.span, AccessHint::WillNeed);
+  if (mode_ == IoMode::Mmap) source(c).hint(c.src_offset, e.span, AccessHint::MappedWillNeed);
 }
 
 void Executor::run_item(size_t i, Scratch& scratch) {
@@ -568,6 +578,7 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cach
   params.chunk_bytes = options.chunk_bytes;
   unsigned preferred = 0;
   for (const ByteSource* s : sources) {
+    params.costs.push_back(s->request_cost());
     if (!options.chunk_bytes) params.chunk_bytes = std::max(params.chunk_bytes, s->preferred_request_bytes());
     preferred = std::max(preferred, s->preferred_concurrency());
   }

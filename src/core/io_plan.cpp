@@ -125,14 +125,15 @@ void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint
               [](const Chunk& a, const Chunk& b) { return a.src_offset < b.src_offset; });
 }
 
-// Back-to-back chunks of one source merge into extents: up to chunk_bytes when read in place (and
-// not above each thread's share of the load, so that every thread gets reads), and when staged, up
-// to what staging allows (for buffered reads, a cache-sized chunk).
+// Chunks of one source merge into extents: back to back, or with a gap that costs less to read
+// than a request does (gap_worth_reading); up to chunk_bytes requested when read in place (and not
+// above each thread's share of the load, so that every thread gets reads), and when staged, up to
+// what staging allows (for buffered reads, a cache-sized chunk).
 void merge_extents(const PlanParams& p, uint64_t staging_room, unsigned threads, IoPlan& plan) {
   const uint64_t staged_limit =
       std::min(staging_room, p.mode == IoMode::Direct ? p.chunk_bytes : std::min(p.chunk_bytes, kStagedChunkBytes));
   const uint64_t in_place_limit = std::min(p.chunk_bytes, std::max<uint64_t>(kMinExtentBytes, plan.total_bytes / threads));
-  constexpr size_t kMaxMerged = 256;  // well under IOV_MAX
+  constexpr size_t kMaxMerged = 256;  // well under IOV_MAX, for sources read without gaps (preadv)
   const std::vector<Chunk>& chunks = plan.chunks;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const Chunk& c = chunks[i];
@@ -141,21 +142,29 @@ void merge_extents(const PlanParams& p, uint64_t staging_room, unsigned threads,
       Extent& e = plan.extents.back();
       const Chunk& last = chunks[i - 1];
       const bool both_staged = e.staged || staged;
-      const bool mergeable = c.source == last.source && c.src_offset == last.src_offset + last.src_bytes &&
-                             !c.aux_bytes && !last.aux_bytes && e.count < kMaxMerged &&
-                             e.bytes + c.src_bytes <= (both_staged ? staged_limit : in_place_limit);
+      const uint64_t end = last.src_offset + last.src_bytes;
+      const RequestCost cost = c.source < p.costs.size() ? p.costs[c.source] : RequestCost{};
+      const bool gaps = cost.latency_s > 0;  // read through gaps: no preadv, no limit on pieces
+      const bool mergeable = c.source == last.source && c.src_offset >= end && gap_worth_reading(c.src_offset - end, cost) &&
+                             !c.aux_bytes && !last.aux_bytes && (gaps || e.count < kMaxMerged) &&
+                             e.span + (c.src_offset - end) + c.src_bytes <= (both_staged ? staged_limit : in_place_limit);
       if (mergeable) {
         ++e.count;
         e.bytes += c.src_bytes;
+        e.span += c.src_offset - end + c.src_bytes;
         e.staged = both_staged;
         continue;
       }
     }
-    plan.extents.push_back({i, 1, c.src_bytes + c.aux_bytes, staged});
+    plan.extents.push_back({i, 1, c.src_bytes + c.aux_bytes, staged, c.src_bytes + c.aux_bytes});
   }
 }
 
 }  // namespace
+
+bool gap_worth_reading(uint64_t gap, const RequestCost& cost) {
+  return gap == 0 || static_cast<double>(gap) < cost.latency_s * cost.bytes_per_s;
+}
 
 uint64_t decoded_piece_blocks(const TensorInfo& t) {
   if (t.decoder->aux_block_bytes() != 0) return UINT64_MAX;

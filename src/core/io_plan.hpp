@@ -34,11 +34,14 @@ struct Gather {
 
 // Chunks [first, first + count) that lie back to back in one source, read with one request so
 // that read sizes do not depend on tensor sizes (a model's many small tensors would otherwise
-// mean many small reads).
+// mean many small reads). Where a request costs more than reading the gap between two chunks
+// (gap_worth_reading: a remote object, a strided slice such as a rank's columns of a matrix), the
+// gap is read too and dropped.
 struct Extent {
   size_t first, count;
-  uint64_t bytes;
-  bool staged;  // read into staging first (direct reads, conversions); else straight into place
+  uint64_t bytes;  // the chunks' stored bytes
+  bool staged;     // read into staging first (direct reads, conversions); else straight into place
+  uint64_t span = 0;  // from the first chunk's start to the last one's end: bytes requested, gaps included
 };
 
 // A destination range: a request's whole span, or a piece of one to fault in before (or while) reading.
@@ -54,6 +57,7 @@ struct PlanParams {
   uint64_t staging_bytes = 32ull << 20;  // all threads together
   bool prefault = true;            // fault every destination page in before the reads
   bool in_place = true;            // the destination takes reads straight into place
+  std::vector<RequestCost> costs;  // per source (ByteSource::request_cost); a source without one: none
 };
 
 struct IoPlan {
@@ -82,12 +86,18 @@ constexpr uint64_t kPrefaultPieceBytes = 8ull << 20;
 // In-place extents stay under each thread's share of a load, but not below this.
 constexpr uint64_t kMinExtentBytes = 1ull << 20;
 
+// The cost model for one request against the bytes it wastes: reading `gap` unwanted bytes
+// between two wanted ranges within one request is cheaper than a second request when
+// gap / bytes_per_s < latency_s. Back-to-back ranges (no gap) always share a request.
+bool gap_worth_reading(uint64_t gap, const RequestCost& cost);
+
 // Blocks of `t` decoded per piece (all of them for split encodings, which decode in one go).
 uint64_t decoded_piece_blocks(const TensorInfo& t);
 
 // Cuts requests into chunks (a multiple of the tensor's block, about chunk_bytes, and when staged
 // small enough for the thread's share of staging), sorts permuted rows into file order, merges
-// back-to-back chunks of one source into extents, and lists the prefault ranges.
+// back-to-back chunks of one source into extents (and chunks with a gap between them where
+// gap_worth_reading says so for their source's cost), and lists the prefault ranges.
 // `source_of[i]` is request i's source. Throws SliceOutOfBounds / InvalidArgument naming the
 // tensor for requests that cannot be read.
 IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<size_t>& source_of, const PlanParams& params);

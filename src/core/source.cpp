@@ -96,6 +96,7 @@ const TensorInfo& WeightSource::at(std::string_view name) const {
 }
 
 uint64_t WeightSource::bytes_fetched() const { return sources_->bytes_fetched(); }
+std::shared_ptr<ByteSource> WeightSource::file(const std::string& name) const { return sources_->open(name); }
 
 uint64_t WeightSource::total_bytes() const {
   uint64_t sum = 0;

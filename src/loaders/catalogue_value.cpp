@@ -23,8 +23,15 @@ std::optional<std::string> catalogue_value(const WeightSource& source) {
     if (!v) return std::nullopt;
     tensors.push_back(std::move(*v));
   }
+  // Each file's size and version as opened here (opened once: no new request), so that the
+  // receivers open them without asking again (a remote object's HEAD).
+  json sources = json::array();
+  for (const std::string& name : files.names) {
+    const std::shared_ptr<ByteSource> s = source.file(name);
+    sources.push_back({s->size(), s->version()});
+  }
   const json value{{"format", source.format()}, {"origin", source.origin()}, {"metadata", source.metadata()}, {"files", files.names},
-                   {"tensors", std::move(tensors)}};
+                   {"sources", std::move(sources)}, {"tensors", std::move(tensors)}};
   return value.dump();
 }
 
@@ -35,6 +42,14 @@ std::unique_ptr<WeightSource> catalogue_from_value(const std::string& value, std
   if (!dynamic_cast<const CachingOpener*>(opener.get())) opener = std::make_shared<CachingOpener>(std::move(opener));
   try {
     const auto files = j.at("files").get<std::vector<std::string>>();
+    // Opened as the sender found them: no request to open a remote object, reads pinned to its ETag.
+    if (j.contains("sources")) {
+      const json& sources = j.at("sources");
+      if (!sources.is_array() || sources.size() != files.size()) bad_catalogue_value("sources do not match files");
+      const auto& session = static_cast<const CachingOpener&>(*opener);
+      for (size_t i = 0; i < files.size(); ++i)
+        session.expect(files[i], sources[i].at(0).get<uint64_t>(), sources[i].at(1).get<std::string>());
+    }
     const DecoderFactory decoders = [&](const json& spec) { return decoder_from_spec(spec.dump(), opener); };
     std::vector<TensorInfo> tensors;
     for (const json& t : j.at("tensors")) tensors.push_back(tensor_from_json(t, files, decoders));

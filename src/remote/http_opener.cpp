@@ -1,4 +1,4 @@
-// http:// and https:// names: objects opened with a HEAD; no listing (HTTP has none), so a
+// http:// and https:// names: objects opened with a HEAD (none when another rank's catalogue gave size and ETag); no listing (HTTP has none), so a
 // directory URL ("…/model/") is found through the index files beside it.
 #include "remote/openers.hpp"
 
@@ -16,6 +16,10 @@ class HttpOpener final : public Opener {
   std::shared_ptr<ByteSource> open(const std::string& name) const override {
     if (name.ends_with("/")) throw Error(ErrorCode::InvalidArgument, "is a directory URL, not an object", name);
     return open_remote({name, name, std::nullopt});
+  }
+  std::shared_ptr<ByteSource> open_known(const std::string& name, uint64_t size, const std::string& version) const override {
+    if (name.ends_with("/")) throw Error(ErrorCode::InvalidArgument, "is a directory URL, not an object", name);
+    return open_remote_known({name, name, std::nullopt}, size, version);
   }
   bool exists(const std::string& name) const override {
     if (name.ends_with("/")) return true;  // a directory is a prefix: nothing to ask

@@ -52,6 +52,24 @@ std::shared_ptr<ByteSource> open_remote(const RemoteTarget& target) {
   return std::make_shared<RetryingSource>(std::make_shared<RemoteSource>(target, r), policy);
 }
 
+std::shared_ptr<ByteSource> open_remote_known(const RemoteTarget& target, uint64_t size, std::string etag) {
+  return std::make_shared<RetryingSource>(std::make_shared<RemoteSource>(target, size, std::move(etag)),
+                                          RetryPolicy::from_environment());
+}
+
+RequestCost remote_request_cost() {
+  auto setting = [](const char* name, double fallback) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    char* end = nullptr;
+    const double x = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(x >= 0))
+      throw Error(ErrorCode::InvalidArgument, fmt::format("{}='{}' is not a number >= 0", name, v));
+    return x;
+  };
+  return {setting("WL_HTTP_LATENCY_MS", 20) / 1e3, setting("WL_HTTP_BANDWIDTH_MBPS", 100) * 1e6};
+}
+
 bool remote_exists(const RemoteTarget& target) {
   return with_retries(RetryPolicy::from_environment(), [&] { return head(target); }).status != 404;
 }
@@ -71,6 +89,9 @@ RemoteSource::RemoteSource(RemoteTarget target, const HttpResponse& head) : targ
     throw Error(ErrorCode::Io, fmt::format("Content-Length '{}' is not a number", length->second), target_.name);
   if (const auto etag = head.headers.find("etag"); etag != head.headers.end()) etag_ = etag->second;
 }
+
+RemoteSource::RemoteSource(RemoteTarget target, uint64_t size, std::string etag)
+    : target_(std::move(target)), size_(size), etag_(std::move(etag)) {}
 
 uint64_t RemoteSource::read_some(uint64_t offset, void* dst, uint64_t length) const {
   if (offset >= size_ || length == 0) return 0;
@@ -115,7 +136,7 @@ uint64_t RemoteSource::fetch(uint64_t offset, const ReadBuffer* buffers, size_t 
     for (uint64_t done = 0; done < take;) {
       while (buffers[at].length == within) ++at, within = 0;
       const uint64_t piece = std::min(take - done, buffers[at].length - within);
-      std::memcpy(static_cast<char*>(buffers[at].data) + within, data + done, piece);
+      if (buffers[at].data) std::memcpy(static_cast<char*>(buffers[at].data) + within, data + done, piece);  // else a gap
       within += piece, done += piece;
     }
     got += take;

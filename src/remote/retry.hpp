@@ -55,6 +55,8 @@ class RetryingSource final : public ByteSource {
   uint64_t preferred_request_bytes() const override { return inner_->preferred_request_bytes(); }
   unsigned preferred_concurrency() const override { return inner_->preferred_concurrency(); }
   uint64_t bytes_fetched() const override { return inner_->bytes_fetched(); }
+  RequestCost request_cost() const override { return inner_->request_cost(); }
+  std::string version() const override { return inner_->version(); }
 
  private:
   std::shared_ptr<ByteSource> inner_;

@@ -37,6 +37,12 @@ class S3Opener final : public Opener {
       throw Error(ErrorCode::InvalidArgument, "is a bucket or a prefix, not an object", name);
     return open_remote(target_for(name, loc));
   }
+  std::shared_ptr<ByteSource> open_known(const std::string& name, uint64_t size, const std::string& version) const override {
+    const S3Location loc = parse(name);
+    if (loc.key.empty() || loc.key.ends_with("/"))
+      throw Error(ErrorCode::InvalidArgument, "is a bucket or a prefix, not an object", name);
+    return open_remote_known(target_for(name, loc), size, version);
+  }
 
   bool exists(const std::string& name) const override {
     const S3Location loc = parse(name);

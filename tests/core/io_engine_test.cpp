@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <cmath>
@@ -157,6 +158,78 @@ TEST_P(IoModes, QuantisedGgufDecodesTheSameInEveryMode) {
     src->read_all({{&t, Slice{}, DType::F32, want.data()}}, reference);
     src->read_all({{&t, Slice{}, DType::F32, got.data()}}, options(GetParam()));
     EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << t.name;
+  }
+}
+
+// A remote object as the engine sees it: no mapping, a cost per request, and each read (scattered
+// or not) one request, counted. `own_scatter`: fills its buffers itself, dropping the gaps (as a
+// remote source does); else ByteSource's default scattered read.
+class PricedSource final : public ByteSource {
+ public:
+  PricedSource(std::shared_ptr<ByteSource> inner, RequestCost cost, bool own_scatter)
+      : inner_(std::move(inner)), cost_(cost), own_scatter_(own_scatter) {}
+  const std::string& name() const noexcept override { return inner_->name(); }
+  uint64_t size() const noexcept override { return inner_->size(); }
+  uint64_t read_some(uint64_t offset, void* dst, uint64_t length) const override {
+    ++requests;
+    return inner_->read_some(offset, dst, length);
+  }
+  uint64_t read_some_scattered(uint64_t offset, const ReadBuffer* buffers, size_t count) const override {
+    if (!own_scatter_) return ByteSource::read_some_scattered(offset, buffers, count);
+    ++requests;
+    uint64_t done = 0;
+    for (size_t i = 0; i < count; ++i) {
+      std::string bytes = inner_->read_string(offset + done, buffers[i].length);
+      if (buffers[i].data) std::memcpy(buffers[i].data, bytes.data(), bytes.size());
+      done += buffers[i].length;
+    }
+    return done;
+  }
+  RequestCost request_cost() const override { return cost_; }
+  mutable std::atomic<uint64_t> requests{0};
+
+ private:
+  std::shared_ptr<ByteSource> inner_;
+  RequestCost cost_;
+  bool own_scatter_;
+};
+
+TEST(IoEngine, AStridedSliceOfAPricedSourceComesInOneRequestWithoutItsGaps) {
+  test::TempDir dir;
+  const std::string path = write_raw(dir, 13);
+  for (const bool own_scatter : {true, false}) {
+    for (const RequestCost cost : {RequestCost{0.020, 100e6}, RequestCost{}}) {
+      SCOPED_TRACE(::testing::Message() << "own scatter " << own_scatter << ", latency " << cost.latency_s);
+      auto priced = std::make_shared<PricedSource>(local_opener()->open(path), cost, own_scatter);
+      auto files = std::make_shared<MemoryOpener>();
+      files->add(priced);
+      WeightSource src("raw", path, {raw_tensor(path, 13)}, {}, files);
+      const TensorInfo& t = src.tensors()[0];
+      IoOptions io;
+      io.concurrency = 1;
+      std::vector<float> cols(kRows * 3);  // columns 10..12 of every row: runs of 12 bytes, 136 apart
+      const ReadStats stats = src.read_all({{&t, Slice{1, 10, 13}, DType::F32, cols.data()}}, io);
+      EXPECT_EQ(stats.bytes_read, kRows * 3 * 4);  // what was kept
+      for (uint64_t r = 0; r < kRows; ++r)
+        for (uint64_t c = 0; c < 3; ++c) ASSERT_EQ(cols[r * 3 + c], float(r * kCols + 10 + c) * 0.5f) << r;
+      const bool one_request = cost.latency_s > 0 && own_scatter;  // the default reads a buffer at a time
+      if (one_request) {
+        EXPECT_EQ(priced->requests, 1u);
+      }
+      if (cost.latency_s == 0) {
+        EXPECT_EQ(priced->requests, kRows);
+      }
+      // Converted on the way (staged): the same values, in pieces of the staging share.
+      std::vector<uint16_t> bf16(kRows * 3);
+      src.read_all({{&t, Slice{1, 10, 13}, DType::BF16, bf16.data()}}, io);
+      for (uint64_t r = 0; r < kRows; ++r)
+        for (uint64_t c = 0; c < 3; ++c) {
+          const float v = float(r * kCols + 10 + c) * 0.5f;
+          uint16_t want;
+          convert(DType::F32, &v, DType::BF16, &want, 1);
+          ASSERT_EQ(bf16[r * 3 + c], want) << r;
+        }
+    }
   }
 }
 

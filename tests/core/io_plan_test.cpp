@@ -225,6 +225,85 @@ TEST(IoPlan, AGapPreventsMerging) {
   expect_extents_partition_chunks(plan);
 }
 
+TEST(IoPlan, AGapIsReadThroughWhenItCostsLessThanARequest) {
+  // 20 ms a request at 100 MB/s: reading 2 MB of gap costs as much as a request.
+  const RequestCost object_store{0.020, 100e6};
+  EXPECT_TRUE(gap_worth_reading(0, object_store));
+  EXPECT_TRUE(gap_worth_reading(516, object_store));
+  EXPECT_TRUE(gap_worth_reading(1'999'999, object_store));
+  EXPECT_FALSE(gap_worth_reading(2'000'000, object_store));
+  EXPECT_FALSE(gap_worth_reading(50'000'000, object_store));
+  // Loopback: 50 us a request at 1 GB/s: 50 KB.
+  EXPECT_TRUE(gap_worth_reading(49'999, RequestCost{50e-6, 1e9}));
+  EXPECT_FALSE(gap_worth_reading(50'001, RequestCost{50e-6, 1e9}));
+  // A local file: requests cost nothing, so only back-to-back ranges share one.
+  EXPECT_TRUE(gap_worth_reading(0, RequestCost{}));
+  EXPECT_FALSE(gap_worth_reading(1, RequestCost{}));
+  EXPECT_FALSE(gap_worth_reading(1, RequestCost{0.020, 0}));
+}
+
+// One rank's quarter of the columns of a [64, 172] F32 matrix (down_proj at tp 4): 64 runs of 172
+// bytes, 516 bytes apart.
+struct ColumnSlice {
+  TensorInfo t = raw("w2", DType::F32, {64, 172}, 100);
+  Dest out{64 * 43 * 4};
+  std::vector<ReadRequest> reqs{{&t, Slice{1, 43, 86}, DType::F32, out.get()}};
+  static constexpr uint64_t kRun = 43 * 4, kRow = 172 * 4;
+  static constexpr uint64_t kSpan = 63 * kRow + kRun;  // first run's start to the last one's end
+};
+
+TEST(IoPlan, AStridedSliceIsOneRequestWhereRequestsCostMoreThanItsGaps) {
+  ColumnSlice s;
+  PlanParams p = params(IoMode::Pread, 8, 32 << 20);
+  // A local file (no cost given): one read per run, nothing read that is not wanted.
+  const IoPlan local = plan_reads(s.reqs, all_from(1), p);
+  ASSERT_EQ(local.extents.size(), 64u);
+  for (const Extent& e : local.extents) EXPECT_EQ(e.span, ColumnSlice::kRun);
+  // A remote object: one request over the 64 runs and their 63 gaps.
+  p.costs = {RequestCost{0.020, 100e6}};
+  const IoPlan remote = plan_reads(s.reqs, all_from(1), p);
+  ASSERT_EQ(remote.extents.size(), 1u);
+  EXPECT_EQ(remote.extents[0].count, 64u);
+  EXPECT_EQ(remote.extents[0].bytes, 64 * ColumnSlice::kRun);  // what is kept
+  EXPECT_EQ(remote.extents[0].span, ColumnSlice::kSpan);       // what is requested
+  EXPECT_FALSE(remote.extents[0].staged);
+  EXPECT_EQ(remote.total_bytes, local.total_bytes);
+  expect_extents_partition_chunks(remote);
+  // A request cheaper than a gap (5 us at 100 MB/s: 500 bytes < 516): apart again.
+  p.costs = {RequestCost{5e-6, 100e6}};
+  EXPECT_EQ(plan_reads(s.reqs, all_from(1), p).extents.size(), 64u);
+  // Another source's cost does not apply.
+  p.costs = {RequestCost{}, RequestCost{0.020, 100e6}};
+  EXPECT_EQ(plan_reads(s.reqs, all_from(1), p).extents.size(), 64u);
+}
+
+TEST(IoPlan, ReadThroughGapsCountAgainstTheRequestSize) {
+  ColumnSlice s;
+  PlanParams p = params(IoMode::Pread, 1, 8000);  // requests of at most 8000 bytes, gaps included
+  p.costs = {RequestCost{0.020, 100e6}};
+  const IoPlan plan = plan_reads(s.reqs, all_from(1), p);
+  ASSERT_GT(plan.extents.size(), 1u);
+  for (const Extent& e : plan.extents) {
+    EXPECT_LE(e.span, 8000u);
+    const Chunk& first = plan.chunks[e.first];
+    const Chunk& last = plan.chunks[e.first + e.count - 1];
+    EXPECT_EQ(e.span, last.src_offset + last.src_bytes - first.src_offset);
+  }
+  expect_extents_partition_chunks(plan);
+  // Staged (converted) pieces: the gaps come into staging too, and fit the thread's share.
+  s.reqs[0].dst_dtype = DType::BF16;
+  p = params(IoMode::Pread, 1, 32 << 20);
+  p.costs = {RequestCost{0.020, 100e6}};
+  p.staging_bytes = kDecodedPieceBytes + 10000;
+  const IoPlan staged = plan_reads(s.reqs, all_from(1), p);
+  ASSERT_GT(staged.extents.size(), 1u);
+  for (const Extent& e : staged.extents) {
+    EXPECT_TRUE(e.staged);
+    EXPECT_LE(e.span, 10000u);
+  }
+  expect_extents_partition_chunks(staged);
+}
+
 TEST(IoPlan, MappedReadsAreNotMerged) {
   const TensorInfo a = raw("a", DType::F32, {10}, 0), b = raw("b", DType::F32, {10}, 40);
   Dest out(80);

@@ -7,6 +7,9 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+
+#include <fmt/format.h>
 
 #include "engine/rank_agreement.hpp"
 #include "test_util.hpp"
@@ -102,6 +105,68 @@ TEST(CatalogueValue, QuantizedLayersComeBackDecodingTheSame) {
     }
   }
   EXPECT_GE(folders, 10);
+}
+
+// A local file that says it is at version "v7" (as a remote object gives its ETag).
+class VersionedSource final : public ByteSource {
+ public:
+  explicit VersionedSource(std::shared_ptr<ByteSource> inner) : inner_(std::move(inner)) {}
+  const std::string& name() const noexcept override { return inner_->name(); }
+  uint64_t size() const noexcept override { return inner_->size(); }
+  uint64_t read_some(uint64_t offset, void* dst, uint64_t length) const override { return inner_->read_some(offset, dst, length); }
+  std::string version() const override { return "v7"; }
+
+ private:
+  std::shared_ptr<ByteSource> inner_;
+};
+
+// Opens local files; counts plain opens and records what open_known was told.
+class KnownOpener final : public Opener {
+ public:
+  std::shared_ptr<ByteSource> open(const std::string& name) const override {
+    ++opens;
+    return local_opener()->open(name);
+  }
+  std::shared_ptr<ByteSource> open_known(const std::string& name, uint64_t size, const std::string& version) const override {
+    std::lock_guard lock(mutex);
+    known.push_back(fmt::format("{} {} {}", name, size, version));
+    return std::make_shared<VersionedSource>(local_opener()->open(name));
+  }
+  bool exists(const std::string& name) const override { return local_opener()->exists(name); }
+  bool is_directory(const std::string& name) const override { return local_opener()->is_directory(name); }
+  std::vector<std::string> list(const std::string& directory) const override { return local_opener()->list(directory); }
+  mutable std::atomic<int> opens{0};
+  mutable std::mutex mutex;
+  mutable std::vector<std::string> known;
+};
+
+// The value carries each file's size and version as the sender opened it; the receiver opens its
+// files with them (a remote object: no HEAD, reads pinned to the sender's ETag), never plainly.
+TEST(CatalogueValue, FilesOpenAsTheSenderFoundThem) {
+  test::TempDir dir;
+  const std::string path = dir.file("w.bin");
+  std::string bytes(64, '\0');
+  for (size_t i = 0; i < 16; ++i) {
+    const float v = float(i);
+    std::memcpy(bytes.data() + i * 4, &v, 4);
+  }
+  test::write_bytes(path, bytes);
+  auto versioned = std::make_shared<MemoryOpener>();
+  versioned->add(std::make_shared<VersionedSource>(local_opener()->open(path)));
+  TensorInfo t;
+  t.name = "w", t.dtype = DType::F32, t.shape = {4, 4}, t.file = path, t.offset = 0, t.nbytes = 64;
+  const WeightSource sent("raw", path, {t}, {}, versioned);
+  const std::optional<std::string> value = catalogue_value(sent);
+  ASSERT_TRUE(value.has_value());
+  EXPECT_NE(value->find(R"("sources":[[64,"v7"]])"), std::string::npos) << *value;
+  auto files = std::make_shared<KnownOpener>();
+  auto received = catalogue_from_value(*value, files);
+  EXPECT_TRUE(files->known.empty());  // building opens nothing
+  const TensorView got = received->load(received->at("w"), DType::F32);
+  EXPECT_EQ(std::memcmp(got.raw(), bytes.data(), 64), 0);
+  EXPECT_EQ(files->known, std::vector<std::string>{path + " 64 v7"});
+  EXPECT_EQ(files->opens, 0);
+  EXPECT_EQ(received->file(path)->version(), "v7");
 }
 
 TEST(CatalogueValue, ValuesThisBuildDidNotWriteAreRefused) {

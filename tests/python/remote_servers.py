@@ -122,7 +122,7 @@ error_log {prefix}/logs/error.log warn;
 events {{ worker_connections 256; }}
 http {{
     default_type application/octet-stream;
-    log_format wl '$request_method\\t$uri\\t$http_range\\t$status\\t$body_bytes_sent\\t$http_if_range\\t$http_if_match';
+    log_format wl '$request_method\\t$uri\\t$http_range\\t$status\\t$body_bytes_sent\\t$http_if_range\\t$http_if_match\\t$server_port';
     access_log {prefix}/logs/access.log wl;
     client_body_temp_path {prefix}/tmp/client_body;
     proxy_temp_path {prefix}/tmp/proxy;
@@ -131,7 +131,7 @@ http {{
     scgi_temp_path {prefix}/tmp/scgi;
     keepalive_timeout 30s;
     server {{
-        listen {host}:{port}{ssl};
+        listen {host}:{port}{ssl};{extra_listen}
         server_name localhost;{tls}
         root {root};
         autoindex off;
@@ -149,14 +149,19 @@ class LogEntry:
     sent: int
     if_range: str = ""
     if_match: str = ""
+    port: int = 0  # the port the request came in on (Nginx.extra_ports tell clients apart)
 
 
 class Nginx:
     """nginx as a subprocess (daemon off, one worker) in its own process group, all of its files
     (configuration, pid, logs, temp paths, document root) under `prefix`."""
 
-    def __init__(self, prefix, tls=None, limit_rate=None):
+    def __init__(self, prefix, tls=None, limit_rate=None, extra_ports=0):
         self.prefix = pathlib.Path(prefix)
+        # More ports serving the same root, for telling clients apart in the log (LogEntry.port): a
+        # client sent through one as its proxy (http_proxy=http://127.0.0.1:PORT) is logged under it.
+        self.extra_ports_wanted = extra_ports
+        self.extra_ports = []
         self.tls = tls  # (certificate, key) paths: HTTPS
         self.limit_rate = limit_rate  # bytes/s per connection (nginx limit_rate), as a CDN may allow
         self.root = self.prefix / "html"
@@ -172,6 +177,8 @@ class Nginx:
         last = ""
         for _ in range(attempts):  # a free port may be taken again before nginx binds it
             self.port = free_port()
+            self.extra_ports = [free_port() for _ in range(self.extra_ports_wanted)]
+            extra = "".join(f"\n        listen {HOST}:{p}{' ssl' if self.tls else ''};" for p in self.extra_ports)
             conf = self.prefix / "nginx.conf"
             # As root, the worker would run as `nobody`, who cannot read a 0700 temp dir.
             user = "user root;\n" if os.geteuid() == 0 else ""
@@ -180,7 +187,8 @@ class Nginx:
             if self.limit_rate:
                 tls += f"\n        limit_rate {int(self.limit_rate)};"
             conf.write_text(NGINX_CONF.format(user=user, prefix=self.prefix, host=HOST, port=self.port,
-                                              root=self.root, ssl=" ssl" if self.tls else "", tls=tls))
+                                              root=self.root, ssl=" ssl" if self.tls else "", tls=tls,
+                                              extra_listen=extra))
             out = open(self.prefix / "logs" / "stdout.log", "ab")
             self.proc = subprocess.Popen([self.exe, "-p", str(self.prefix), "-c", str(conf),
                                           "-e", str(self.prefix / "logs" / "error.log")],
@@ -215,8 +223,107 @@ class Nginx:
             f = line.split("\t")
             if len(f) >= 5:
                 g = [("" if x == "-" else x) for x in f]
-                entries.append(LogEntry(g[0], g[1].lstrip("/"), g[2], int(f[3]), int(f[4]), *g[5:7]))
+                entries.append(LogEntry(g[0], g[1].lstrip("/"), g[2], int(f[3]), int(f[4]), *g[5:7],
+                                        *[int(x) for x in f[7:8]]))
         return entries
+
+
+class DelayProxy:
+    """TCP forwarders on 127.0.0.1 that add latency: each of `.ports` forwards to one of `targets`
+    (ports), every chunk delivered `one_way` seconds after it arrived, in both directions, so that a
+    request waits 2 x one_way more for its answer (a round trip across a network) while bytes still
+    flow at loopback speed. An asyncio loop in a thread of this process; `.start()`, `.stop()`."""
+
+    def __init__(self, targets, one_way):
+        self.targets = list(targets)
+        self.one_way = float(one_way)
+        self.ports = []
+        self._loop = None
+        self._thread = None
+        self._servers = []
+
+    def start(self):
+        import asyncio
+        ready = threading.Event()
+
+        async def pipe(reader, writer):
+            loop = asyncio.get_running_loop()
+            queue = asyncio.Queue()
+
+            async def deliver():
+                while True:
+                    due, data = await queue.get()
+                    if due > loop.time():
+                        await asyncio.sleep(due - loop.time())
+                    if not data:
+                        break
+                    writer.write(data)
+                    await writer.drain()
+                if writer.can_write_eof():
+                    writer.write_eof()
+
+            sender = asyncio.ensure_future(deliver())
+            try:
+                while data := await reader.read(1 << 16):
+                    queue.put_nowait((loop.time() + self.one_way, data))
+            except (ConnectionError, OSError):
+                pass
+            queue.put_nowait((loop.time() + self.one_way, b""))
+            try:
+                await sender
+            except (ConnectionError, OSError):
+                pass
+
+        def serve(target):
+            async def on_client(client_reader, client_writer):
+                try:
+                    server_reader, server_writer = await asyncio.open_connection(HOST, target)
+                except OSError:
+                    client_writer.close()
+                    return
+                await asyncio.gather(pipe(client_reader, server_writer), pipe(server_reader, client_writer))
+                for w in (client_writer, server_writer):
+                    w.close()
+            return on_client
+
+        async def main():
+            for target in self.targets:
+                server = await asyncio.start_server(serve(target), HOST, 0)
+                self._servers.append(server)
+                self.ports.append(server.sockets[0].getsockname()[1])
+            ready.set()
+
+        self._loop = asyncio.new_event_loop()
+
+        def run():
+            asyncio.set_event_loop(self._loop)
+            self._loop.run_until_complete(main())
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("the delaying proxy did not start")
+        return self
+
+    def stop(self):
+        if self._loop is None:
+            return
+
+        async def close():
+            for server in self._servers:
+                server.close()  # no wait_closed: it would wait for idle keep-alive connections
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._loop.stop()
+
+        import asyncio
+        asyncio.run_coroutine_threadsafe(close(), self._loop)
+        self._thread.join(10)
+        self._loop.close()
+        self._loop = None
 
 
 def _wait_listening(port, proc, timeout):

@@ -696,7 +696,9 @@ def test_a_tensor_parallel_load_fetches_its_slice_not_the_file(http_remote, ckpt
     slice_bytes = 8 * (MiB // 2) * 4
     assert report.bytes_read == slice_bytes
     assert slice_bytes <= report.bytes_fetched <= slice_bytes + HEADER_BOUND, report.bytes_fetched
-    assert report.bytes_fetched < src.stat().st_size * 0.6  # the slice, not the file
+    # The slice, not the file: the 2 MiB gaps between the halves cost more to read than a request
+    # (WL_HTTP_LATENCY_MS x WL_HTTP_BANDWIDTH_MBPS, 20 ms x 100 MB/s = 2 MB by default).
+    assert report.bytes_fetched < src.stat().st_size * 0.6
 
 
 # ==================================================================================================

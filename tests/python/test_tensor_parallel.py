@@ -432,12 +432,15 @@ def four_ranks_over_http(tp_work, testdata, nginx):
 
 
 def test_four_ranks_over_http_make_the_header_requests_of_one_and_take_their_slices(four_ranks_over_http, tp_work, testdata):
-    """Rank 0 reads the header and sends the catalogue as a value: the others open the file (a
-    HEAD) and range over their own bytes; each rank's tensors are its slices of the local load."""
+    """Rank 0 reads the header and sends its loader choice and the catalogue as a value, with the
+    file's size and ETag: the others neither detect the loader nor open the file with a request (no
+    HEAD) and range over their own bytes, pinned to the ETag; each rank's tensors are its slices of
+    the local load."""
     outcomes, alone, four = four_ranks_over_http
     heads = [[e.range for e in on_file if e.method == "GET" and e.range.startswith("bytes=0-")] for on_file in (alone, four)]
     assert heads[0] and heads[1] == heads[0], [(e.method, e.range) for e in four]
-    assert sum(e.method == "HEAD" for e in four) == 4 * sum(e.method == "HEAD" for e in alone)  # each rank opens it
+    assert sum(e.method == "HEAD" for e in four) == sum(e.method == "HEAD" for e in alone)  # rank 0's only
+    assert all(e.if_match for e in four if e.method == "GET"), [(e.method, e.range, e.if_match) for e in four]
     c = Config.from_hf(json.loads((testdata / TINY / "config.json").read_text()))
     whole = meta_module(c)
     assert wl.load_into(whole, str(testdata / TINY), name_map="auto") == ([], [])
