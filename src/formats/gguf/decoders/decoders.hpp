@@ -38,10 +38,11 @@ inline void k4_scale_min(int j, const uint8_t* q, int& scale, int& min) {
   }
 }
 
-// The sixteen 4-bit codes of IQ4_NL / IQ4_XS (kvalues_iq4nl) and, doubled, of MXFP4 / NVFP4's
-// E2M1 values (kvalues_mxfp4).
-inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-inline constexpr int8_t kE2m1Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+// The sixteen 4-bit codes of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl) and, doubled, of MXFP4 / NVFP4's
+// E2M1 values (kvalues_mxfp4): ggml's int8 tables as floats (each exact), so a decoder looks the
+// float up instead of converting it.
+inline constexpr float kIq4nlFloats[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+inline constexpr float kE2m1Floats[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 #define WL_GGML_DECODER(TYPE, fn) void fn(const uint8_t* block, float* out);
 #include "formats/gguf/decoders/list.inc"

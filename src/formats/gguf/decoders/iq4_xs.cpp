@@ -15,8 +15,8 @@ void iq4_xs(const uint8_t* b, float* y) {
     const int ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((scales_h >> (2 * ib)) & 3) << 4);
     const float dl = d * static_cast<float>(ls - 32);
     for (int j = 0; j < 16; ++j) {
-      y[j] = dl * static_cast<float>(kIq4nlValues[qs[j] & 0x0F]);
-      y[j + 16] = dl * static_cast<float>(kIq4nlValues[qs[j] >> 4]);
+      y[j] = dl * kIq4nlFloats[qs[j] & 0x0F];
+      y[j + 16] = dl * kIq4nlFloats[qs[j] >> 4];
     }
   }
 }

@@ -7,6 +7,8 @@
 namespace wl::gguf::decoders {
 #include "formats/gguf/iq_grids.inc"
 
-// The sign of element j (0..7) under an 8-bit sign pattern: bit j set is negative.
-inline float sign_of(uint8_t signs, int j) { return (signs >> j) & 1 ? -1.0f : 1.0f; }
+// The sign of element j (0..7) under an 8-bit sign pattern: bit j set is negative. A table, not a
+// branch: random signs would mispredict; multiplying by it is what ggml does, bit for bit.
+inline constexpr float kSignOfBit[2] = {1.0f, -1.0f};
+inline float sign_of(uint8_t signs, int j) { return kSignOfBit[(signs >> j) & 1]; }
 }  // namespace wl::gguf::decoders

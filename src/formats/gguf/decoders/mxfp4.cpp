@@ -17,8 +17,8 @@ void mxfp4(const uint8_t* b, float* y) {
   const float d = e8m0_half(b[0]);
   const uint8_t* qs = b + 1;
   for (int j = 0; j < 16; ++j) {
-    y[j] = d * static_cast<float>(kE2m1Values[qs[j] & 0x0F]);
-    y[j + 16] = d * static_cast<float>(kE2m1Values[qs[j] >> 4]);
+    y[j] = d * kE2m1Floats[qs[j] & 0x0F];
+    y[j + 16] = d * kE2m1Floats[qs[j] >> 4];
   }
 }
 

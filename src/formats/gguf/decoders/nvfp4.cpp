@@ -23,8 +23,8 @@ void nvfp4(const uint8_t* b, float* y) {
   for (int s = 0; s < 4; ++s, qs += 8, y += 16) {
     const float d = ue4m3_half(b[s]);
     for (int j = 0; j < 8; ++j) {
-      y[j] = d * static_cast<float>(kE2m1Values[qs[j] & 0x0F]);
-      y[j + 8] = d * static_cast<float>(kE2m1Values[qs[j] >> 4]);
+      y[j] = d * kE2m1Floats[qs[j] & 0x0F];
+      y[j + 8] = d * kE2m1Floats[qs[j] >> 4];
     }
   }
 }
