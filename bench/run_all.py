@@ -377,6 +377,9 @@ class Suite:
             run([self.wl, "convert", self.st, f16, "--to", "gguf", "--gguf-type", "f16", "--no-tokenizer", "-q"])
         files = {"st-f32": self.st_file, "st-bf16": os.path.join(st_bf16, "model.safetensors"), "bin-f32": binfile,
                  "q8_0": self.q8, "f16": f16}
+        # random blocks of each other GGML block type, written by gguf-py (python_peers.BLOCK_TYPES)
+        blocks = python_peers.files_in(self.a.dir, self.wl, set(python_peers.BLOCK_TYPES))
+        files.update({key: path for key, (path, _) in blocks.items()})
         env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
         for case, key, peer_label, ours_label in python_peers.ROWS:
             path = files[key]
