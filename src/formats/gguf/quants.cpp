@@ -1,7 +1,6 @@
 // The table of ggml block decoders (each in its own file under decoders/, listed in
 // decoders/list.inc), the Decoder that runs them (SIMD where quants_hwy.cpp has a kernel), and
 // Q8_0 quantisation as quantize_row_q8_0_ref.
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <iterator>
