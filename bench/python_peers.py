@@ -6,7 +6,9 @@ Usage: PYTHONPATH=build/python build-deps/venv/bin/python bench/python_peers.py 
        build-deps/venv/bin/python bench/python_peers.py --table DIR [--runs 3] [--build build] [--cases a,b,...]
                                                         [--preset 1gb]
 --table: every row of ROWS on the checkpoints in DIR (made with the CLI when missing: st-f32/ and
-st-bf16/ from `weightloader synth --preset 1gb`, bin-f32/pytorch_model.bin, q8_0.gguf, f16.gguf),
+st-bf16/ from `weightloader synth --preset 1gb`, bin-f32/pytorch_model.bin, q8_0.gguf, f16.gguf, and
+random-<type>.gguf of random blocks for each GGML block type in BLOCK_TYPES, written by gguf-py;
+--files picks file keys, e.g. `--cases gguf --files q4_k,q2_k,iq2_xxs`),
 peer and weightloader alternating (which goes first alternates too), the page cache warmed before
 each run, and prints a markdown table (medians, min..max, peak RSS). run_all.py's peers group
 runs the same rows through pair().
@@ -257,8 +259,49 @@ ROWS = [
     ("gguf", "q8_0", "warm", "gguf.GGUFReader + dequantize to F32", "weightloader.safe_open(dtype=f32)"),
     ("gguf", "f16", "warm", "gguf.GGUFReader + dequantize to F32", "weightloader.safe_open(dtype=f32)"),
 ]
+# Every other GGML block type both sides decode: a GGUF of random blocks of the type (scales made
+# finite; 16 Mi elements, written by gguf-py since `convert` writes none of them), so each is
+# measured against gguf-py and (the "vs our Q4_K" column of --table) against weightloader's own Q4_K.
+BLOCK_TYPES = ["q4_k", "q2_k", "q3_k", "q5_k", "q6_k", "tq1_0", "tq2_0", "iq4_nl", "iq4_xs", "mxfp4", "nvfp4",
+               "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m"]
+ROWS += [("gguf", t, "warm", "gguf.GGUFReader + dequantize to F32", "weightloader.safe_open(dtype=f32)") for t in BLOCK_TYPES]
+
+
+def random_block_gguf(path, type_name, rows=16, cols=1 << 20):
+    """A GGUF of `rows` tensors [1, cols] of random blocks of a GGML type, written by gguf-py, every
+    scale field made finite (the byte offsets as ggml-common.h lays each block out)."""
+    import numpy as np
+    import gguf
+    qtype = gguf.GGMLQuantizationType[type_name.upper()]
+    block, size = gguf.GGML_QUANT_SIZES[qtype]
+    f16_fields = {"Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "Q2_K": (80, 82), "Q3_K": (108,), "TQ1_0": (52,),
+                  "TQ2_0": (64,), "IQ4_NL": (0,), "IQ4_XS": (0,), "IQ2_XXS": (0,), "IQ2_XS": (0,), "IQ2_S": (0,),
+                  "IQ3_XXS": (0,), "IQ3_S": (0,), "IQ1_S": (0,)}
+    rng = np.random.default_rng(0)
+    writer = gguf.GGUFWriter(path, "bench")
+    for r in range(rows):
+        n = cols // block
+        raw = rng.integers(0, 256, size=(n, size), dtype=np.uint8)
+        for at in f16_fields.get(qtype.name, ()):
+            raw[:, at:at + 2] = (rng.standard_normal((n, 1)) * 0.05).astype(np.float16).view(np.uint8)
+        if qtype.name == "MXFP4":
+            raw[:, 0] = rng.integers(100, 150, size=n, dtype=np.uint8)
+        if qtype.name == "IQ1_M":  # the f16 d is the top nibbles of the four u16 scale words
+            d = (rng.standard_normal(n) * 0.05).astype(np.float16).view(np.uint16)
+            words = raw[:, 48:56].copy().view(np.uint16)
+            for k in range(4):
+                words[:, k] = (words[:, k] & 0x0FFF) | (((d >> (4 * k)) & 0xF) << 12)
+            raw[:, 48:56] = words.view(np.uint8)
+        writer.add_tensor(f"t{r}", raw.reshape(1, n * size), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 FILE_DTYPE = {"st-f32": "F32", "st-bf16": "BF16", "bin-f32": "F32 .bin", "q8_0": "GGUF Q8_0", "f16": "GGUF F16",
-              "tz-f32": "F32", "dir-f32": "F32 Llama dir", "dir-bf16": "BF16 Llama dir", "s3-f32": "F32 on S3"}
+              "tz-f32": "F32", "dir-f32": "F32 Llama dir", "dir-bf16": "BF16 Llama dir", "s3-f32": "F32 on S3",
+              **{t: f"GGUF {t.upper()}" for t in BLOCK_TYPES}}
 
 
 def safetensors_of_tensorizer(path):
@@ -312,25 +355,33 @@ def s3_available():
     return remote_servers.s3rver_command() is not None
 
 
-def files_in(d, wl, preset="1gb"):
-    """{file key: checkpoint path} in d, each made with the CLI `wl` (`synth --preset`) when missing."""
+def files_in(d, wl, keys=None, preset="1gb"):
+    """{file key: checkpoint path} in d, each made with the CLI `wl` (`synth --preset`; gguf-py for
+    BLOCK_TYPES) when missing; only `keys` (all when None) and what they derive from."""
     import subprocess
     paths = {"st-f32": os.path.join(d, "st-f32", "model.safetensors"),
              "st-bf16": os.path.join(d, "st-bf16", "model.safetensors"),
              "bin-f32": os.path.join(d, "bin-f32", "pytorch_model.bin"),
              "q8_0": os.path.join(d, "q8_0.gguf"), "f16": os.path.join(d, "f16.gguf")}
+    if keys is not None and not (set(keys) - set(BLOCK_TYPES)):
+        paths = {}  # only GGML block types: none of the checkpoints made with the CLI
+    for t in BLOCK_TYPES:
+        if keys is None or t in keys:
+            paths[t] = os.path.join(d, f"random-{t}.gguf")
+            if not os.path.exists(paths[t]):
+                random_block_gguf(paths[t], t)
     for key, dtype in (("st-f32", "f32"), ("st-bf16", "bf16")):
-        if not os.path.exists(paths[key]):
+        if key in paths and not os.path.exists(paths[key]):
             subprocess.run([wl, "synth", os.path.dirname(paths[key]), "--preset", preset, "--dtype", dtype], check=True)
-    if not os.path.exists(paths["bin-f32"]):
+    if "bin-f32" in paths and not os.path.exists(paths["bin-f32"]):
         from safetensors.torch import load_file
         os.makedirs(os.path.dirname(paths["bin-f32"]), exist_ok=True)
         torch.save({k: v.clone() for k, v in load_file(paths["st-f32"]).items()}, paths["bin-f32"])
     for key in ("q8_0", "f16"):
-        if not os.path.exists(paths[key]):
+        if key in paths and not os.path.exists(paths[key]):
             subprocess.run([wl, "convert", paths["st-f32"], paths[key], "--gguf-type", key, "--no-tokenizer", "-q"],
                            check=True)
-    return derived_files(paths, lambda path: shapes_of(path, wl))
+    return derived_files(paths, lambda path: shapes_of(path, wl)) if "st-f32" in paths else paths
 
 
 def shapes_of(path, wl):
@@ -422,21 +473,28 @@ def table_main(argv):
     ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build"))
     ap.add_argument("--cases", default="")
     ap.add_argument("--preset", default="1gb", help="synth preset of the checkpoints made when missing")
+    ap.add_argument("--files", default="", help="only these file keys (e.g. q4_k,q2_k,iq2_xxs)")
     a = ap.parse_args(argv)
     wl = os.path.join(a.build, "weightloader")
-    files = files_in(a.table, wl, a.preset)
-    env = dict(os.environ, PYTHONPATH=os.path.join(a.build, "python"))
     wanted = set(a.cases.split(",")) if a.cases else None
+    keys = set(a.files.split(",")) if a.files else None
+    rows = [r for r in ROWS if (not wanted or r[0] in wanted) and (not keys or r[1] in keys)]
+    files = files_in(a.table, wl, {r[1] for r in rows})
+    env = dict(os.environ, PYTHONPATH=os.path.join(a.build, "python"))
     lines = ["| case | file | peer | peer median s (min..max) | weightloader | weightloader median s (min..max) "
-             "| peer / weightloader time | peer peak RSS | weightloader peak RSS |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| peer / weightloader time | peer peak RSS | weightloader peak RSS | weightloader time / its Q4_K |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     from run_all import evict
+    q4_k = None  # weightloader's median on the Q4_K file, when that row ran
     for (case, key, state, plabel, olabel), peer, ours in run_rows(files, a.runs, lambda p: warm_simple(p, wl), evict,
-                                                                  wl, a.table, env, wanted):
+                                                                  wl, a.table, env, rows=rows):
         pm, plo, phi, prss = summary(peer)
         om, olo, ohi, orss = summary(ours)
+        if key == "q4_k":
+            q4_k = om
+        vs_q4_k = f"{om / q4_k:.2f}" if q4_k and key in BLOCK_TYPES else ""
         lines.append(f"| {case} | {FILE_DTYPE[key]} {state} | {plabel} | {pm:.3f} ({plo:.3f}..{phi:.3f}) | {olabel} | "
-                     f"{om:.3f} ({olo:.3f}..{ohi:.3f}) | {pm / om:.2f}x | {prss / 1e9:.2f} GB | {orss / 1e9:.2f} GB |")
+                     f"{om:.3f} ({olo:.3f}..{ohi:.3f}) | {pm / om:.2f}x | {prss / 1e9:.2f} GB | {orss / 1e9:.2f} GB | {vs_q4_k} |")
         print(lines[-1], file=sys.stderr, flush=True)
     print("\n".join(lines))
 

@@ -398,6 +398,8 @@ class Suite:
         files = python_peers.derived_files(
             {"st-f32": self.st_file, "st-bf16": os.path.join(st_bf16, "model.safetensors"), "bin-f32": binfile,
              "q8_0": self.q8, "f16": f16}, lambda p: python_peers.shapes_of(p, self.wl))
+        # random blocks of each other GGML block type, written by gguf-py (python_peers.BLOCK_TYPES)
+        files.update(python_peers.files_in(self.a.dir, self.wl, set(python_peers.BLOCK_TYPES)))
         env = dict(os.environ, PYTHONPATH=os.path.join(self.a.build, "python"))
         # Each row also as a share of what the machine allows: warm rows of the parallel pread into
         # fresh memory (the limits group's fresh_thp), cold rows of the O_DIRECT read.

@@ -59,7 +59,7 @@ enum class ErrorCode {
   GgufTooManyDims,               // a tensor with n_dims above 4
   GgufBadDim,                    // a dimension above INT64_MAX (negative as ggml reads it)
   GgufBadTensorType,             // a tensor type number that is not a ggml type
-  GgufUnsupportedTensorType,     // a ggml type weightloader cannot decode (Q2_K, IQ*, ...)
+  GgufUnsupportedTensorType,     // reading a ggml type weightloader cannot decode (Q8_1, Q1_0, Q2_0)
   GgufRowNotBlockMultiple,       // ne[0] not a multiple of the type's block size
   GgufMisalignedOffset,          // a tensor offset not a multiple of the alignment
   GgufTensorOutOfBounds,         // a tensor's bytes extend past the end of the file

@@ -66,7 +66,12 @@ std::shared_ptr<const Decoder> decoder_from_spec(const std::string& spec, const 
   try {
     const std::string kind = j["kind"].get<std::string>();
     if (kind == "ggml") {
-      if (auto d = gguf::ggml_decoder(static_cast<GgmlType>(j.at("type").get<uint32_t>()))) return d;
+      const auto type = static_cast<GgmlType>(j.at("type").get<uint32_t>());
+      if (auto d = gguf::ggml_decoder(type)) return d;
+      if (const auto refused = j.find("refused"); refused != j.end())  // listed, but reading it is refused
+        if (auto d = gguf::ggml_refusing_decoder(type, refused->at("file").get<std::string>(),
+                                                 refused->at("tensor").get<std::string>()))
+          return d;
     } else if (kind == "llama2c-q8") {
       const uint64_t group = j.at("group").get<uint64_t>();
       if (group > 0) return std::make_shared<llama2c::Q8Decoder>(group);

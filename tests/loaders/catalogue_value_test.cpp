@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "engine/rank_agreement.hpp"
+#include "formats/gguf/ggml_types.hpp"
 #include "test_util.hpp"
 #include "weightloader/convert_checkpoint.hpp"
 #include "weightloader/registry.hpp"
@@ -177,6 +178,26 @@ TEST(CatalogueValue, ValuesThisBuildDidNotWriteAreRefused) {
     SCOPED_TRACE(value);
     const std::string msg = test::expect_error(ErrorCode::InvalidArgument, [&] { catalogue_from_value(value, local_opener()); });
     EXPECT_NE(msg.find("not a catalogue value"), std::string::npos) << msg;
+  }
+}
+
+// A GGUF tensor of a type nobody decodes travels as a value too (the other ranks list it as well),
+// and reading it from the rebuilt catalogue is refused as from the original, naming file and tensor.
+TEST(CatalogueValue, AnUndecodedGgufTensorComesBackRefusedWhenRead) {
+  const std::string spec = gguf::ggml_refusing_decoder(GgmlType::Q8_1, "/models/m.gguf", "blk.0.x")->spec();
+  const std::shared_ptr<const Decoder> back = decoder_from_spec(spec, local_opener());
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->name(), "Q8_1");
+  EXPECT_EQ(back->block_elems(), 32u);
+  EXPECT_EQ(back->block_bytes(), 36u);
+  EXPECT_EQ(back->spec(), spec);
+  try {
+    back->prepare();
+    ADD_FAILURE() << "reading a Q8_1 tensor was not refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::GgufUnsupportedTensorType);
+    EXPECT_EQ(e.file(), "/models/m.gguf");
+    EXPECT_EQ(e.tensor(), "blk.0.x");
   }
 }
 

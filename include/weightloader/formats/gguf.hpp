@@ -123,10 +123,11 @@ WL_API GgufFile read_gguf(const std::string& path);  // by name, through local_o
 // A catalogue of a GGUF checkpoint: its tensors under their stored names, with their stored rows.
 // When `path` is the first file of a split model (<name>-00001-of-0000N.gguf, split.count = N),
 // every split is read and checked against the others; the metadata is the first split's. Tensor
-// dtypes: F32, F16, BF16, F64, I8, I16, I32, I64 raw; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K
-// decoded to F32 through TensorInfo::decoder.
-// Throws everything read_gguf does, plus GgufUnsupportedTensorType, GgufSplitMismatch,
-// GgufSplitMissing and TensorInTwoFiles.
+// dtypes: F32, F16, BF16, F64, I8, I16, I32, I64 raw; every other ggml type but Q8_1, Q1_0 and Q2_0
+// (the K-quants, TQ*, IQ*, MXFP4, NVFP4, ...) decoded to F32 through TensorInfo::decoder. A tensor of
+// those three is listed all the same (stored_type() names its type); reading it throws
+// GgufUnsupportedTensorType naming the type, the file and the tensor.
+// Throws everything read_gguf does, plus GgufSplitMismatch, GgufSplitMissing and TensorInTwoFiles.
 // `opener` finds the other splits beside the first.
 WL_API Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener);
 WL_API Catalogue read_gguf_catalogue(const std::string& path);  // by name, through local_opener()

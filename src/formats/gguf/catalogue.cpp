@@ -84,11 +84,9 @@ TensorInfo tensor_info(const GgufFile& file, const GgufTensorRecord& record) {
     info.dtype = decoder->output_dtype();
     info.decoder = std::move(decoder);
   } else {
-    throw Error(ErrorCode::GgufUnsupportedTensorType,
-                fmt::format("{} tensors cannot be decoded by weightloader (supported: F32, F16, BF16, F64, I8, I16, "
-                            "I32, I64, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
-                            ggml_type_name(record.type)),
-                file.path, record.name);
+    // Listed with its type; reading it is refused (the decoder says why, naming file and tensor).
+    info.dtype = DType::F32;
+    info.decoder = gguf::ggml_refusing_decoder(record.type, file.path, record.name);
   }
   info.shape = record.shape();
   info.file = file.path;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "weightloader/formats/gguf.hpp"
@@ -26,6 +27,12 @@ const GgmlTypeTraits* ggml_type_traits(uint32_t id);
 std::optional<DType> ggml_raw_dtype(GgmlType type);
 // The F32 decoder of a quantised type weightloader reads; null for the others.
 std::shared_ptr<const Decoder> ggml_decoder(GgmlType type);
+// The names of the types ggml_decoder decodes, in its table's order ("Q4_0, Q4_1, ...").
+std::string ggml_decoded_type_names();
+// What the catalogue holds for tensor `tensor` of `file`, of a ggml type no decoder reads: its
+// geometry, so it is listed, and a refusal (GgufUnsupportedTensorType naming the type, the file and
+// the tensor) when it is read. Null when `type` is not a ggml type.
+std::shared_ptr<const Decoder> ggml_refusing_decoder(GgmlType type, std::string file, std::string tensor);
 
 // Quantises `n` floats (a multiple of 32, all finite) into n / 32 Q8_0 blocks of 34 bytes.
 void quantize_q8_0(const float* x, uint64_t n, std::byte* out);

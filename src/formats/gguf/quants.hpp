@@ -7,8 +7,8 @@
 
 namespace wl::gguf {
 
-// Scalar reference, value for value as ggml's dequantize_row_* (quants.cpp). False for a type it
-// does not decode.
+// Scalar reference, value for value as ggml's dequantize_row_* (decoders/, one file per type, the
+// table in quants.cpp). False for a type it does not decode.
 bool dequantize_reference(GgmlType type, const uint8_t* blocks, uint64_t nblocks, float* out);
 
 // The same on the best SIMD target the CPU offers (quants_hwy.cpp), bit for bit: each value is

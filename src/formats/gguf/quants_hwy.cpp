@@ -174,6 +174,92 @@ void Q6_K(const uint8_t* b, float* y) {
   }
 }
 
+// Q2_K: sixteen sub-blocks of 16 elements, each bits 2s..2s+1 of 16 bytes: (d * scale) * q - dmin * min.
+void Q2_K(const uint8_t* b, float* y) {
+  const size_t N = hn::Lanes(DF());
+  const DI di;
+  const uint8_t* scales = b;
+  const uint8_t* qs = b + 16;
+  const float d = F16At(b + 80), dmin = F16At(b + 82);
+  const VI three = hn::Set(di, 3);
+  for (int g = 0; g < 2; ++g, qs += 32) {
+    for (int s = 0; s < 4; ++s) {
+      for (int half = 0; half < 2; ++half, y += 16) {
+        const uint8_t sc = *scales++;
+        const float dl = d * static_cast<float>(sc & 0x0F), ml = dmin * static_cast<float>(sc >> 4);
+        for (size_t l = 0; l < 16; l += N)
+          StoreScaledMinus(hn::And(hn::ShiftRightSame(LoadU8(qs + 16 * half + l), 2 * s), three), dl, ml, y + l);
+      }
+    }
+  }
+}
+
+// Q3_K: as quants.cpp's q3_k: q = low 2 bits - (hmask bit ? 0 : 4), value (d * scale) * q.
+void Q3_K(const uint8_t* b, float* y) {
+  const size_t N = hn::Lanes(DF());
+  const DI di;
+  const DF df;
+  const uint8_t* hmask = b;
+  const uint8_t* qs = b + 32;
+  const uint8_t* packed = b + 96;
+  const float d = F16At(b + 108);
+  int scales[16];
+  for (int i = 0; i < 16; ++i) {
+    const int lo = (i < 8 ? packed[i] : packed[i - 8] >> 4) & 0x0F;
+    const int hi = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+    scales[i] = (lo | (hi << 4)) - 32;
+  }
+  const VI three = hn::Set(di, 3), one = hn::Set(di, 1), four = hn::Set(di, 4);
+  for (int g = 0; g < 2; ++g, qs += 32) {
+    for (int s = 0; s < 4; ++s) {
+      const int bit = 4 * g + s;
+      for (int half = 0; half < 2; ++half, y += 16) {
+        const float dl = d * static_cast<float>(scales[8 * g + 2 * s + half]);
+        for (size_t l = 0; l < 16; l += N) {
+          const size_t m = 16 * static_cast<size_t>(half) + l;
+          const VI low = hn::And(hn::ShiftRightSame(LoadU8(qs + m), 2 * s), three);
+          const VI high = hn::And(hn::ShiftRightSame(LoadU8(hmask + m), bit), one);
+          const VI q = hn::Sub(hn::Add(low, hn::ShiftLeft<2>(high)), four);  // low - (high ? 0 : 4)
+          hn::StoreU(hn::Mul(hn::Set(df, dl), ToFloat(q)), df, y + l);
+        }
+      }
+    }
+  }
+}
+
+// IQ4_XS: the 4-bit codes of a group of 32 become int8 values by a 16-byte table lookup, then
+// (d * scale) * value as quants.cpp's iq4_xs.
+void IQ4_XS(const uint8_t* b, float* y) {
+  const size_t N = hn::Lanes(DF());
+  const DF df;
+  alignas(16) static constexpr int8_t kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+#if HWY_TARGET != HWY_SCALAR
+  const hn::Full128<uint8_t> d8;
+  const auto table = hn::BitCast(d8, hn::Load(hn::Full128<int8_t>(), kValues));
+#endif
+  const float d = F16At(b);
+  uint16_t scales_h;
+  std::memcpy(&scales_h, b + 2, sizeof scales_h);
+  const uint8_t* scales_l = b + 4;
+  const uint8_t* qs = b + 8;
+  alignas(16) uint8_t values[32];  // the group's int8 values
+  for (int ib = 0; ib < 8; ++ib, qs += 16, y += 32) {
+    const int ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((scales_h >> (2 * ib)) & 3) << 4);
+    const float dl = d * static_cast<float>(ls - 32);
+#if HWY_TARGET != HWY_SCALAR
+    const auto codes = hn::LoadU(d8, qs);
+    hn::Store(hn::TableLookupBytes(table, hn::And(codes, hn::Set(d8, uint8_t{0x0F}))), d8, values);
+    hn::Store(hn::TableLookupBytes(table, hn::ShiftRight<4>(codes)), d8, values + 16);
+#else
+    for (int j = 0; j < 16; ++j) {
+      values[j] = static_cast<uint8_t>(kValues[qs[j] & 0x0F]);
+      values[j + 16] = static_cast<uint8_t>(kValues[qs[j] >> 4]);
+    }
+#endif
+    for (size_t j = 0; j < 32; j += N) hn::StoreU(hn::Mul(hn::Set(df, dl), ToFloat(LoadI8(values + j))), df, y + j);
+  }
+}
+
 template <void (*Block)(const uint8_t*, float*)>
 void Rows(const uint8_t* in, uint64_t nblocks, uint64_t block_bytes, uint64_t block_elems, float* out) {
   for (uint64_t i = 0; i < nblocks; ++i) Block(in + i * block_bytes, out + i * block_elems);
@@ -189,6 +275,9 @@ bool Dequantize(GgmlType type, const uint8_t* in, uint64_t n, float* out) {
     case GgmlType::Q4_K: Rows<QK<false>>(in, n, 144, 256, out); return true;
     case GgmlType::Q5_K: Rows<QK<true>>(in, n, 176, 256, out); return true;
     case GgmlType::Q6_K: Rows<Q6_K>(in, n, 210, 256, out); return true;
+    case GgmlType::Q2_K: Rows<Q2_K>(in, n, 84, 256, out); return true;
+    case GgmlType::Q3_K: Rows<Q3_K>(in, n, 110, 256, out); return true;
+    case GgmlType::IQ4_XS: Rows<IQ4_XS>(in, n, 136, 256, out); return true;
     default: return false;
   }
 }

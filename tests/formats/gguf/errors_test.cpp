@@ -217,14 +217,37 @@ TEST(GgufErrors, BadTensorType) {
   }
 }
 
-// read_gguf accepts every ggml type; only the catalogue, which must decode, refuses some.
+// read_gguf accepts every ggml type, and the catalogue lists a tensor of any type with its type
+// name; only reading one of a type no decoder reads is refused, naming the type, file and tensor.
 TEST(GgufErrors, UnsupportedTensorType) {
   GgufBytes b;
-  b.header(1, 0).tensor("t", {256}, 11, 0).pad().raw(std::string(110, '\0'));  // Q3_K
+  b.header(1, 0).tensor("t", {64}, 9, 0).pad().raw(std::string(72, '\0'));  // Q8_1: two blocks of 36 bytes
   TempDir dir;
-  const GgufFile f = read_gguf(make_gguf(dir, b));
-  EXPECT_EQ(f.tensors[0].nbytes, 110u);
-  expect_contains(expect_gguf_error(ErrorCode::GgufUnsupportedTensorType, b), "Q3_K");
+  const std::string path = make_gguf(dir, b);
+  const GgufFile f = read_gguf(path);
+  EXPECT_EQ(f.tensors[0].nbytes, 72u);
+  const Catalogue c = read_gguf_catalogue(path);
+  ASSERT_EQ(c.tensors.size(), 1u);
+  EXPECT_EQ(c.tensors[0].stored_type(), "Q8_1");
+  EXPECT_EQ(c.tensors[0].nbytes, 72u);
+  try {
+    gguf_values<float>(c, "t", DType::F32);
+    ADD_FAILURE() << "a Q8_1 tensor was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::GgufUnsupportedTensorType);
+    EXPECT_EQ(e.file(), path);
+    EXPECT_EQ(e.tensor(), "t");
+    expect_contains(e.what(), "Q8_1 tensors cannot be decoded");
+    expect_contains(e.what(), "IQ1_M");  // the message lists what is decoded
+  }
+}
+
+// A truncated tensor of a type decoded since the first eight (Q3_K) is refused naming file and tensor.
+TEST(GgufErrors, TruncatedTensorOfANewType) {
+  GgufBytes b;
+  b.header(1, 0).tensor("t", {512}, 11, 0).pad().raw(std::string(110 + 50, '\0'));  // Q3_K: 2 blocks need 220 bytes
+  const std::string message = expect_gguf_error(ErrorCode::GgufTensorOutOfBounds, b);
+  expect_contains(message, "tensor 't'");
 }
 
 TEST(GgufErrors, RowNotBlockMultiple) {

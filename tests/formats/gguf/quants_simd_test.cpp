@@ -22,7 +22,8 @@ struct Case {
 TEST(GgufQuantsSimd, BitExactAgainstTheScalarReferenceOnEveryTarget) {
   const std::vector<Case> cases = {{GgmlType::Q8_0, {0}},    {GgmlType::Q4_0, {0}},    {GgmlType::Q4_1, {0, 2}},
                                    {GgmlType::Q5_0, {0}},    {GgmlType::Q5_1, {0, 2}}, {GgmlType::Q4_K, {0, 2}},
-                                   {GgmlType::Q5_K, {0, 2}}, {GgmlType::Q6_K, {208}}};
+                                   {GgmlType::Q5_K, {0, 2}}, {GgmlType::Q6_K, {208}}, {GgmlType::Q2_K, {80, 82}},
+                                   {GgmlType::Q3_K, {108}},  {GgmlType::IQ4_XS, {0}}};
   struct Reset {
     ~Reset() { hwy::SetSupportedTargetsForTest(0); }
   } reset;

@@ -89,7 +89,9 @@ TEST(GgufReader, ValueHelpers) {
   EXPECT_EQ(ggml_type_name(GgmlType::Q6_K), "Q6_K");
   EXPECT_EQ(ggml_type_name(static_cast<GgmlType>(4)), "type 4");
   EXPECT_TRUE(ggml_type_supported(GgmlType::Q5_1));
-  EXPECT_FALSE(ggml_type_supported(GgmlType::Q3_K));
+  EXPECT_TRUE(ggml_type_supported(GgmlType::Q3_K));
+  EXPECT_TRUE(ggml_type_supported(GgmlType::IQ1_M));
+  EXPECT_FALSE(ggml_type_supported(GgmlType::Q8_1));
 }
 
 // Plain tensors: dims reversed into PyTorch order, absolute offsets, values as stored.
