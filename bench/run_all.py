@@ -35,7 +35,9 @@ ours / peer) and writes bench/RESULTS.md.
 Usage: build-deps/venv/bin/python bench/run_all.py [--preset 2gb] [--layers N] [--runs 3] [--dir /tmp/wl-bench]
                                          [--build build] [--ggml-gguf-bin PATH] [--results FILE]
                                          [--baseline-build DIR] [--generate-only] [--python-tp]
-                                         [--quick] [--no-remote]
+                                         [--quick] [--no-remote] [--io-ways DIR]
+--io-ways DIR: only the limits and io=auto against every explicit way (io mode x prefault), warm and
+cold, F32 and BF16, on the safetensors folder DIR; prints that table.
 --quick: the tiny preset, one run, written to DIR/RESULTS-quick.md: checks that the suite works
 (its figures measure process start-up, not loading).
 --ggml-gguf-bin: a program that takes a .gguf path, loads every tensor with ggml's
@@ -302,26 +304,8 @@ class Suite:
     def ours_group(self):
         self.ours = {}
         self.take_probes()
-        # Each explicit way (io mode x prefault) beside auto, warm and cold: auto against the best of
-        # them in the same run (prefault matters to pread and mmap only; direct faults in the background).
-        ways = [("pread", "true"), ("pread", "false"), ("mmap", "true"), ("mmap", "false"), ("direct", None)]
-        self.auto_vs_best = []
+        self.io_ways()
         for dtype in ("f32", "bf16"):
-            for state in ("warm", "cold"):
-                g, r, _ = self.wl_load(self.st, dtype, "auto", cold=state == "cold")
-                self.add("ours", f"{state} {dtype} io=auto ({r['io_mode']})", g, **self.rss_note(r),
-                         reason=r.get("io_mode_reason", ""))
-                self.ours[(state, dtype, "auto")] = auto = stat(g)[0]
-                chosen = r["io_mode_reason"] or r["io_mode"]
-                best = (0, "")
-                for io, prefault in ways:
-                    extra = ["--kw", f"prefault={prefault}"] if prefault else []
-                    g, r, _ = self.wl_load(self.st, dtype, io, cold=state == "cold", extra=extra)
-                    way = f"io={io}" + (f" prefault={prefault}" if prefault else "")
-                    self.add("ours", f"{state} {dtype} {way}", g, **self.rss_note(r))
-                    self.ours[(state, dtype, io, prefault)] = stat(g)[0]
-                    best = max(best, (stat(g)[0], way))
-                self.auto_vs_best.append((f"{state} {dtype}", chosen, auto, best))
             re = self.sample(lambda: run_json([self.loads, "reload", self.st, dtype, "auto"])["gbps"])
             self.add("ours", f"warm {dtype} reload into faulted-in parameters", re)
             self.ours[("reload", dtype)] = stat(re)[0]
@@ -351,6 +335,38 @@ class Suite:
         self.tp_ratio = ratio
         self.add("ours", "warm f32 tp=2, two ranks at once", gbps, note=f"bytes read / model bytes = {ratio:.3f}")
         self.ours["tp2"] = stat(gbps)[0]
+
+    def io_ways(self):
+        """io=auto beside each explicit way, warm and cold, F32 and BF16 (self.auto_vs_best)."""
+        # Each explicit way (io mode x prefault) beside auto, warm and cold: auto against the best of
+        # them in the same run (prefault matters to pread and mmap only; direct faults in the background).
+        ways = [("pread", "true"), ("pread", "false"), ("mmap", "true"), ("mmap", "false"), ("direct", None)]
+        self.auto_vs_best = []
+        for dtype in ("f32", "bf16"):
+            for state in ("warm", "cold"):
+                g, r, _ = self.wl_load(self.st, dtype, "auto", cold=state == "cold")
+                self.add("ours", f"{state} {dtype} io=auto ({r['io_mode']})", g, **self.rss_note(r),
+                         reason=r.get("io_mode_reason", ""))
+                self.ours[(state, dtype, "auto")] = auto = stat(g)[0]
+                chosen = r["io_mode_reason"] or r["io_mode"]
+                best = (0, "")
+                for io, prefault in ways:
+                    extra = ["--kw", f"prefault={prefault}"] if prefault else []
+                    g, r, _ = self.wl_load(self.st, dtype, io, cold=state == "cold", extra=extra)
+                    way = f"io={io}" + (f" prefault={prefault}" if prefault else "")
+                    self.add("ours", f"{state} {dtype} {way}", g, **self.rss_note(r))
+                    self.ours[(state, dtype, io, prefault)] = stat(g)[0]
+                    best = max(best, (stat(g)[0], way))
+                self.auto_vs_best.append((f"{state} {dtype}", chosen, auto, best))
+
+    def auto_table(self):
+        lines = ["", "io=auto's choice on each row, against the best explicit way measured in the same run "
+                 "(its probes, remembered per device in the profile file, were taken before the timed runs):", "",
+                 "| row | auto chose | auto GB/s | best explicit way | best GB/s | auto / best |",
+                 "| --- | --- | --- | --- | --- | --- |"]
+        for label, chosen, auto, (best, way) in self.auto_vs_best:
+            lines.append(f"| {label} | {chosen} | {auto:.2f} | {way} | {best:.2f} | {auto / best:.2f} |")
+        return lines + ["", "The probe profile:", "", "```json", self.profile.strip(), "```"]
 
     def peers_group(self):
         self.peers = {}
@@ -573,13 +589,7 @@ class Suite:
             lines.append(f"| {group} | {label} | {med:.2f} ({lo:.2f}..{hi:.2f}) | {med / self.dd:.2f} | "
                          f"{med / self.pread_limit:.2f} | {extra.get('resident', '')} | "
                          f"{extra.get('note', '')} {extra.get('reason', '')} |")
-        lines += ["", "io=auto's choice on each row, against the best explicit way measured in the same run "
-                  "(its probes, remembered per device in the profile file, were taken before the timed runs):", "",
-                  "| row | auto chose | auto GB/s | best explicit way | best GB/s | auto / best |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-        for label, chosen, auto, (best, way) in self.auto_vs_best:
-            lines.append(f"| {label} | {chosen} | {auto:.2f} | {way} | {best:.2f} | {auto / best:.2f} |")
-        lines += ["", "The probe profile:", "", "```json", self.profile.strip(), "```"]
+        lines += self.auto_table()
         lines += ["", "Ratios against peers (same checkpoint, warm):", "",
                   "| ours | peer | ratio |", "| --- | --- | --- |"]
         pairs = [(("warm", "f32", "auto"), ("torch", "f32"), "weightloader F32 vs torch.load + load_state_dict"),
@@ -620,6 +630,14 @@ class Suite:
     def main(self):
         self.load_before = f"{os.getloadavg()[0]:.2f}"
         t0 = time.perf_counter()
+        if self.a.io_ways:  # that group alone, on the given safetensors folder
+            self.st, self.st_file = self.a.io_ways, os.path.join(self.a.io_ways, "model.safetensors")
+            self.bytes = os.path.getsize(self.st_file)
+            self.limits_group()
+            self.take_probes()
+            self.io_ways()
+            print("\n".join(self.auto_table()))
+            return
         self.generate()
         if self.a.generate_only:
             return
@@ -659,6 +677,8 @@ def main():
     ap.add_argument("--results", default="", help="where the table goes (default: bench/RESULTS.md)")
     ap.add_argument("--no-remote", action="store_true", help="skip the remote group (nginx, s3rver)")
     ap.add_argument("--quick", action="store_true", help="tiny preset, one run: checks the suite, measures nothing")
+    ap.add_argument("--io-ways", default="", metavar="DIR",
+                    help="only the limits and io=auto beside every explicit io mode and prefault, on the safetensors folder DIR")
     args = ap.parse_args()
     if args.quick:
         args.preset, args.runs, args.dir = "tiny", 1, args.dir + "-quick"
