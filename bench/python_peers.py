@@ -164,6 +164,8 @@ def case_fastsafetensors(path, ours, _):
 
 
 def case_runai(path, ours, _):
+    """Run:ai at its own default concurrency: RUNAI_STREAMER_CONCURRENCY 1, 2, 4, 8 and 16 were each
+    slower here (README, "Beside the Python loaders")."""
     if ours:
         return ours_load_file_fresh(path)
     from runai_model_streamer import SafetensorsStreamer
@@ -208,16 +210,6 @@ def case_from_pretrained(path, ours, _):
     return dict(model.state_dict())
 
 
-RUNAI_BEST_CONCURRENCY = 2  # the best of 1, 2, 4, 8 and 16 measured on this 2-core machine (README)
-
-
-def case_runai_tuned(path, ours, _):
-    """Run:ai at the concurrency measured best here (RUNAI_STREAMER_CONCURRENCY)."""
-    if not ours:
-        os.environ["RUNAI_STREAMER_CONCURRENCY"] = str(RUNAI_BEST_CONCURRENCY)
-    return case_runai(path, ours, _)
-
-
 def case_gguf(path, ours, _):
     if ours:
         from weightloader import safe_open
@@ -235,7 +227,7 @@ def case_gguf(path, ours, _):
 
 PEER_MODULES = {"load_file": "safetensors.torch", "safe_open": "safetensors", "load_file_view": "safetensors.torch",
                 "safe_open_view": "safetensors", "load_model": "safetensors.torch",
-                "torch_bin": "torch", "fastsafetensors": "fastsafetensors", "runai": "runai_model_streamer", "runai_tuned": "runai_model_streamer",
+                "torch_bin": "torch", "fastsafetensors": "fastsafetensors", "runai": "runai_model_streamer",
                 "gguf": "gguf.quants", "tensorizer": "tensorizer", "from_pretrained": "transformers"}
 OURS_MODULES = {"from_pretrained": "transformers"}  # what weightloader's side calls besides weightloader
 MODULE_CASES = ("load_model", "torch_bin", "tensorizer")  # the cases that fill a module of SHAPES_JSON
@@ -260,7 +252,6 @@ ROWS = [
     ("fastsafetensors", "st-f32", "cold", "fastsafetensors SafeTensorsFileLoader (CPU, nogds)", "weightloader.load_file + clone"),
     ("runai", "st-f32", "warm", "Run:ai SafetensorsStreamer", "weightloader.load_file + clone"),
     ("runai", "st-f32", "cold", "Run:ai SafetensorsStreamer", "weightloader.load_file + clone"),
-    ("runai_tuned", "st-f32", "warm", "Run:ai SafetensorsStreamer, its best concurrency here", "weightloader.load_file + clone"),
     ("runai", "s3-f32", "warm", "Run:ai SafetensorsStreamer from S3 (s3rver)", "weightloader.load_file(s3://) + clone"),
     ("tensorizer", "tz-f32", "warm", "tensorizer TensorDeserializer.load_into_module", "weightloader.load_into(module, safetensors)"),
     ("tensorizer", "tz-f32", "cold", "tensorizer TensorDeserializer.load_into_module", "weightloader.load_into(module, safetensors)"),

@@ -337,27 +337,34 @@ class Suite:
         self.ours["tp2"] = stat(gbps)[0]
 
     def io_ways(self):
-        """io=auto beside each explicit way, warm and cold, F32 and BF16 (self.auto_vs_best)."""
-        # Each explicit way (io mode x prefault) beside auto, warm and cold: auto against the best of
-        # them in the same run (prefault matters to pread and mmap only; direct faults in the background).
-        ways = [("pread", "true"), ("pread", "false"), ("mmap", "true"), ("mmap", "false"), ("direct", None)]
+        """io=auto beside each explicit way (io mode x prefault), warm and cold, F32 and BF16: auto
+        against the best of them, every way taking its turn in each round (so drift in the machine
+        hits them alike; prefault matters to pread and mmap, direct faults in the background)."""
+        ways = [("auto", None), ("pread", "true"), ("pread", "false"), ("mmap", "true"), ("mmap", "false"), ("direct", None)]
         self.auto_vs_best = []
         for dtype in ("f32", "bf16"):
             for state in ("warm", "cold"):
-                g, r, _ = self.wl_load(self.st, dtype, "auto", cold=state == "cold")
-                self.add("ours", f"{state} {dtype} io=auto ({r['io_mode']})", g, **self.rss_note(r),
-                         reason=r.get("io_mode_reason", ""))
-                self.ours[(state, dtype, "auto")] = auto = stat(g)[0]
-                chosen = r["io_mode_reason"] or r["io_mode"]
+                got = {way: [] for way in ways}
+                for i in range(self.a.runs):
+                    for io, prefault in ways[i % len(ways):] + ways[:i % len(ways)]:
+                        self.evict(self.st) if state == "cold" else self.warm(self.st)
+                        extra = ["--kw", f"prefault={prefault}"] if prefault else []
+                        r = run_json([self.wl, "load", self.st, "--dtype", dtype, "--io", io, "--json", "--quiet"] + extra)
+                        got[(io, prefault)].append(r)
                 best = (0, "")
-                for io, prefault in ways:
-                    extra = ["--kw", f"prefault={prefault}"] if prefault else []
-                    g, r, _ = self.wl_load(self.st, dtype, io, cold=state == "cold", extra=extra)
+                for (io, prefault), reports in got.items():
+                    g = [r["gbps"] for r in reports]
                     way = f"io={io}" + (f" prefault={prefault}" if prefault else "")
-                    self.add("ours", f"{state} {dtype} {way}", g, **self.rss_note(r))
-                    self.ours[(state, dtype, io, prefault)] = stat(g)[0]
-                    best = max(best, (stat(g)[0], way))
-                self.auto_vs_best.append((f"{state} {dtype}", chosen, auto, best))
+                    label = f"{state} {dtype} {way}" + (f" ({reports[-1]['io_mode']})" if io == "auto" else "")
+                    self.resident = []
+                    self.add("ours", label, g, **self.rss_note(reports[-1]),
+                             reason=reports[-1].get("io_mode_reason", "") if io == "auto" else "")
+                    self.ours[(state, dtype, io) if io == "auto" else (state, dtype, io, prefault)] = stat(g)[0]
+                    if io != "auto":
+                        best = max(best, (stat(g)[0], way))
+                auto_reports = got[("auto", None)]
+                self.auto_vs_best.append((f"{state} {dtype}", auto_reports[-1]["io_mode_reason"] or auto_reports[-1]["io_mode"],
+                                          self.ours[(state, dtype, "auto")], best))
 
     def auto_table(self):
         lines = ["", "io=auto's choice on each row, against the best explicit way measured in the same run "
@@ -631,6 +638,7 @@ class Suite:
         self.load_before = f"{os.getloadavg()[0]:.2f}"
         t0 = time.perf_counter()
         if self.a.io_ways:  # that group alone, on the given safetensors folder
+            self.ours = {}
             self.st, self.st_file = self.a.io_ways, os.path.join(self.a.io_ways, "model.safetensors")
             self.bytes = os.path.getsize(self.st_file)
             self.limits_group()

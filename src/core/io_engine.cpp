@@ -458,75 +458,84 @@ uint64_t Executor::run() {
 
 bool has_mapping(const ByteSource& s) { return s.size() == 0 || s.mapping() != nullptr; }
 
-// Auto: pread when most of the files' bytes are cached (the page cache is faster than any disk);
-// otherwise whichever of O_DIRECT and buffered reads this device measured faster (core/io_probe:
-// taken once per device, remembered), O_DIRECT when nothing was measured (it leaves the page cache
-// alone) and the file system allows it. Sources that are not local files are copied out of memory
-// when they are memory, else read with positioned reads.
-IoMode choose_mode(const std::vector<ByteSource*>& sources, std::string& reason) {
+// How a batch of reads runs: the I/O mode, whether the destinations are prefaulted, and why.
+struct Way {
+  IoMode mode = IoMode::Pread;
+  bool prefault = true;
+};
+
+// io=auto: sources that are not local files are copied out of memory when they are memory, else
+// read with positioned reads. Files mostly in the page cache are read the way this machine measured
+// fastest for cached bytes, straight or converting (core/io_probe's memory probe: pread or mmap,
+// prefaulted or not); otherwise with whichever of O_DIRECT and buffered reads this device measured
+// faster (the storage probe). Without a probe: pread when cached, O_DIRECT when not (it leaves the
+// page cache alone) unless the file system refuses it, prefaulting. An explicit prefault= wins;
+// an explicit mode gets the prefault its probe measured faster.
+Way choose_way(const std::vector<ByteSource*>& sources, const IoOptions& options, bool converts, std::string& reason) {
+  const ByteSource* largest = nullptr;
+  for (const ByteSource* s : sources)
+    if (!largest || s->size() > largest->size()) largest = s;
   const bool all_files =
       std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return s->kind() == SourceKind::LocalFile; });
+  const bool all_mapped = std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return has_mapping(*s); });
+  auto memory = [&]() { return largest && all_files ? memory_probe(*largest) : std::nullopt; };
+  auto measured_prefault = [&](IoMode mode) {
+    if (options.prefault) return *options.prefault;
+    if (mode != IoMode::Pread && mode != IoMode::Mmap) return true;  // direct and network reads prefault in the background
+    const std::optional<MemoryProbe> probe = memory();
+    if (!probe) return true;
+    const bool prefault = probe->prefault(mode, converts);
+    reason += fmt::format("{}{} (measured faster here for {} reads)", reason.empty() ? "" : "; ", prefault ? "prefault" : "no prefault",
+                          converts ? "converting" : "straight");
+    return prefault;
+  };
+  if (options.mode != IoMode::Auto) return {options.mode, measured_prefault(options.mode)};
   if (!all_files) {
-    if (std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return has_mapping(*s); })) {
-      reason = "auto: sources in memory, copied out of it";
-      return IoMode::Mmap;
-    }
-    reason = "auto: not every source is a local file: positioned reads";
-    return IoMode::Pread;
+    reason = all_mapped ? "auto: sources in memory, copied out of it" : "auto: not every source is a local file: positioned reads";
+    const IoMode mode = all_mapped ? IoMode::Mmap : IoMode::Pread;
+    return {mode, options.prefault.value_or(true)};
   }
   uint64_t size = 0, cached = 0;
   bool direct_ok = true;
-  const ByteSource* largest = nullptr;
   for (const ByteSource* s : sources) {
     size += s->size();
     cached += s->resident_bytes().value_or(0);
     direct_ok = direct_ok && s->supports_direct();
-    if (!largest || s->size() > largest->size()) largest = s;
   }
   const double frac = size ? double(cached) / double(size) : 1.0;
   reason = fmt::format("auto: {:.0f}% of the file bytes in the page cache", frac * 100);
-  if (frac >= 0.5) return IoMode::Pread;
+  if (frac >= 0.5) {
+    const std::optional<MemoryProbe> probe = all_mapped ? memory() : std::nullopt;
+    if (!probe) return {IoMode::Pread, measured_prefault(IoMode::Pread)};
+    const MemoryProbe::Way best = probe->best(converts);
+    reason += fmt::format("; {}{}: the fastest way measured here for {} reads of cached bytes ({:.2f} GB/s)",
+                          io_mode_name(best.mode), best.prefault ? ", prefault" : ", no prefault",
+                          converts ? "converting" : "straight", best.gbps);
+    return {best.mode, options.prefault.value_or(best.prefault)};
+  }
   if (!direct_ok) {
     reason += ", O_DIRECT refused by the file system";
-    return IoMode::Pread;
+    return {IoMode::Pread, measured_prefault(IoMode::Pread)};
   }
   const std::optional<StorageProbe> probe = largest ? storage_probe(*largest) : std::nullopt;
-  if (!probe) return IoMode::Direct;
+  if (!probe) return {IoMode::Direct, true};
   reason += fmt::format(", this device measured O_DIRECT {:.2f} GB/s, buffered {:.2f} GB/s", probe->direct_gbps,
                         probe->buffered_gbps);
   // O_DIRECT unless buffered reads measured clearly faster: it keeps the page cache for other work.
-  return probe->buffered_gbps > 1.05 * probe->direct_gbps ? IoMode::Pread : IoMode::Direct;
+  if (probe->buffered_gbps > 1.05 * probe->direct_gbps) return {IoMode::Pread, measured_prefault(IoMode::Pread)};
+  return {IoMode::Direct, true};
 }
 
-// Prefault unless asked: whichever way this machine measured faster for pread and mmap reads of
-// cached bytes into fresh memory (core/io_probe), prefaulting when nothing was measured. O_DIRECT
-// and network reads prefault in the background anyway (the plan's rule).
-bool choose_prefault(const std::vector<ByteSource*>& sources, const IoOptions& options, IoMode mode,
-                     std::string& reason) {
-  if (options.prefault) return *options.prefault;
-  if (mode != IoMode::Pread && mode != IoMode::Mmap) return true;
-  const auto largest = std::max_element(sources.begin(), sources.end(),
-                                        [](const ByteSource* a, const ByteSource* b) { return a->size() < b->size(); });
-  const std::optional<MemoryProbe> probe =
-      largest == sources.end() || (*largest)->resident_bytes().value_or(0) < (*largest)->size() / 2
-          ? std::nullopt : memory_probe(**largest);
-  if (!probe) return true;
-  const bool prefault = probe->prefault_gbps * 1.05 >= probe->fault_in_read_gbps;  // the default, unless clearly slower
-  reason += fmt::format("; {} (this machine measured {:.2f} GB/s prefaulted, {:.2f} GB/s faulting in the reads)",
-                        prefault ? "prefault" : "no prefault", probe->prefault_gbps, probe->fault_in_read_gbps);
-  return prefault;
-}
-
-// The mode that runs, checked against what every source can do.
-IoMode resolve_mode(const std::vector<ByteSource*>& sources, IoMode requested, std::string& reason) {
-  const IoMode mode = requested == IoMode::Auto ? choose_mode(sources, reason) : requested;
+// The way that runs, checked against what every source can do.
+Way resolve_way(const std::vector<ByteSource*>& sources, const IoOptions& options, bool converts, std::string& reason) {
+  const Way way = choose_way(sources, options, converts, reason);
   for (const ByteSource* s : sources) {
-    if (mode == IoMode::Direct && !s->supports_direct())
+    if (way.mode == IoMode::Direct && !s->supports_direct())
       throw Error(ErrorCode::Io, "this source does not support O_DIRECT reads (use io=pread or io=auto)", s->name());
-    if (mode == IoMode::Mmap && !has_mapping(*s))
+    if (way.mode == IoMode::Mmap && !has_mapping(*s))
       throw Error(ErrorCode::InvalidArgument, "this source cannot be mapped (use io=pread or io=auto)", s->name());
   }
-  return mode;
+  return way;
 }
 
 // Every planned byte must lie inside its source as opened now: a catalogue read from one version
@@ -565,14 +574,18 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cach
     }
   }
   ReadStats stats;
-  stats.mode = resolve_mode(sources, options.mode, stats.mode_reason);
+  const bool converts = std::any_of(requests.begin(), requests.end(), [](const ReadRequest& r) {
+    return r.tensor->decoder || r.dst_dtype != r.tensor->dtype;
+  });
+  const Way way = resolve_way(sources, options, converts, stats.mode_reason);
+  stats.mode = way.mode;
   if (stats.mode == IoMode::Mmap) install_sigbus_handler();  // a file may shrink under its mapping
   if (stats.mode == IoMode::Pread)
     for (const ByteSource* s : sources) s->hint(0, 0, AccessHint::Sequential);
 
   PlanParams params;
   params.mode = stats.mode;
-  params.prefault = choose_prefault(sources, options, stats.mode, stats.mode_reason);
+  params.prefault = way.prefault;
   params.in_place = destination.in_place();
   params.staging_bytes = options.staging_bytes;
   params.chunk_bytes = options.chunk_bytes;

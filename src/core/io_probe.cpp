@@ -81,9 +81,9 @@ std::optional<nlohmann::json> recall(const std::string& path, const char* sectio
 }
 
 // Seconds the I/O engine takes to read [offset, offset + n) of the file into fresh memory in
-// `mode` (its threads, chunks and hints, as a load reads); nullopt if the read fails.
+// `mode` (its threads, chunks and hints, as a load reads), converted to `to`; nullopt if it fails.
 std::optional<double> timed_engine_read(const std::string& path, uint64_t offset, uint64_t n, IoMode mode,
-                                        bool prefault) {
+                                        bool prefault, DType to = DType::F32) {
   FreshMemory dst(n);
   if (!dst.base) return std::nullopt;
   TensorInfo t;
@@ -99,7 +99,7 @@ std::optional<double> timed_engine_read(const std::string& path, uint64_t offset
   io.prefault = prefault;
   try {
     const auto t0 = std::chrono::steady_clock::now();
-    source.read_all({{&source.tensors()[0], Slice{}, DType::F32, dst.aligned}}, io);
+    source.read_all({{&source.tensors()[0], Slice{}, to, dst.aligned}}, io);
     return seconds_since(t0);
   } catch (const Error&) {
     return std::nullopt;
@@ -131,18 +131,41 @@ std::optional<StorageProbe> measure_storage(const std::string& path, uint64_t si
   return StorageProbe{region / best[0] / 1e9, region / best[1] / 1e9};
 }
 
-// The file's first bytes (at most kMaxRegion, cached by a first read) into fresh memory, with and
-// without the prefault pass, alternating, the best of three each.
+// The file's first bytes (at most kMaxRegion, cached by a first read) into fresh memory each of
+// the eight ways, in turn, three rounds, the best of each.
 std::optional<MemoryProbe> measure_memory(const std::string& path, uint64_t size) {
-  const uint64_t kMemory = std::min(kMaxRegion, size / kHuge * kHuge);
-  if (!timed_engine_read(path, 0, kMemory, IoMode::Pread, false)) return std::nullopt;
-  double best[2] = {1e9, 1e9};
-  for (int i = 0; i < 6; ++i) {
-    const std::optional<double> s = timed_engine_read(path, 0, kMemory, IoMode::Pread, i % 2 == 0);
-    if (!s) return std::nullopt;
-    best[i % 2] = std::min(best[i % 2], *s);
-  }
-  return MemoryProbe{kMemory / best[0] / 1e9, kMemory / best[1] / 1e9};
+  const uint64_t n = std::min(kMaxRegion, size / kHuge * kHuge);
+  if (!timed_engine_read(path, 0, n, IoMode::Pread, false)) return std::nullopt;
+  MemoryProbe probe;
+  for (const bool converts : {false, true})
+    for (const IoMode mode : {IoMode::Pread, IoMode::Mmap})
+      for (const bool prefault : {true, false}) (converts ? probe.converting : probe.raw).push_back({mode, prefault, 0});
+  for (int round = 0; round < 3; ++round)
+    for (const bool converts : {false, true})
+      for (MemoryProbe::Way& way : converts ? probe.converting : probe.raw) {
+        const std::optional<double> s = timed_engine_read(path, 0, n, way.mode, way.prefault, converts ? DType::BF16 : DType::F32);
+        if (!s) return std::nullopt;
+        way.gbps = std::max(way.gbps, n / *s / 1e9);
+      }
+  return probe;
+}
+
+nlohmann::json ways_json(const std::vector<MemoryProbe::Way>& ways) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const MemoryProbe::Way& w : ways) j[fmt::format("{}{}", io_mode_name(w.mode), w.prefault ? " prefault" : "")] = w.gbps;
+  return j;
+}
+
+// The four ways of one kind from the profile; empty when any is missing (an older profile).
+std::vector<MemoryProbe::Way> ways_from(const nlohmann::json& j) {
+  std::vector<MemoryProbe::Way> out;
+  for (const IoMode mode : {IoMode::Pread, IoMode::Mmap})
+    for (const bool prefault : {true, false}) {
+      const std::string key = fmt::format("{}{}", io_mode_name(mode), prefault ? " prefault" : "");
+      if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return {};
+      out.push_back({mode, prefault, j[key].get<double>()});
+    }
+  return out;
 }
 
 }  // namespace
@@ -171,7 +194,7 @@ std::optional<StorageProbe> storage_probe(const ByteSource& file) {
 
 std::optional<MemoryProbe> memory_probe(const ByteSource& file) {
   const std::string profile = io_profile_path();
-  if (profile.empty() || file.kind() != SourceKind::LocalFile || file.size() < kMinFile) return std::nullopt;
+  if (profile.empty() || file.kind() != SourceKind::LocalFile || file.size() < kMinFile || !file.mapping()) return std::nullopt;
   utsname u{};
   ::uname(&u);
   std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
@@ -179,12 +202,28 @@ std::optional<MemoryProbe> memory_probe(const ByteSource& file) {
   std::getline(thp, thp_mode);
   const std::string key = fmt::format("{} thp {}", u.release, thp_mode);  // what changes the answer
   std::lock_guard lock(profile_mutex);
-  if (auto j = recall(profile, "memory", key))
-    return MemoryProbe{j->value("prefault_gbps", 0.0), j->value("fault_in_read_gbps", 0.0)};
+  if (auto j = recall(profile, "memory", key)) {
+    MemoryProbe p{ways_from((*j)["raw"]), ways_from((*j)["converting"])};
+    if (!p.raw.empty() && !p.converting.empty()) return p;
+  }
   const std::optional<MemoryProbe> p = measure_memory(file.name(), file.size());
-  if (p)
-    remember(profile, "memory", key, {{"prefault_gbps", p->prefault_gbps}, {"fault_in_read_gbps", p->fault_in_read_gbps}});
+  if (p) remember(profile, "memory", key, {{"raw", ways_json(p->raw)}, {"converting", ways_json(p->converting)}});
   return p;
+}
+
+MemoryProbe::Way MemoryProbe::best(bool converts) const {
+  const std::vector<Way>& ways = converts ? converting : raw;
+  Way chosen = ways.front();  // pread, prefaulted: the default
+  for (const Way& w : ways)
+    if (w.gbps > 1.05 * chosen.gbps) chosen = w;
+  return chosen;
+}
+
+bool MemoryProbe::prefault(IoMode mode, bool converts) const {
+  double with = 0, without = 0;
+  for (const Way& w : converts ? converting : raw)
+    if (w.mode == mode) (w.prefault ? with : without) = w.gbps;
+  return !(without > 1.05 * with);
 }
 
 }  // namespace wl

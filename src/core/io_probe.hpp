@@ -4,8 +4,10 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "weightloader/byte_source.hpp"
+#include "weightloader/source.hpp"
 
 namespace wl {
 
@@ -15,10 +17,19 @@ struct StorageProbe {
   double buffered_gbps = 0;  // positioned reads through the page cache (with its read-ahead)
 };
 
-// Reads of page-cached bytes into fresh memory, both ways.
+// Reads of page-cached bytes into fresh memory, each way a warm load can take: pread or mmap,
+// prefaulted or faulting as the copies go, straight copies or converting ones (F32 to BF16).
 struct MemoryProbe {
-  double prefault_gbps = 0;        // pages faulted in first (MADV_POPULATE_WRITE), then read into
-  double fault_in_read_gbps = 0;   // pages faulted in by the reads themselves
+  struct Way {
+    IoMode mode = IoMode::Pread;
+    bool prefault = true;
+    double gbps = 0;
+  };
+  std::vector<Way> raw, converting;  // the four ways each
+  // The fastest way, or the default (pread, prefaulted) unless another beats it by over 5%.
+  Way best(bool converts) const;
+  // The faster of prefaulting or not for `mode`, the same way.
+  bool prefault(IoMode mode, bool converts) const;
 };
 
 // Where profiles are remembered: $WL_IO_PROFILE (a file; "off": never probe, auto by rule), else
@@ -34,8 +45,9 @@ std::string io_profile_path();
 std::optional<StorageProbe> storage_probe(const ByteSource& file);
 
 // This machine's memory profile, measured now if the profile does not remember it: the I/O engine
-// reads the first 64 MiB of `file` (page-cached by a first read) into fresh memory with and
-// without prefaulting, three times each; nullopt when probing is off or the file is under 32 MiB.
+// reads the first 64 MiB of `file` (page-cached by a first read) into fresh memory each of the
+// eight ways, three times each, keeping the best; nullopt when probing is off, the file is under
+// 32 MiB or cannot be mapped.
 std::optional<MemoryProbe> memory_probe(const ByteSource& file);
 
 }  // namespace wl

@@ -133,9 +133,13 @@ TEST(IoProbe, MeasuresOncePerDeviceAndRemembers) {
 
   const std::optional<MemoryProbe> memory = memory_probe(file);
   ASSERT_TRUE(memory);
-  EXPECT_GT(memory->prefault_gbps, 0);
-  EXPECT_GT(memory->fault_in_read_gbps, 0);
-  EXPECT_EQ(read_json(profile)["memory"][memory_key()]["prefault_gbps"].get<double>(), memory->prefault_gbps);
+  ASSERT_EQ(memory->raw.size(), 4u);
+  ASSERT_EQ(memory->converting.size(), 4u);
+  for (const auto* ways : {&memory->raw, &memory->converting})
+    for (const MemoryProbe::Way& w : *ways) EXPECT_GT(w.gbps, 0) << io_mode_name(w.mode) << w.prefault;
+  const nlohmann::json saved_memory = read_json(profile)["memory"][memory_key()];
+  EXPECT_EQ(saved_memory["converting"]["mmap prefault"].get<double>(), memory->converting[2].gbps);
+  EXPECT_EQ(saved_memory["raw"]["pread"].get<double>(), memory->raw[1].gbps);
   EXPECT_EQ(read_json(profile)["storage"][device_key(path)]["direct_gbps"].get<double>(), 123.0);  // kept
 }
 
@@ -166,18 +170,42 @@ TEST(IoProbe, AutoReadsColdFilesTheWayTheDeviceMeasuredFaster) {
   EXPECT_EQ(s.mode, IoMode::Direct) << s.mode_reason;
 }
 
-TEST(IoProbe, AutoPrefaultsWarmReadsOnlyWhenTheMachineMeasuredItFaster) {
+// A memory profile: GB/s of pread prefaulted, pread, mmap prefaulted, mmap; the same for straight
+// and converting reads.
+nlohmann::json memory_profile(double pread_pf, double pread, double mmap_pf, double mmap) {
+  const nlohmann::json ways = {{"pread prefault", pread_pf}, {"pread", pread}, {"mmap prefault", mmap_pf}, {"mmap", mmap}};
+  return {{"memory", {{memory_key(), {{"raw", ways}, {"converting", ways}}}}}};
+}
+
+TEST(IoProbe, AutoReadsCachedFilesTheWayTheMachineMeasuredFastest) {
   test::TempDir dir;
   const std::string profile = dir.file("io-profile.json");
   const ProfileEnv env(profile);
   const std::string path = big_file(dir);
-  write_json(profile, {{"memory", {{memory_key(), {{"prefault_gbps", 7.0}, {"fault_in_read_gbps", 9.0}}}}}});
+  write_json(profile, memory_profile(7.0, 9.0, 6.0, 6.0));
   ReadStats s = auto_read(path, false);
   EXPECT_EQ(s.mode, IoMode::Pread) << s.mode_reason;
-  EXPECT_NE(s.mode_reason.find("no prefault"), std::string::npos) << s.mode_reason;
-  write_json(profile, {{"memory", {{memory_key(), {{"prefault_gbps", 9.0}, {"fault_in_read_gbps", 7.0}}}}}});
+  EXPECT_NE(s.mode_reason.find("pread, no prefault: the fastest way measured here for straight reads"), std::string::npos)
+      << s.mode_reason;
+  write_json(profile, memory_profile(7.0, 6.0, 9.5, 6.0));
   s = auto_read(path, false);
-  EXPECT_NE(s.mode_reason.find("; prefault"), std::string::npos) << s.mode_reason;
+  EXPECT_EQ(s.mode, IoMode::Mmap) << s.mode_reason;
+  EXPECT_NE(s.mode_reason.find("mmap, prefault"), std::string::npos) << s.mode_reason;
+  // Within 5% of the default, the default stays.
+  write_json(profile, memory_profile(7.0, 7.2, 7.1, 6.0));
+  s = auto_read(path, false);
+  EXPECT_EQ(s.mode, IoMode::Pread) << s.mode_reason;
+  EXPECT_NE(s.mode_reason.find("pread, prefault"), std::string::npos) << s.mode_reason;
+}
+
+TEST(IoProbe, AnOlderProfileIsMeasuredAgain) {
+  test::TempDir dir;
+  const std::string profile = dir.file("io-profile.json");
+  const ProfileEnv env(profile);
+  File file(big_file(dir));
+  write_json(profile, {{"memory", {{memory_key(), {{"prefault_gbps", 7.0}, {"fault_in_read_gbps", 9.0}}}}}});
+  ASSERT_TRUE(memory_probe(file));
+  EXPECT_TRUE(read_json(profile)["memory"][memory_key()].contains("converting"));
 }
 
 }  // namespace
