@@ -316,15 +316,9 @@ def derived_files(files, shapes_of):
     folders)."""
     st = files["st-f32"]
     tz = os.path.dirname(st) + ".tensors"
-    if not os.path.exists(tz):
-        from safetensors.torch import load_file
-        from tensorizer import TensorSerializer
-        module = shapes_module(shapes_of(st))
-        module.load_state_dict(load_file(st))
-        serializer = TensorSerializer(tz + ".partial")
-        serializer.write_module(module)
-        serializer.close()
-        os.replace(tz + ".partial", tz)
+    if not os.path.exists(tz):  # in a child: the peak RSS the rows report is inherited through fork
+        import subprocess
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--make-tensorizer", st, shapes_of(st), tz], check=True)
     return {**files, "tz-f32": tz, "dir-f32": os.path.dirname(st), "dir-bf16": os.path.dirname(files["st-bf16"])}
 
 
@@ -501,9 +495,23 @@ def table_main(argv):
     print("\n".join(lines))
 
 
+def make_tensorizer(st, shapes, tz):
+    """tensorizer's serialization of the module of `shapes` filled from the safetensors file `st`."""
+    from safetensors.torch import load_file
+    from tensorizer import TensorSerializer
+    module = shapes_module(shapes)
+    module.load_state_dict(load_file(st))
+    serializer = TensorSerializer(tz + ".partial")
+    serializer.write_module(module)
+    serializer.close()
+    os.replace(tz + ".partial", tz)
+
+
 def main():
     if "--table" in sys.argv[1:]:
         return table_main(sys.argv[1:])
+    if sys.argv[1:2] == ["--make-tensorizer"]:
+        return make_tensorizer(*sys.argv[2:5])
     args = [a for a in sys.argv[1:] if a != "--ours"]
     ours = "--ours" in sys.argv[1:]
     if len(args) < 2 or args[0] not in CASES:
