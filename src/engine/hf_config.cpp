@@ -492,6 +492,8 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.max_position_embeddings = f.uint("max_position_embeddings", 2048);
   c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
   c.qk_norm = family.qk_norm;
+  c.qk_norm_whole = family.qk_norm_whole;
+  c.post_norms_only = family.post_norms_only;
   read_listed_windows(f, family, c);
   apply_ropes(f, ropes, c);
   check_layer_types(f, family, c);

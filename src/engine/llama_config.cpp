@@ -179,7 +179,7 @@ void check_tensors(const WeightSource& s, const LlamaConfig& c) {
   check_shape(s, "model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, dims);
   check_shape(s, "lm_head.weight", {c.vocab_size, c.hidden_size}, dims);
   for (uint64_t l = 0; l < c.num_layers; ++l) check_layer(s, c, l);
-  if (s.find(fmt::format("model.layers.{}.input_layernorm.weight", c.num_layers)))
+  if (s.find(fmt::format("model.layers.{}.{}.weight", c.num_layers, c.post_norms_only ? "post_attention_layernorm" : "input_layernorm")))
     throw invalid(s.origin(), "num_hidden_layers", fmt::format("{} but the checkpoint has a layer {}", c.num_layers, c.num_layers));
 }
 
@@ -300,6 +300,8 @@ std::string LlamaConfig::features() const {
   if (scale_embeddings) f.push_back("embeddings x sqrt(hidden)");
   if (sandwich_norms) f.push_back("four norms per block");
   if (qk_norm) f.push_back("q/k RMSNorm per head");
+  if (qk_norm_whole) f.push_back("q/k RMSNorm over the whole projection");
+  if (post_norms_only) f.push_back("sublayer outputs normalised, not inputs");
   if (embedding_multiplier != 1 || attention_multiplier || residual_multiplier != 1 || logits_scaling != 1)
     f.push_back(fmt::format("multipliers: embedding {}, attention {}, residual {}, logits / {}", embedding_multiplier,
                             attention_multiplier, residual_multiplier, logits_scaling));

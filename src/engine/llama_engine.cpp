@@ -67,11 +67,13 @@ void LlamaEngine::bind() {
     L.kv_group = lp.kv_heads ? c.num_heads / c.layer_kv_heads(l) : 0;
     kv_width_ += lp.kv_heads * c.head_dim;
     widest_kv = std::max(widest_kv, lp.kv_heads);
-    L.attn_norm = f32(at + "input_layernorm.weight");
     // Gemma 2 normalises each sublayer's output too; its MLP's input norm is pre_feedforward_layernorm.
-    L.post_attn_norm = c.sandwich_norms ? f32(at + "post_attention_layernorm.weight") : nullptr;
-    L.ffn_norm = f32(at + (c.sandwich_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"));
-    L.post_ffn_norm = c.sandwich_norms ? f32(at + "post_feedforward_layernorm.weight") : nullptr;
+    // OLMo 2 normalises the outputs only.
+    const bool inputs = !c.post_norms_only, outputs = c.sandwich_norms || c.post_norms_only;
+    L.attn_norm = inputs ? f32(at + "input_layernorm.weight") : nullptr;
+    L.post_attn_norm = outputs ? f32(at + "post_attention_layernorm.weight") : nullptr;
+    L.ffn_norm = inputs ? f32(at + (c.sandwich_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")) : nullptr;
+    L.post_ffn_norm = outputs ? f32(at + "post_feedforward_layernorm.weight") : nullptr;
     L.qkv = raw(at + "self_attn.qkv_proj.weight");
     L.qkv_bias = f32(at + "self_attn.qkv_proj.bias");
     L.q_norm = f32(at + "self_attn.q_norm.weight");
@@ -192,7 +194,7 @@ void LlamaEngine::attention(const Layer& L, uint64_t pos) {
 
 void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
   const uint64_t D = config_.hidden_size, hd = config_.head_dim, kvw = L.kv_heads * hd, rows = part_.q_heads * hd + 2 * kvw;
-  rmsnorm(xb_.data(), x_.data(), L.attn_norm, D, float(config_.rms_norm_eps), config_.norm_weight_offset ? 1.0f : 0.0f);
+  input_norm(L.attn_norm);
   const MatVec qkv{L.qkv, dtype_, rows, D, xb_.data(), qkv_.data()};
   run_matvecs(pool_, {&qkv, 1});
   if (L.qkv_bias)
@@ -200,7 +202,8 @@ void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
   float* q = qkv_.data();
   float* k = q + part_.q_heads * hd;
   const float* v = k + kvw;
-  if (L.q_norm) {  // Qwen3: each head's q and k normalised over head_dim before they turn
+  if (L.q_norm && config_.qk_norm_whole) whole_projection_norms(L, q, k);
+  if (L.q_norm && !config_.qk_norm_whole) {  // Qwen3: each head's q and k normalised over head_dim before they turn
     const float eps = float(config_.rms_norm_eps), offset = config_.norm_weight_offset ? 1.0f : 0.0f;
     for (uint64_t h = 0; h < part_.q_heads; ++h) rmsnorm(q + h * hd, q + h * hd, L.q_norm, hd, eps, offset);
     for (uint64_t h = 0; h < L.kv_heads; ++h) rmsnorm(k + h * hd, k + h * hd, L.k_norm, hd, eps, offset);
@@ -262,8 +265,33 @@ void LlamaEngine::experts(const Layer& L) {
   for (uint64_t j = 0; j < D; ++j) partial_[j] += weight * expert_out_[j];
 }
 
+void LlamaEngine::input_norm(const float* norm) {
+  if (norm)
+    rmsnorm(xb_.data(), x_.data(), norm, config_.hidden_size, float(config_.rms_norm_eps), config_.norm_weight_offset ? 1.0f : 0.0f);
+  else  // OLMo 2: the sublayer reads the residual stream as it is
+    std::copy(x_.begin(), x_.end(), xb_.begin());
+}
+
+// OLMo 2: q and k each normalised over the whole projection. A rank holds its heads' rows, so the
+// sums of squares are added across ranks (a kv head held by several ranks counted once).
+void LlamaEngine::whole_projection_norms(const Layer& L, float* q, float* k) {
+  const LlamaConfig& c = config_;
+  const uint64_t hd = c.head_dim, q_rows = part_.q_heads * hd, kv_rows = L.kv_heads * hd;
+  float ss[2] = {0, 0};
+  for (uint64_t i = 0; i < q_rows; ++i) ss[0] += q[i] * q[i];
+  for (uint64_t i = 0; i < kv_rows; ++i) ss[1] += k[i] * k[i];
+  const uint64_t kv_total = c.num_heads / L.kv_group;
+  ss[1] /= float(double(comm_.size()) * double(L.kv_heads) / double(kv_total));  // 1 unless kv heads are shared
+  comm_.all_reduce_sum(ss, 2);
+  const float eps = float(c.rms_norm_eps);
+  const float q_scale = 1.0f / std::sqrt(ss[0] / float(c.num_heads * hd) + eps);
+  const float k_scale = 1.0f / std::sqrt(ss[1] / float(kv_total * hd) + eps);
+  for (uint64_t i = 0; i < q_rows; ++i) q[i] = L.q_norm[i] * (q_scale * q[i]);
+  for (uint64_t i = 0; i < kv_rows; ++i) k[i] = L.k_norm[i] * (k_scale * k[i]);
+}
+
 void LlamaEngine::ffn_block(const Layer& L) {
-  rmsnorm(xb_.data(), x_.data(), L.ffn_norm, config_.hidden_size, float(config_.rms_norm_eps), config_.norm_weight_offset ? 1.0f : 0.0f);
+  input_norm(L.ffn_norm);
   if (L.router) {
     experts(L);
     add_all_reduced(nullptr, L.post_ffn_norm);

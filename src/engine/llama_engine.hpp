@@ -99,6 +99,8 @@ class LlamaEngine {
   void attention_block(const Layer& L, uint64_t pos);
   void attention(const Layer& L, uint64_t pos);
   void ffn_block(const Layer& L);
+  void input_norm(const float* norm);  // xb_ = the sublayer's input: x_ normalised by `norm` (null: as it is)
+  void whole_projection_norms(const Layer& L, float* q, float* k);
   // out = this rank's part of mlp(xb_) (its down_proj columns' partial sum).
   void mlp(const Mlp& m, float* out);
   // partial_ = this rank's part of the experts' weighted sum (and the gated shared expert's).

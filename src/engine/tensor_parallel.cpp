@@ -76,6 +76,10 @@ void declare_attention(Model& m, const LlamaConfig& c, const RankPartition& p, u
   }
   if (c.qk_norm)  // one weight per head dimension, the same for every head: every rank holds it
     for (const char* norm : {"q_norm.weight", "k_norm.weight"}) m.add_parameter(attn + norm, {hd}, DType::F32);
+  if (c.qk_norm_whole) {  // one weight per row of the projection: each rank its heads' rows
+    m.add_parameter(attn + "q_norm.weight", {q_rows}, DType::F32, {rows(attn + "q_norm.weight", p.q_head0 * hd, q_rows, 0)});
+    m.add_parameter(attn + "k_norm.weight", {kv_rows}, DType::F32, {rows(attn + "k_norm.weight", lp.kv_head0 * hd, kv_rows, 0)});
+  }
   m.add_parameter(attn + "o_proj.weight", {D, q_rows}, dtype, {columns(attn + "o_proj.weight", p.q_head0 * hd, q_rows)});
   if (c.o_bias && p.rank == 0) m.add_parameter(attn + "o_proj.bias", {D}, DType::F32);
 }
@@ -163,11 +167,16 @@ Model declare_rank_parameters(const LlamaConfig& c, const RankPartition& p, DTyp
     const std::string at = fmt::format("model.layers.{}.", l);
     // A pruned layer's skipped sub-block has no tensors, its norm included.
     const bool attention = c.layer_kv_heads(l) != 0, ffn = c.moe_layer(l) || c.layer_intermediate_size(l) != 0;
-    if (attention) whole(at + "input_layernorm.weight", D);
-    if (c.sandwich_norms ? attention : ffn) whole(at + "post_attention_layernorm.weight", D);
-    if (c.sandwich_norms && ffn) {
-      whole(at + "pre_feedforward_layernorm.weight", D);
-      whole(at + "post_feedforward_layernorm.weight", D);
+    if (c.post_norms_only) {
+      if (attention) whole(at + "post_attention_layernorm.weight", D);
+      if (ffn) whole(at + "post_feedforward_layernorm.weight", D);
+    } else {
+      if (attention) whole(at + "input_layernorm.weight", D);
+      if (c.sandwich_norms ? attention : ffn) whole(at + "post_attention_layernorm.weight", D);
+      if (c.sandwich_norms && ffn) {
+        whole(at + "pre_feedforward_layernorm.weight", D);
+        whole(at + "post_feedforward_layernorm.weight", D);
+      }
     }
     if (attention) declare_attention(m, c, p, l, at + "self_attn.", dtype);
     if (c.moe_layer(l)) {

@@ -182,3 +182,20 @@ def test_another_familys_field_is_refused_by_name(tmp_path, cls, key, value):
     with pytest.raises(wl.Error, match=key) as e:
         wl.LLM(str(tmp_path))
     assert e.value.code == "ConfigInvalid"
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_olmo2_post_norms_and_whole_projection_qk_norm_match_transformers(tmp_path, tp):
+    """OLMo 2: each sublayer's output normalised instead of its input, and q and k normalised over
+    the whole projection; split over ranks (tp 4 shares each of the 2 kv heads between two ranks),
+    the sums of squares are added across them."""
+    model = build(transformers.Olmo2Config, PLAIN)
+    llm, cfg = run_both(model, tmp_path, tp)
+    assert cfg["model_type"] == "olmo2"
+    assert "q/k RMSNorm over the whole projection" in llm.config["features"]
+    per_head = build(transformers.Olmo2Config, PLAIN)
+    state = model.state_dict()
+    per_head.load_state_dict({k: (torch.ones_like(v) if k.endswith(("q_norm.weight", "k_norm.weight")) else v)
+                              for k, v in state.items()})
+    ids = sequence(19, seed=19)
+    assert error(reference(per_head, ids), reference(model, ids)) > CHANGED

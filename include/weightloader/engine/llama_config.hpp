@@ -100,6 +100,11 @@ struct WL_API LlamaConfig {
   // scores times attention_multiplier instead of 1/sqrt(head_dim), each block's output times
   // residual_multiplier as it joins the residual stream, logits divided by logits_scaling.
   double embedding_multiplier = 1, attention_multiplier = 0, residual_multiplier = 1, logits_scaling = 1;
+  // OLMo 2: no input norms, each sublayer's output normalised (post_attention_layernorm,
+  // post_feedforward_layernorm); q and k normalised over the whole projection (q_norm:
+  // [heads * head_dim], k_norm: [kv_heads * head_dim]; across ranks, by a sum of squares all-reduced).
+  bool post_norms_only = false;
+  bool qk_norm_whole = false;
   // One flag per layer when some layers do not turn (SmolLM3's no_rope_layers, 0: no rope); empty: all turn.
   std::vector<bool> rope_layers;
   bool fused_checkpoint = false;       // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)

@@ -3,11 +3,11 @@
 namespace wl {
 
 extern const Family kLlama, kMistral, kMixtral, kQwen2, kQwen2Moe, kQwen3, kQwen3Moe, kGemma, kGemma2, kGemma3Text,
-    kPhi3, kGranite, kSmolLM3, kNemotronNas, kDeci;
+    kPhi3, kGranite, kSmolLM3, kOlmo2, kNemotronNas, kDeci;
 
 const std::vector<const Family*>& families() {
   static const std::vector<const Family*> all{&kLlama, &kMistral, &kMixtral, &kQwen2, &kQwen2Moe, &kQwen3, &kQwen3Moe,
-                                              &kGemma, &kGemma2, &kGemma3Text, &kPhi3, &kGranite, &kSmolLM3,
+                                              &kGemma, &kGemma2, &kGemma3Text, &kPhi3, &kGranite, &kSmolLM3, &kOlmo2,
                                               &kNemotronNas, &kDeci};
   return all;
 }

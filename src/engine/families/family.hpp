@@ -46,6 +46,8 @@ struct Family {
   bool tied_by_default = false;     // tie_word_embeddings' default
   bool multipliers = false;         // Granite's embedding/attention/residual multipliers and logits_scaling
   bool no_rope_layers = false;      // some layers do not turn (SmolLM3's no_rope_layers)
+  bool post_norms_only = false;     // no input norms; each sublayer's output normalised (OLMo 2)
+  bool qk_norm_whole = false;       // q and k normalised over the whole projection, not per head (OLMo 2)
   bool decilm = false;              // per-layer widths from block_configs (hf_layer_widths)
 };
 
