@@ -22,6 +22,14 @@ GRIDS = [("kIq2xxsGrid", quants.IQ2_XXS, "uint8_t"), ("kIq2xsGrid", quants.IQ2_X
          ("kIq3sGrid", quants.IQ3_S, "uint8_t"), ("kIq1sGrid", quants.IQ1_S, "int8_t")]
 
 
+def patterns(grid, per_line):
+    """One braced pattern per row of `grid` (each a row of the C++ array: no missing braces)."""
+    lines = []
+    for i in range(0, len(grid), per_line):
+        lines.append("    " + " ".join("{" + ", ".join(str(int(v)) for v in row) + "}," for row in grid[i:i + per_line]))
+    return "\n".join(lines)
+
+
 def rows(values, per_line):
     lines, flat = [], [str(int(v)) for v in values]
     for i in range(0, len(flat), per_line):
@@ -45,7 +53,7 @@ def render():
         n, k = cls.grid_shape
         out.append(f"// {cls.qtype.name}: {n} patterns of {k} values from {sorted(set(int(v) for v in cls.grid_map))}")
         out.append(f"inline constexpr {ctype} {name}[{n}][{k}] = {{")
-        out.append(rows(grid.reshape(-1), 16))
+        out.append(patterns(grid, 16 // k))
         out.append("};")
         out.append("")
     ksigns = np.frombuffer(quants.IQ2_XXS.ksigns, dtype=np.uint8)
