@@ -334,7 +334,11 @@ class S3Copy:
         import tempfile
         self.tmp = tempfile.mkdtemp(prefix="s3rver-", dir=self.workdir)  # a fresh bucket each time
         self.server = remote_servers.S3rver(self.tmp).start()
-        self.url = self.server.put("model.safetensors", self.path)
+        try:
+            self.url = self.server.put("model.safetensors", self.path)
+        except BaseException:
+            self.__exit__()
+            raise
         # Run:ai's S3 client: path-style addressing on a local endpoint, no instance metadata lookups
         self.env = {**self.server.env(), "RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING": "0", "AWS_EC2_METADATA_DISABLED": "true"}
         return self

@@ -464,10 +464,14 @@ class S3Server:
                                          env=self._environment())
             out.close()
             if self._wait_ready(60.0):
-                self._provision()
-                status, _, body = self.request("PUT", f"/{self.bucket}")
-                if status != 200:
-                    raise RuntimeError(f"{self.kind}: creating bucket {self.bucket} answered {status}: {body[:300]!r}")
+                try:
+                    self._provision()
+                    status, _, body = self.request("PUT", f"/{self.bucket}")
+                    if status != 200:
+                        raise RuntimeError(f"{self.kind}: creating bucket {self.bucket} answered {status}: {body[:300]!r}")
+                except BaseException:
+                    _stop_group(self.proc)  # never a server left running behind a failed start
+                    raise
                 self.startup_seconds = time.monotonic() - t0
                 return self
             last = _tail(log)
