@@ -329,11 +329,9 @@ class S3Copy:
         self.path, self.workdir, self.server = path, workdir, None
 
     def __enter__(self):
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "python"))
-        import remote_servers
         import tempfile
         self.tmp = tempfile.mkdtemp(prefix="s3rver-", dir=self.workdir)  # a fresh bucket each time
-        self.server = remote_servers.S3rver(self.tmp).start()
+        self.server = remote_servers().S3rver(self.tmp).start()
         try:
             self.url = self.server.put("model.safetensors", self.path)
         except BaseException:
@@ -349,10 +347,17 @@ class S3Copy:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def remote_servers():
+    """The tests' server launchers (tests/python/remote_servers.py)."""
+    tests = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "python")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    import remote_servers as module
+    return module
+
+
 def s3_available():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "python"))
-    import remote_servers
-    return remote_servers.s3rver_command() is not None
+    return remote_servers().s3rver_command() is not None
 
 
 def files_in(d, wl, keys=None, preset="1gb"):

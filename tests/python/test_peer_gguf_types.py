@@ -21,6 +21,7 @@ import weightloader as wl
 
 gguf = pytest.importorskip("gguf")
 from gguf import quants  # noqa: E402
+from test_peer_gguf import write_peer_file  # noqa: E402  (the one GGUFWriter round of the peer tests)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
@@ -76,16 +77,6 @@ def quantisable(qtype):
         return True
     except (NotImplementedError, ValueError):
         return False
-
-
-def write_peer_file(path, tensors):
-    writer = gguf.GGUFWriter(str(path), "peer")
-    for name, array, raw_dtype in tensors:
-        writer.add_tensor(name, array, raw_dtype=raw_dtype)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
 
 
 def assert_bits_equal(got, want, what):

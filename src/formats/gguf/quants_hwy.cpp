@@ -1,10 +1,11 @@
-// Highway kernels for ggml's block formats. Every lane computes what the scalar reference in
-// quants.cpp computes for its element, with the same float operations in the same order (the
+// Highway kernels for ggml's block formats. Every lane computes what the scalar reference (one file per
+// type in decoders/) computes for its element, with the same float operations in the same order (the
 // per-group factors d * scale are formed in scalar code exactly as there), so results are
 // bit-identical on every target. Vectors hold at most 16 floats so that they divide the 16- and
 // 32-element runs the block layouts are made of.
 #include <cstring>
 
+#include "formats/gguf/decoders/decoders.hpp"
 #include "formats/gguf/quants.hpp"
 #include "weightloader/dtype_convert.hpp"
 
@@ -107,17 +108,6 @@ void Q5_1(const uint8_t* b, float* y) {
   }
 }
 
-// As quants.cpp's k4_scale_min: the 6-bit scale and min of sub-block j of a Q4_K / Q5_K block.
-HWY_INLINE void K4ScaleMin(int j, const uint8_t* q, int& scale, int& min) {
-  if (j < 4) {
-    scale = q[j] & 63;
-    min = q[j + 4] & 63;
-  } else {
-    scale = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-    min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 // Q4_K (with_qh false) and Q5_K (true): four groups of 64 elements.
 template <bool kWithQh>
 void QK(const uint8_t* b, float* y) {
@@ -128,11 +118,7 @@ void QK(const uint8_t* b, float* y) {
   const uint8_t* qh = b + 16;
   const uint8_t* q = kWithQh ? b + 48 : b + 16;
   for (int g = 0; g < 4; ++g, q += 32, y += 64) {
-    int sc, m;
-    K4ScaleMin(2 * g, scales, sc, m);
-    const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-    K4ScaleMin(2 * g + 1, scales, sc, m);
-    const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
+    const auto [d1, m1, d2, m2] = decoders::k4_group_scales(d, dmin, scales, g);
     for (size_t l = 0; l < 32; l += N) {
       const VI v = LoadU8(q + l);
       VI lo = Low4(v), hi = High4(v);
@@ -194,7 +180,7 @@ void Q2_K(const uint8_t* b, float* y) {
   }
 }
 
-// Q3_K: as quants.cpp's q3_k: q = low 2 bits - (hmask bit ? 0 : 4), value (d * scale) * q.
+// Q3_K: as decoders/q3_k.cpp: q = low 2 bits - (hmask bit ? 0 : 4), value (d * scale) * q.
 void Q3_K(const uint8_t* b, float* y) {
   const size_t N = hn::Lanes(DF());
   const DI di;
@@ -204,11 +190,7 @@ void Q3_K(const uint8_t* b, float* y) {
   const uint8_t* packed = b + 96;
   const float d = F16At(b + 108);
   int scales[16];
-  for (int i = 0; i < 16; ++i) {
-    const int lo = (i < 8 ? packed[i] : packed[i - 8] >> 4) & 0x0F;
-    const int hi = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
-    scales[i] = (lo | (hi << 4)) - 32;
-  }
+  decoders::q3_k_scales(packed, scales);
   const VI three = hn::Set(di, 3), one = hn::Set(di, 1), four = hn::Set(di, 4);
   for (int g = 0; g < 2; ++g, qs += 32) {
     for (int s = 0; s < 4; ++s) {
@@ -228,7 +210,7 @@ void Q3_K(const uint8_t* b, float* y) {
 }
 
 // IQ4_XS: the 4-bit codes of a group of 32 become int8 values by a 16-byte table lookup, then
-// (d * scale) * value as quants.cpp's iq4_xs.
+// (d * scale) * value as decoders/iq4_xs.cpp.
 void IQ4_XS(const uint8_t* b, float* y) {
   const size_t N = hn::Lanes(DF());
   const DF df;

@@ -38,6 +38,33 @@ inline void k4_scale_min(int j, const uint8_t* q, int& scale, int& min) {
   }
 }
 
+// Group g's (0..3) two halves of a Q4_K / Q5_K block: d * scale and dmin * min of sub-blocks 2g, 2g + 1.
+struct K4GroupScales {
+  float d1, m1, d2, m2;
+};
+inline K4GroupScales k4_group_scales(float d, float dmin, const uint8_t* scales, int g) {
+  int sc, m;
+  K4GroupScales out;
+  k4_scale_min(2 * g, scales, sc, m);
+  out.d1 = d * static_cast<float>(sc), out.m1 = dmin * static_cast<float>(m);
+  k4_scale_min(2 * g + 1, scales, sc, m);
+  out.d2 = d * static_cast<float>(sc), out.m2 = dmin * static_cast<float>(m);
+  return out;
+}
+
+// Q3_K's sixteen signed 6-bit scales from its 12 packed bytes: scale i is the low (i < 8) or high
+// nibble of byte i % 8 with bits 2(i / 4)..2(i / 4)+1 of byte 8 + i % 4 above it, minus 32.
+inline void q3_k_scales(const uint8_t* packed, int* scales) {
+  for (int i = 0; i < 16; ++i) {
+    const int lo = (i < 8 ? packed[i] : packed[i - 8] >> 4) & 0x0F;
+    const int hi = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+    scales[i] = (lo | (hi << 4)) - 32;
+  }
+}
+
+// The i-th 4-bit scale of bytes packed two per byte, low nibble first (the IQ2/IQ3 types).
+inline int nibble_at(const uint8_t* scales, int i) { return (scales[i / 2] >> (4 * (i % 2))) & 0x0F; }
+
 // The sixteen 4-bit codes of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl) and, doubled, of MXFP4 / NVFP4's
 // E2M1 values (kvalues_mxfp4): ggml's int8 tables as floats (each exact), so a decoder looks the
 // float up instead of converting it.

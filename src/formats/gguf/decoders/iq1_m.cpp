@@ -7,7 +7,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void iq1_m(const uint8_t* b, float* y) {
   const uint8_t* qs = b;
   const uint8_t* qh = b + 32;

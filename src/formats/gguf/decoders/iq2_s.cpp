@@ -7,7 +7,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void iq2_s(const uint8_t* b, float* y) {
   const float d = f16_at(b);
   const uint8_t* qs = b + 2;
@@ -16,7 +15,7 @@ void iq2_s(const uint8_t* b, float* y) {
   const uint8_t* scales = b + 74;
   for (int k = 0; k < 32; ++k, y += 8) {
     const int s = k / 2;
-    const int ls = (scales[s / 2] >> (4 * (s % 2))) & 0x0F;
+    const int ls = nibble_at(scales, s);
     const float db = d * (0.5f + static_cast<float>(ls)) * 0.25f;
     const uint8_t* grid = kIq2sGrid[qs[k] | (((qh[k / 4] >> (2 * (k % 4))) & 3) << 8)];
     for (int j = 0; j < 8; ++j) y[j] = db * static_cast<float>(grid[j]) * sign_of(signs[k], j);

@@ -6,14 +6,13 @@
 
 namespace wl::gguf::decoders {
 
-
 void iq2_xs(const uint8_t* b, float* y) {
   const float d = f16_at(b);
   const uint8_t* qs = b + 2;
   const uint8_t* scales = b + 66;
   for (int k = 0; k < 32; ++k, y += 8) {
     const int s = k / 2;
-    const int ls = (scales[s / 2] >> (4 * (s % 2))) & 0x0F;
+    const int ls = nibble_at(scales, s);
     const float db = d * (0.5f + static_cast<float>(ls)) * 0.25f;
     const auto q = field_at<uint16_t>(qs + 2 * k);
     const uint8_t* grid = kIq2xsGrid[q & 511];

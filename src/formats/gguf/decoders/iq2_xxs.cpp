@@ -7,7 +7,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void iq2_xxs(const uint8_t* b, float* y) {
   const float d = f16_at(b);
   const uint8_t* qs = b + 2;

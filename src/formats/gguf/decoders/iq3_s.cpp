@@ -6,7 +6,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void iq3_s(const uint8_t* b, float* y) {
   const float d = f16_at(b);
   const uint8_t* qs = b + 2;
@@ -15,7 +14,7 @@ void iq3_s(const uint8_t* b, float* y) {
   const uint8_t* scales = b + 106;
   for (int k = 0; k < 64; ++k, y += 4) {
     const int ib = k / 8;
-    const int ls = (scales[ib / 2] >> (4 * (ib % 2))) & 0x0F;
+    const int ls = nibble_at(scales, ib);
     const float db = d * static_cast<float>(1 + 2 * ls);
     const uint8_t* grid = kIq3sGrid[qs[k] | (((qh[k / 8] >> (k % 8)) & 1) << 8)];
     const int e = 4 * k;  // the first element; its sign bit is bit e % 8 of signs[e / 8]

@@ -4,7 +4,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void iq4_nl(const uint8_t* b, float* y) {
   const float d = f16_at(b);
   const uint8_t* qs = b + 2;

@@ -5,7 +5,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void iq4_xs(const uint8_t* b, float* y) {
   const float d = f16_at(b);
   const auto scales_h = field_at<uint16_t>(b + 2);

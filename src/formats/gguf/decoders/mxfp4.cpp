@@ -5,7 +5,6 @@
 
 namespace wl::gguf::decoders {
 
-
 namespace {
 float e8m0_half(uint8_t e) {
   const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;

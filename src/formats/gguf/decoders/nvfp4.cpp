@@ -7,7 +7,6 @@
 
 namespace wl::gguf::decoders {
 
-
 namespace {
 float ue4m3_half(uint8_t x) {
   if (x == 0 || x == 0x7F) return 0.0f;

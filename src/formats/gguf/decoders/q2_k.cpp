@@ -5,7 +5,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void q2_k(const uint8_t* b, float* y) {
   const uint8_t* scales = b;
   const uint8_t* qs = b + 16;

@@ -7,18 +7,13 @@
 
 namespace wl::gguf::decoders {
 
-
 void q3_k(const uint8_t* b, float* y) {
   const uint8_t* hmask = b;
   const uint8_t* qs = b + 32;
   const uint8_t* packed = b + 96;
   const float d = f16_at(b + 108);
   int scales[16];
-  for (int i = 0; i < 16; ++i) {
-    const int lo = (i < 8 ? packed[i] : packed[i - 8] >> 4) & 0x0F;
-    const int hi = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
-    scales[i] = (lo | (hi << 4)) - 32;
-  }
+  q3_k_scales(packed, scales);
   for (int g = 0; g < 2; ++g, qs += 32) {
     for (int s = 0; s < 4; ++s) {
       const int bit = 4 * g + s;

@@ -3,7 +3,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void q4_0(const uint8_t* b, float* y) {
   const float d = f16_at(b);
   const uint8_t* qs = b + 2;

@@ -3,7 +3,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void q4_1(const uint8_t* b, float* y) {
   const float d = f16_at(b), m = f16_at(b + 2);
   const uint8_t* qs = b + 4;

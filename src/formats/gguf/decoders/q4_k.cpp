@@ -4,17 +4,12 @@
 
 namespace wl::gguf::decoders {
 
-
 void q4_k(const uint8_t* b, float* y) {
   const float d = f16_at(b), dmin = f16_at(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* q = b + 16;
   for (int g = 0; g < 4; ++g, q += 32, y += 64) {
-    int sc, m;
-    k4_scale_min(2 * g, scales, sc, m);
-    const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-    k4_scale_min(2 * g + 1, scales, sc, m);
-    const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
+    const auto [d1, m1, d2, m2] = k4_group_scales(d, dmin, scales, g);
     for (int l = 0; l < 32; ++l) y[l] = d1 * static_cast<float>(q[l] & 0x0F) - m1;
     for (int l = 0; l < 32; ++l) y[32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
   }

@@ -3,7 +3,6 @@
 
 namespace wl::gguf::decoders {
 
-
 namespace {
 // The fifth bit of element j (0..31) from the 32-bit qh word, as 0 or 16.
 int q5_high(uint32_t qh, int j) { return static_cast<int>((qh >> j) & 1u) << 4; }

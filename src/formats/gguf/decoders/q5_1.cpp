@@ -3,7 +3,6 @@
 
 namespace wl::gguf::decoders {
 
-
 namespace {
 int q5_high(uint32_t qh, int j) { return static_cast<int>((qh >> j) & 1u) << 4; }
 }  // namespace

@@ -6,7 +6,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void q6_k(const uint8_t* b, float* y) {
   const float d = f16_at(b + 208);
   const uint8_t* ql = b;

@@ -3,7 +3,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void q8_k(const uint8_t* b, float* y) {
   const auto d = field_at<float>(b);
   const auto* qs = reinterpret_cast<const int8_t*>(b + 4);

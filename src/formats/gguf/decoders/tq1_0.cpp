@@ -6,7 +6,6 @@
 
 namespace wl::gguf::decoders {
 
-
 namespace {
 constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
 

@@ -4,7 +4,6 @@
 
 namespace wl::gguf::decoders {
 
-
 void tq2_0(const uint8_t* b, float* y) {
   const float d = f16_at(b + 64);
   for (int g = 0; g < 2; ++g)
