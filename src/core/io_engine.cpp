@@ -2,8 +2,6 @@
 // capabilities, into a destination.
 #include "core/io_engine.hpp"
 
-#include "core/io_probe.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -477,7 +475,8 @@ Way choose_way(const std::vector<ByteSource*>& sources, const IoOptions& options
     if (!largest || s->size() > largest->size()) largest = s;
   const bool all_files =
       std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return s->kind() == SourceKind::LocalFile; });
-  const bool all_mapped = std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return has_mapping(*s); });
+  // Asked only where mmap is a candidate: asking maps a file.
+  auto all_mapped = [&] { return std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return has_mapping(*s); }); };
   auto memory = [&]() { return largest && all_files ? memory_probe(*largest) : std::nullopt; };
   auto measured_prefault = [&](IoMode mode) {
     if (options.prefault) return *options.prefault;
@@ -491,8 +490,9 @@ Way choose_way(const std::vector<ByteSource*>& sources, const IoOptions& options
   };
   if (options.mode != IoMode::Auto) return {options.mode, measured_prefault(options.mode)};
   if (!all_files) {
-    reason = all_mapped ? "auto: sources in memory, copied out of it" : "auto: not every source is a local file: positioned reads";
-    const IoMode mode = all_mapped ? IoMode::Mmap : IoMode::Pread;
+    const bool mapped = all_mapped();
+    reason = mapped ? "auto: sources in memory, copied out of it" : "auto: not every source is a local file: positioned reads";
+    const IoMode mode = mapped ? IoMode::Mmap : IoMode::Pread;
     return {mode, options.prefault.value_or(true)};
   }
   uint64_t size = 0, cached = 0;
@@ -505,7 +505,7 @@ Way choose_way(const std::vector<ByteSource*>& sources, const IoOptions& options
   const double frac = size ? double(cached) / double(size) : 1.0;
   reason = fmt::format("auto: {:.0f}% of the file bytes in the page cache", frac * 100);
   if (frac >= 0.5) {
-    const std::optional<MemoryProbe> probe = all_mapped ? memory() : std::nullopt;
+    const std::optional<MemoryProbe> probe = all_mapped() ? memory() : std::nullopt;
     if (!probe) return {IoMode::Pread, measured_prefault(IoMode::Pread)};
     const MemoryProbe::Way best = probe->best(converts);
     reason += fmt::format("; {}{}: the fastest way measured here for {} reads of cached bytes ({:.2f} GB/s)",
