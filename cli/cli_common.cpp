@@ -64,7 +64,7 @@ const Context& program_context() {
 SourceOptions::Opened SourceOptions::open_loader(const Kwargs& extra) const {
   Context session = program_context();
   session.opener = std::make_shared<CachingOpener>(session.files());
-  LoaderChoice c = loader == "auto" ? detect_loader(path, *session.opener, session.detected_formats()) : LoaderChoice{loader, {}};
+  LoaderChoice c = loader == "auto" ? detect_loader(path, *session.opener, formats_of(session)) : LoaderChoice{loader, {}};
   for (auto& [k, v] : kwargs()) c.kwargs[k] = v;
   for (const auto& [k, v] : extra) c.kwargs[k] = v;
   Opened out{c.name, WeightLoaderRegistry::global().create(c.name, c.kwargs)};

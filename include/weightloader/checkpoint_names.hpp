@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "weightloader/context.hpp"
 #include "weightloader/export.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/name_mapping.hpp"
@@ -10,7 +11,7 @@
 
 namespace wl {
 
-// The format entry loaders use (FormatList::global() lists it): files recognised by is_gguf, read
+// The format entry loaders use (builtin_formats() lists it): files recognised by is_gguf, read
 // by read_gguf_catalogue, then presented by the loading layer through the "gguf" naming scheme for
 // the file's general.architecture (src/loaders/gguf_hf_names.cpp): Hugging Face names
 // (token_embd.weight -> model.embed_tokens.weight, ...), q/k rows in Hugging Face's rotary layout
@@ -23,6 +24,15 @@ namespace wl {
 // that are not whole blocks cannot be reordered) and DuplicateTensorName when a presented name
 // collides with another tensor's.
 WL_API const FileFormat& gguf_format();
+
+// The built-in formats, in the order detection tries them: safetensors, pytorch, the gguf entry
+// above, llama2c (last: v0 has no magic, only a plausible header and an exact size). Immutable.
+WL_API const FormatList& builtin_formats();
+// The formats a context detects: its own list, else the built-in ones.
+WL_API const FormatList& formats_of(const Context& context);
+// Conveniences over builtin_formats() and local_opener().
+WL_API const FileFormat* find_file_format(const std::string& name);
+WL_API const FileFormat* detect_file_format(const std::string& path);
 
 // `source` under normalised names: its names (a GGUF's already Hugging Face's, as the "gguf"
 // format entry above presents them) through

@@ -9,7 +9,7 @@
 
 #include "weightloader/byte_source.hpp"
 #include "weightloader/export.hpp"
-#include "weightloader/hf_cache.hpp"
+#include "weightloader/hf_download.hpp"
 
 namespace wl {
 
@@ -18,13 +18,12 @@ class DeviceEngines;  // opaque: made by with_cuda_devices() (weightloader/cuda.
 
 struct WL_API Context {
   std::shared_ptr<const Opener> opener;       // null: local files only (other schemes refused by name)
-  std::shared_ptr<const FormatList> formats;  // null: the built-in formats (FormatList::global())
+  std::shared_ptr<const FormatList> formats;  // null: the built-in formats (formats_of(), checkpoint_names.hpp)
   HfDownloader downloader;                    // empty: model ids come from the cache only
   std::shared_ptr<const DeviceEngines> devices;  // null: the CPU only
 
-  // The members with their defaults filled in.
+  // The opener with its default filled in.
   std::shared_ptr<const Opener> files() const;
-  const FormatList& detected_formats() const;
 };
 
 }  // namespace wl

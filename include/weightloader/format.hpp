@@ -31,12 +31,11 @@ struct WL_API FileFormat {
   std::function<Catalogue(const ByteSource& source, const Opener& opener)> read_catalogue;
 };
 
-// An ordered list of formats, tried in order by detect(). global() holds the built-in ones;
-// embedders and tests make their own (and pass it through LoadOptions::formats). Thread-safe for
-// reading; add() before sharing it.
+// An ordered list of formats, tried in order by detect(). builtin_formats() (the loading layer's,
+// weightloader/checkpoint_names.hpp) holds the built-in ones; embedders and tests make their own
+// (and pass it through Context::formats). Thread-safe for reading; add() before sharing it.
 class WL_API FormatList {
  public:
-  static const FormatList& global();  // safetensors, pytorch, gguf, llama2c
   FormatList() = default;             // empty
   void add(FileFormat format);        // InvalidArgument if the name is taken
   const std::vector<FileFormat>& formats() const noexcept { return formats_; }
@@ -49,10 +48,6 @@ class WL_API FormatList {
  private:
   std::vector<FileFormat> formats_;
 };
-
-// Conveniences over FormatList::global() and local_opener().
-WL_API const FileFormat* find_file_format(const std::string& name);
-WL_API const FileFormat* detect_file_format(const std::string& path);
 
 // Opens several files of one format as one source; a tensor name in two files is
 // TensorInTwoFiles. `origin` names the checkpoint (directory or file) in messages. `opener`

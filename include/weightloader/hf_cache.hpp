@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "weightloader/export.hpp"
-#include "weightloader/source.hpp"
+#include "weightloader/hf_download.hpp"
 
 namespace wl {
 
@@ -38,19 +38,6 @@ WL_API bool hf_hub_offline();
 // FileNotFound says every place it looked. Never downloads.
 WL_API std::string resolve_hf_snapshot(const std::string& model_id, const std::string& revision = "main",
                                        const std::string& cache_dir = {});
-
-// What to fetch from the hub into the cache.
-struct HfDownload {
-  std::string model_id;
-  std::string revision = "main";
-  std::string cache_dir;             // empty: hf_hub_cache_dir()
-  std::vector<std::string> include;  // fnmatch patterns over the repository's file names; empty: what a load needs
-  unsigned concurrency = 8;          // transfers in flight (files, and ranges of one large file)
-  ProgressCallback progress;         // bytes downloaded of bytes to download; false cancels (Cancelled)
-};
-
-// Downloads and returns the snapshot directory (the remote component's: Context::downloader).
-using HfDownloader = std::function<std::string(const HfDownload&)>;
 
 // `downloader`'s snapshot; InvalidArgument if there is none (a context without the remote
 // component), and FileNotFound naming what is missing when HF_HUB_OFFLINE forbids requests.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "weightloader/byte_source.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/context.hpp"
 #include "weightloader/export.hpp"
 #include "weightloader/model.hpp"
@@ -42,8 +43,13 @@ class WL_API WeightLoader {
   virtual std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path) = 0;
 
   // How to put it in: maps names, checks shapes, reads every tensor once straight into its
-  // parameter (converting to the parameter's dtype). Loaders may override; most reuse this.
-  virtual LoadReport load_weights(Model& model, const WeightSource& source);
+  // parameter (converting to the parameter's dtype), under `call` — the options of this call
+  // (strict, device, progress and cancellation, zero_copy, ...; start from options()). The loader
+  // itself is not changed: one loader serves several threads at once. Loaders may override; most
+  // reuse this (plan_load + execute_load).
+  virtual LoadReport load_weights(Model& model, const WeightSource& source, const LoadOptions& call) const;
+  // The same under the loader's own options.
+  LoadReport load_weights(Model& model, const WeightSource& source) const { return load_weights(model, source, options_); }
 
   // A model whose parameters mirror the checkpoint's tensors (after name mapping; under Hugging
   // Face names with auto_names), each in `dtype()` if set, else in the tensor's own dtype.
@@ -60,7 +66,7 @@ class WL_API WeightLoader {
   const std::optional<DType>& dtype() const noexcept { return dtype_; }
   // The opener and the formats in effect (the context's, else the defaults).
   std::shared_ptr<const Opener> opener() const { return options_.context.files(); }
-  const FormatList& formats() const { return options_.context.detected_formats(); }
+  const FormatList& formats() const { return formats_of(options_.context); }
   // opener() behind a CachingOpener: what one get_weights call reads through (and the source it
   // returns keeps), so that detection, catalogue and data see the same version of every file.
   std::shared_ptr<const Opener> session_opener() const;

@@ -8,6 +8,7 @@
 
 #include "bind/bindings.hpp"
 #include "bind/interruptible.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/load_plan.hpp"
 #include "weightloader/name_schemes.hpp"
@@ -135,29 +136,23 @@ pyb::tuple load(Loader& l, const WeightSource& source, const pyb::list& params, 
   const Device where = device ? Device::parse(*device) : l.loader->options().io.device;
   Model model = to_model(params, where);
   Interruptible call(std::move(progress));
-  LoadOptions saved = l.loader->options();
-  LoadOptions& options = l.loader->options();
+  // This call's options: the loader, shared between threads, is not changed.
+  LoadOptions options = l.loader->options();
   if (strict) options.strict = *strict;
   options.io.device = where;
   options.io.progress = call.progress();
-  options.zero_copy = saved.zero_copy && replace;
+  options.zero_copy = options.zero_copy && replace;
   LoadReport report;
   pyb::dict views;
-  try {
-    if (options.zero_copy) {  // the plan says which checkpoint tensor backs each parameter
-      std::map<std::string, TensorView> given;
-      for (const Parameter& p : model.parameters()) given.emplace(p.name, p.data);
-      const LoadPlan plan = plan_load(model, source, options);
-      report = call.run([&] { return execute_load(plan, source, options); });
-      views = installed_views(plan, report, source, given);
-    } else {
-      report = call.run([&] { return l.loader->load_weights(model, source); });
-    }
-  } catch (...) {
-    l.loader->options() = saved;
-    throw;
+  if (options.zero_copy) {  // the plan says which checkpoint tensor backs each parameter
+    std::map<std::string, TensorView> given;
+    for (const Parameter& p : model.parameters()) given.emplace(p.name, p.data);
+    const LoadPlan plan = plan_load(model, source, options);
+    report = call.run([&] { return execute_load(plan, source, options); });
+    views = installed_views(plan, report, source, given);
+  } else {
+    report = call.run([&] { return l.loader->load_weights(model, source, options); });
   }
-  l.loader->options() = saved;
   return pyb::make_tuple(report.to_json(), views);
 }
 
@@ -201,7 +196,7 @@ void register_loaders(pyb::module_& m) {
   });
   m.def("detect_loader", [](const std::string& path) {
     const Context& context = module_context();  // a remote path means requests: interruptible
-    const LoaderChoice c = Interruptible().run([&] { return detect_loader(path, *context.files(), context.detected_formats()); });
+    const LoaderChoice c = Interruptible().run([&] { return detect_loader(path, *context.files(), formats_of(context)); });
     pyb::dict kwargs;
     for (const auto& [k, v] : c.kwargs) std::visit([&](const auto& x) { kwargs[pyb::str(k)] = x; }, v);
     return pyb::make_tuple(c.name, kwargs);

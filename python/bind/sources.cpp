@@ -8,9 +8,10 @@
 
 #include "bind/bindings.hpp"
 #include "bind/interruptible.hpp"
-#include "formats/safetensors/header.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
+#include "weightloader/formats/safetensors.hpp"
 
 namespace wl::py {
 
@@ -102,7 +103,7 @@ std::shared_ptr<const Opener> bytes_opener(const std::string& label, const pyb::
 // A whole checkpoint given as bytes, opened by content as a file would be.
 SourcePtr from_bytes(const std::string& label, const pyb::bytes& data) {
   const std::shared_ptr<const Opener> opener = bytes_opener(label, data);
-  const FileFormat& format = FormatList::global().detect_or_throw(*opener->open(label));
+  const FileFormat& format = builtin_formats().detect_or_throw(*opener->open(label));
   return open_files(format, {label}, label, opener);
 }
 

@@ -1,9 +1,9 @@
 // Tensor parallelism for Python: the C++ shard planner (loaders/rank_shards.hpp) over shapes, the
-// description ranks compare before loading (engine/rank_agreement.hpp) and the catalogue rank 0
-// sends the others (engine/shared_catalogue.hpp).
+// description ranks compare before loading (loaders/rank_agreement.hpp) and the catalogue rank 0
+// sends the others (loaders/shared_catalogue.hpp).
 #include "bind/bindings.hpp"
-#include "engine/rank_agreement.hpp"
-#include "engine/shared_catalogue.hpp"
+#include "loaders/rank_agreement.hpp"
+#include "loaders/shared_catalogue.hpp"
 #include "loaders/catalogue_value.hpp"
 
 namespace wl::py {

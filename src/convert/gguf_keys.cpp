@@ -7,7 +7,7 @@
 
 #include "convert/model_fields.hpp"
 #include "convert/source_shapes.hpp"
-#include "engine/gguf_config.hpp"
+#include "model/gguf_config.hpp"
 #include "weightloader/engine/tokenizer.hpp"
 #include "weightloader/error.hpp"
 

@@ -1,7 +1,5 @@
 #include "weightloader/context.hpp"
 
-#include "weightloader/format.hpp"
-
 namespace wl {
 
 std::shared_ptr<const Opener> Context::files() const {
@@ -9,7 +7,5 @@ std::shared_ptr<const Opener> Context::files() const {
   static const std::shared_ptr<const Opener> plain = std::make_shared<SchemeOpener>();
   return opener ? opener : plain;
 }
-
-const FormatList& Context::detected_formats() const { return formats ? *formats : FormatList::global(); }
 
 }  // namespace wl

@@ -13,7 +13,7 @@
 
 #include "engine/tensor_parallel.hpp"
 #include "engine/thread_pool.hpp"
-#include "weightloader/engine/communicator.hpp"
+#include "weightloader/communicator.hpp"
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/model.hpp"
 

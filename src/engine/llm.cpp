@@ -1,3 +1,4 @@
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/engine/llm.hpp"
 
 #include <algorithm>
@@ -11,9 +12,9 @@
 #include <fmt/ranges.h>
 
 #include "engine/llama_engine.hpp"
-#include "engine/rank_agreement.hpp"
+#include "loaders/rank_agreement.hpp"
 #include "engine/sampler.hpp"
-#include "engine/shared_catalogue.hpp"
+#include "loaders/shared_catalogue.hpp"
 #include "loaders/catalogue_value.hpp"
 #include "weightloader/error.hpp"
 
@@ -108,7 +109,7 @@ std::unique_ptr<WeightSource> LLM::open(const std::string& shared, std::string* 
   context.opener = session;
   const std::optional<SharedCatalogue> received = received_catalogue(shared, options_.model);
   if (received) choice = received->choice;
-  else if (choice.name == "auto") choice = detect_loader(options_.model, *session, context.detected_formats());
+  else if (choice.name == "auto") choice = detect_loader(options_.model, *session, formats_of(context));
   const LoaderChoice detected = choice;
   for (const auto& [k, v] : options_.weight_loader_kwargs) choice.kwargs[k] = v;
   loader_name_ = choice.name;
@@ -185,24 +186,17 @@ Model& LLM::rank_model(unsigned rank) { return engine(rank).model(); }
 
 LoadReport LLM::load_rank(unsigned rank, const WeightSource& source, std::optional<bool> strict) {
   Model& model = rank_model(rank);
-  const LoadOptions base = loader_->options();
+  LoadOptions call = loader_->options();  // this rank's: the loader is shared by every rank's thread
   // Row-parallel biases are added once, by rank 0.
-  if (rank > 0) loader_->options().names.drop(R"(.*\.(o_proj|down_proj)\.bias)");
+  if (rank > 0) call.names.drop(R"(.*\.(o_proj|down_proj)\.bias)");
   // Expert parallel: the other ranks' experts are theirs to read.
   const RankPartition& part = engine(rank).partition();
   std::vector<std::string> others;
   for (uint64_t e = 0; e < config_.moe.num_experts; ++e)
     if (e < part.expert0 || e >= part.expert0 + part.experts) others.push_back(std::to_string(e));
-  if (!others.empty()) loader_->options().names.drop(fmt::format(R"(.*\.experts\.({})\..*)", fmt::join(others, "|")));
-  if (strict) loader_->options().strict = *strict;
-  try {
-    LoadReport report = loader_->load_weights(model, source);
-    loader_->options() = base;
-    return report;
-  } catch (...) {
-    loader_->options() = base;
-    throw;
-  }
+  if (!others.empty()) call.names.drop(fmt::format(R"(.*\.experts\.({})\..*)", fmt::join(others, "|")));
+  if (strict) call.strict = *strict;
+  return loader_->load_weights(model, source, call);
 }
 
 uint64_t LLM::parameter_bytes() const { return parameter_bytes_; }

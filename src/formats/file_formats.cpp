@@ -3,13 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
-#include "weightloader/formats/gguf.hpp"
-#include "weightloader/formats/llama2c.hpp"
-#include "weightloader/formats/pytorch.hpp"
-#include "weightloader/formats/safetensors.hpp"
 
 namespace wl {
 
@@ -23,18 +18,6 @@ std::vector<std::byte> read_head(const ByteSource& source) {
 }
 
 }  // namespace
-
-const FormatList& FormatList::global() {
-  static const FormatList formats = [] {
-    FormatList list;
-    list.add(safetensors_format());
-    list.add(pytorch_format());
-    list.add(gguf_format());
-    list.add(llama2c_format());  // last: v0 has no magic, only a plausible header and an exact size
-    return list;
-  }();
-  return formats;
-}
 
 void FormatList::add(FileFormat format) {
   if (find(format.name)) throw Error(ErrorCode::InvalidArgument, fmt::format("a format named '{}' is already listed", format.name));
@@ -72,12 +55,6 @@ const FileFormat& FormatList::detect_or_throw(const ByteSource& source) const {
   throw Error(ErrorCode::UnknownFormat,
               fmt::format("not a checkpoint in any known format (tried: {})", fmt::join(tried, ", ")),
               source.name());
-}
-
-const FileFormat* find_file_format(const std::string& name) { return FormatList::global().find(name); }
-
-const FileFormat* detect_file_format(const std::string& path) {
-  return FormatList::global().detect(*local_opener()->open(path));
 }
 
 std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::vector<std::string>& names,

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "loaders/builtin_loaders.hpp"
+#include "hf_cache/hf_weights_files.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {

@@ -13,8 +13,6 @@ void register_builtin_loaders(WeightLoaderRegistry& registry);
 
 // "hf": a Hugging Face directory or a cached model id (src/loaders/hf_loader.cpp).
 void register_hf_loader(WeightLoaderRegistry& registry);
-// Whether a file name is one the hf loader reads as weights (or as their index).
-bool is_hf_weights_file(const std::string& name);
 
 // "local": a file or a directory of files in any single-file format (src/loaders/local_loader.cpp).
 void register_local_loader(WeightLoaderRegistry& registry);

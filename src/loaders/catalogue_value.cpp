@@ -4,11 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor_json.hpp"
-#include "formats/gguf/ggml_types.hpp"
-#include "formats/llama2c/q8.hpp"
-#include "formats/pytorch/byteswap.hpp"
-#include "formats/quantized/dense_view.hpp"
-#include "loaders/offset_decoder.hpp"
+#include "formats/decoder_specs.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {
@@ -58,36 +54,6 @@ std::unique_ptr<WeightSource> catalogue_from_value(const std::string& value, std
   } catch (const json::exception& e) {
     bad_catalogue_value(e.what());
   }
-}
-
-std::shared_ptr<const Decoder> decoder_from_spec(const std::string& spec, const std::shared_ptr<const Opener>& opener) {
-  const json j = json::parse(spec, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("kind")) bad_catalogue_value(fmt::format("decoder spec {}", spec));
-  try {
-    const std::string kind = j["kind"].get<std::string>();
-    if (kind == "ggml") {
-      const auto type = static_cast<GgmlType>(j.at("type").get<uint32_t>());
-      if (auto d = gguf::ggml_decoder(type)) return d;
-      if (const auto refused = j.find("refused"); refused != j.end())  // listed, but reading it is refused
-        if (auto d = gguf::ggml_refusing_decoder(type, refused->at("file").get<std::string>(),
-                                                 refused->at("tensor").get<std::string>()))
-          return d;
-    } else if (kind == "llama2c-q8") {
-      const uint64_t group = j.at("group").get<uint64_t>();
-      if (group > 0) return std::make_shared<llama2c::Q8Decoder>(group);
-    } else if (kind == "big-endian") {
-      if (const std::optional<DType> d = parse_dtype(j.at("dtype").get<std::string>())) return pytorch::big_endian_decoder(*d);
-    } else if (kind == "offset") {
-      const json& inner = j.at("inner");
-      if (const std::optional<DType> d = parse_dtype(j.at("stored").get<std::string>()))
-        return offset_decoder(inner.is_null() ? nullptr : decoder_from_spec(inner.dump(), opener), *d, j.at("offset").get<float>());
-    } else if (kind == "quantized-layer") {
-      return quant::layer_decoder_from_spec(j, opener);
-    }
-  } catch (const json::exception& e) {
-    bad_catalogue_value(fmt::format("decoder spec {}: {}", spec, e.what()));
-  }
-  bad_catalogue_value(fmt::format("decoder spec {}: no such decoder in this build", spec));
 }
 
 }  // namespace wl

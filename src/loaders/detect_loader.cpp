@@ -1,6 +1,8 @@
 #include <algorithm>
 
+#include "hf_cache/hf_weights_files.hpp"
 #include "loaders/builtin_loaders.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/hf_cache.hpp"
@@ -37,6 +39,6 @@ LoaderChoice detect_loader(const std::string& path, const Opener& opener, const 
   return {"local", {}};  // reports that nothing matches
 }
 
-LoaderChoice detect_loader(const std::string& path) { return detect_loader(path, *local_opener(), FormatList::global()); }
+LoaderChoice detect_loader(const std::string& path) { return detect_loader(path, *local_opener(), builtin_formats()); }
 
 }  // namespace wl

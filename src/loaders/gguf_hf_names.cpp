@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "loaders/offset_decoder.hpp"
+#include "formats/offset_decoder.hpp"
 #include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/gguf.hpp"

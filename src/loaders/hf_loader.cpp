@@ -2,10 +2,9 @@
 // into it when missing, by the downloader the remote component installs).
 // Weights: safetensors first (index, else every *.safetensors), then PyTorch .bin (index, else
 // pytorch_model*.bin / model*.bin); training leftovers are never read.
-#include <algorithm>
-
 #include <fmt/format.h>
 
+#include "hf_cache/hf_weights_files.hpp"
 #include "loaders/builtin_loaders.hpp"
 #include "loaders/config_json.hpp"
 #include "loaders/quantized_source.hpp"
@@ -15,54 +14,6 @@
 #include "weightloader/registry.hpp"
 
 namespace wl {
-
-namespace {
-
-bool is_safetensors(const std::string& name) { return name.ends_with(".safetensors"); }
-
-// PyTorch weight files, without optimizer/scheduler/trainer state.
-bool is_pytorch_weights(const std::string& name) {
-  static const char* leftovers[] = {"optimizer", "scheduler", "training_args", "trainer_state", "rng_state", "scaler"};
-  for (const char* l : leftovers)
-    if (name.starts_with(l)) return false;
-  return name.ends_with(".bin") && (name.starts_with("pytorch_model") || name.starts_with("model"));
-}
-
-}  // namespace
-
-bool is_hf_weights_file(const std::string& name) {
-  return is_safetensors(name) || is_pytorch_weights(name) || name == "model.safetensors.index.json" ||
-         name == "pytorch_model.bin.index.json";
-}
-
-HfFileChoice choose_hf_files(const std::vector<std::string>& repo_files) {
-  static const char* beside[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer.model",
-                                 "tokenizer_config.json"};
-  HfFileChoice choice;
-  std::vector<std::string> top;  // the loader reads the model directory itself, not its subfolders
-  for (const std::string& f : repo_files)
-    if (f.find('/') == std::string::npos) top.push_back(f);
-  std::sort(top.begin(), top.end());
-  const auto has = [&](const std::string& name) { return std::binary_search(top.begin(), top.end(), name); };
-  for (const char* name : beside)
-    if (has(name)) choice.files.push_back(name);
-  const auto take = [&](bool (*wanted)(const std::string&)) {
-    const size_t before = choice.files.size();
-    for (const std::string& f : top)
-      if (wanted(f)) choice.files.push_back(f);
-    return choice.files.size() > before;
-  };
-  const auto take_index = [&](const char* index) {
-    if (!has(index)) return false;
-    choice.index = index;
-    choice.files.push_back(index);
-    return true;
-  };
-  // The same order of preference as open_weights below.
-  if (!take_index("model.safetensors.index.json") && !take(is_safetensors) && !take_index("pytorch_model.bin.index.json"))
-    take(is_pytorch_weights);
-  return choice;
-}
 
 namespace {
 
@@ -123,10 +74,10 @@ class HfLoader final : public WeightLoader {
     };
     if (const std::string index = files.join(dir, "model.safetensors.index.json"); files.exists(index))
       return sharded(index, format_named("safetensors"));
-    if (auto names = files_matching(files, dir, is_safetensors, "model.safetensors"); !names.empty()) return plain(names, format_named("safetensors"));
+    if (auto names = files_matching(files, dir, is_hf_safetensors_file, "model.safetensors"); !names.empty()) return plain(names, format_named("safetensors"));
     if (const std::string index = files.join(dir, "pytorch_model.bin.index.json"); files.exists(index))
       return sharded(index, format_named("pytorch"));
-    if (auto names = files_matching(files, dir, is_pytorch_weights, "pytorch_model.bin"); !names.empty()) return plain(names, format_named("pytorch"));
+    if (auto names = files_matching(files, dir, is_hf_pytorch_weights_file, "pytorch_model.bin"); !names.empty()) return plain(names, format_named("pytorch"));
     throw Error(ErrorCode::NoMatchingFiles,
                 "no weights found: looked for model.safetensors.index.json, *.safetensors, pytorch_model.bin.index.json "
                 "and pytorch_model*.bin / model*.bin",

@@ -242,8 +242,8 @@ LoadReport execute_load(const LoadPlan& plan, const WeightSource& given, const L
   return report;
 }
 
-LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source) {
-  return execute_load(plan_load(model, source, options_), source, options_);
+LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source, const LoadOptions& call) const {
+  return execute_load(plan_load(model, source, call), source, call);
 }
 
 std::shared_ptr<const Opener> WeightLoader::session_opener() const { return std::make_shared<CachingOpener>(opener()); }

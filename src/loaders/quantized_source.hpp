@@ -14,13 +14,8 @@ inline constexpr const char* kQuantizedKwargHelp =
     "quantized checkpoints (GPTQ, AWQ, bitsandbytes, FP8, compressed-tensors): dequantize (default: each quantized "
     "layer one dense <layer>.weight, decoded as it is read) or as_stored (the packed tensors, byte for byte)";
 
-// `source` itself when it is not quantized; else its dense view (formats/quantized/dense_view.hpp),
-// or, `as_stored`, its packed tensors with metadata["quantization"] saying what they are.
-// The method comes from metadata["config.json"]'s quantization_config, else from a
-// quantization_config.json or quantize_config.json beside the checkpoint.
-std::unique_ptr<WeightSource> dequantized_source(std::unique_ptr<WeightSource> source, const Opener& files, bool as_stored = false);
-
-// What the built-in loaders give for a checkpoint they opened: dequantized_source(), its stacked
+// What the built-in loaders give for a checkpoint they opened: dequantized_source()
+// (formats/quantized_checkpoint.hpp), its stacked
 // experts then one tensor per expert (with_experts_unstacked, loaders/stacked_experts_source.hpp).
 std::unique_ptr<WeightSource> checkpoint_view(std::unique_ptr<WeightSource> source, const Opener& files, bool as_stored);
 

@@ -1,4 +1,4 @@
-#include "hf_cache/download/hub_download.hpp"
+#include "remote/hub_download/hub_download.hpp"
 #include "remote/openers.hpp"
 #include "weightloader/remote.hpp"
 

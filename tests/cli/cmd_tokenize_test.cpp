@@ -1,7 +1,7 @@
 // `weightloader tokenize`, and `weightloader convert` embedding the tokenizer in GGUF output.
 #include <gtest/gtest.h>
 
-#include "engine/tokenizer/tokenizer_test_util.hpp"
+#include "model/tokenizer/tokenizer_test_util.hpp"
 #include "test_util.hpp"
 #include "cli/cli_run.hpp"
 #include "weightloader/engine/tokenizer.hpp"

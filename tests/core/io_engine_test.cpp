@@ -13,6 +13,7 @@
 
 #include "core/sigbus_guard.hpp"
 #include "test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/dtype_convert.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/formats/gguf.hpp"

@@ -293,7 +293,7 @@ TEST(MemoryOpener, OpensASafetensorsCheckpointFromMemory) {
   auto opener = std::make_shared<MemoryOpener>();
   opener->add("m/model.safetensors", MemoryRegion::of_string(written(path)));
 
-  const FileFormat* detected = FormatList::global().detect(*opener->open("m/model.safetensors"));
+  const FileFormat* detected = builtin_formats().detect(*opener->open("m/model.safetensors"));
   ASSERT_NE(detected, nullptr);
   EXPECT_EQ(detected->name, "safetensors");
   const auto source = open_files(safetensors_format(), {"m/model.safetensors"}, "m", opener);
@@ -367,7 +367,7 @@ TEST(MemoryOpener, FindsTheSplitsOfAGgufModel) {
   opener->add("g/m-00002-of-00002.gguf", MemoryRegion::of_string(written(p2)));
 
   const auto head = opener->open("g/m-00001-of-00002.gguf");
-  const FileFormat* format = FormatList::global().detect(*head);
+  const FileFormat* format = builtin_formats().detect(*head);
   ASSERT_NE(format, nullptr);
   EXPECT_EQ(format->name, "gguf");
   const Catalogue c = format->read_catalogue(*head, *opener);

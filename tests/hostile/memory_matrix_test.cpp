@@ -11,6 +11,7 @@
 
 #include "hostile/hostile_files.hpp"
 #include "weightloader/byte_source.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/loader.hpp"
 #include "weightloader/model.hpp"
@@ -85,7 +86,7 @@ TEST_P(HostileMemoryMatrix, FailsWithItsCodeNamingTheLabel) {
   const HostileCase& c = find_case(GetParam());
   const std::shared_ptr<MemoryOpener> opener = opener_for(c);
   expect_hostile_error(c, [&] {
-    const LoaderChoice choice = detect_loader(label_of(c), *opener, FormatList::global());
+    const LoaderChoice choice = detect_loader(label_of(c), *opener, builtin_formats());
     std::unique_ptr<WeightLoader> loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
     loader->options().context.opener = opener;
     const std::unique_ptr<WeightSource> source = loader->get_weights(label_of(c));
@@ -104,8 +105,8 @@ TEST_P(HostileMemoryFormats, FailsWithItsCodeNamingTheLabel) {
   const std::shared_ptr<MemoryOpener> opener = opener_for(c);
   expect_hostile_error(c, [&] {
     const std::shared_ptr<ByteSource> source = opener->open(label_of(c));
-    const FileFormat& format = FormatList::global().detect_or_throw(*source);
-    EXPECT_EQ(FormatList::global().detect(*source), &format);
+    const FileFormat& format = builtin_formats().detect_or_throw(*source);
+    EXPECT_EQ(builtin_formats().detect(*source), &format);
     const Catalogue catalogue = format.read_catalogue(*source, *opener);
     // Whatever the catalogue let through must fail when its tensors are read.
     const WeightSource weights(format.name, label_of(c), catalogue.tensors, catalogue.metadata, opener);

@@ -1,5 +1,6 @@
 // A catalogue sent as a value is the catalogue: the same tensors, decoders and bytes, rebuilt
 // without reading or opening any file; values that cannot be carried are said to be so.
+#include "formats/decoder_specs.hpp"
 #include "loaders/catalogue_value.hpp"
 
 #include <gtest/gtest.h>
@@ -11,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/rank_agreement.hpp"
+#include "loaders/rank_agreement.hpp"
 #include "formats/gguf/ggml_types.hpp"
 #include "test_util.hpp"
 #include "weightloader/convert_checkpoint.hpp"

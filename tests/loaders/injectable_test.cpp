@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/formats/safetensors.hpp"
 #include "weightloader/registry.hpp"
@@ -45,7 +46,7 @@ std::string toy_file(const test::TempDir& dir) {
 TEST(Injectable, AFormatListPassedToARegistryIsWhatItsLoadersDetect) {
   test::TempDir dir;
   const std::string path = toy_file(dir);
-  auto formats = std::make_shared<FormatList>(FormatList::global());
+  auto formats = std::make_shared<FormatList>(builtin_formats());
   formats->add(toy_format());
   Context context;
   context.formats = formats;
@@ -58,7 +59,7 @@ TEST(Injectable, AFormatListPassedToARegistryIsWhatItsLoadersDetect) {
   EXPECT_EQ(model.find("toy")->data.data<float>()[2], 3.5f);
   // The global registry and formats never saw it.
   test::expect_error(ErrorCode::UnknownFormat, [&] { WeightLoaderRegistry::global().create("local")->get_weights(path); });
-  EXPECT_EQ(FormatList::global().find("toy"), nullptr);
+  EXPECT_EQ(builtin_formats().find("toy"), nullptr);
   EXPECT_EQ(detect_loader(dir.path().string(), *local_opener(), *formats).kwargs.at("file_pattern"), KwValue(std::string("*.toy")));
 }
 

@@ -1,4 +1,4 @@
-"""The 2026 families through the family seam (src/engine/families/), checked against transformers 5
+"""The 2026 families through the family seam (src/families/), checked against transformers 5
 itself: tiny random models built by the pinned transformers (from_config, fixed seeds, weights
 scaled so every part moves the logits), saved with save_pretrained (config.json exactly as
 transformers 5 writes it), run by transformers and by the engine; logits equal at every position,

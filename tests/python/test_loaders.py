@@ -154,3 +154,45 @@ def test_the_loaders_strict_kwarg_is_the_default(tmp_path):
     assert sorted(report.missing) == ["fc.bias", "scale"]
     with pytest.raises(ValueError, match="missing"):
         loose.load_weights(Tiny(), loose.get_weights(tmp_path / "m"), strict=True)
+
+
+def test_one_loader_serves_several_threads_each_with_its_own_call_options(tmp_path):
+    """strict, progress and the device are the call's: a thread that loads with strict=False does not
+    make another thread's strict load of the same loader pass (the loader is never changed)."""
+    import threading
+    from safetensors.torch import save_file
+
+    save_file({"fc.weight": torch.randn(512, 1024), "fc.bias": torch.randn(512)}, str(tmp_path / "m.safetensors"))
+
+    class Wider(torch.nn.Module):  # one parameter the checkpoint lacks
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(1024, 512)
+            self.extra = torch.nn.Parameter(torch.full((4,), 3.0))
+
+    loader = wl.CoreWeightLoader("local")
+    weights = loader.get_weights(tmp_path / "m.safetensors")
+    expected = weights["fc.weight"].clone()
+    failures = []
+
+    def run(lenient):
+        for _ in range(15):
+            m = Wider()
+            try:
+                loader.load_weights(m, weights, strict=False if lenient else None, progress=False)
+                if not lenient:
+                    failures.append("a strict load of a module with a missing parameter passed")
+                elif not torch.equal(m.fc.weight.detach(), expected) or m.extra[0] != 3.0:
+                    failures.append("a lenient load filled the wrong values")
+            except Exception as e:  # noqa: BLE001 - the strict threads must fail, naming the parameter
+                if lenient or "extra" not in str(e):
+                    failures.append(f"{'lenient' if lenient else 'strict'}: {e}")
+
+    threads = [threading.Thread(target=run, args=(i % 2 == 0,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    with pytest.raises(Exception, match="extra"):  # and the loader's own strictness is as it was
+        loader.load_weights(Wider(), weights, progress=False)

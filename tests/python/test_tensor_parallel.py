@@ -526,7 +526,7 @@ def test_ranks_with_different_checkpoints_both_raise_before_loading(two_ranks, t
     bf16 = sum(_checkpoint_bytes(testdata / TINY / "model.safetensors").values())
     for out in two_ranks[0]["disagree"]:
         assert out.get("code") == "RanksDisagree", out
-        # Each rank's checkpoint as the C++ library describes it (engine/rank_agreement.hpp): BF16 and F32 differ.
+        # Each rank's checkpoint as the C++ library describes it (loaders/rank_agreement.hpp): BF16 and F32 differ.
         assert f"rank 0: 21 tensors ({bf16} bytes) in safetensors file [model.safetensors], header hash " in out["error"]
         assert f"; rank 1: 21 tensors ({2 * bf16} bytes) in safetensors file [model.safetensors]" in out["error"]
         assert out["untouched"]

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "weightloader/dtype.hpp"
-#include "weightloader/engine/communicator.hpp"
+#include "weightloader/communicator.hpp"
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/registry.hpp"
 #include "weightloader/report.hpp"

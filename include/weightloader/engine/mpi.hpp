@@ -16,7 +16,7 @@
 
 #include <mpi.h>
 
-#include "weightloader/engine/communicator.hpp"
+#include "weightloader/communicator.hpp"
 #include "weightloader/export.hpp"
 
 namespace wl {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "formats/safetensors/utf8.hpp"
+#include "core/utf8.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::pytorch {

@@ -6,9 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "formats/safetensors/header.hpp"
 #include "formats/safetensors/json_doc.hpp"
-#include "formats/safetensors/utf8.hpp"
+#include "core/utf8.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/safetensors.hpp"
 

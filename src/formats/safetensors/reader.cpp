@@ -3,7 +3,6 @@
 #include <array>
 #include <cstdint>
 
-#include "formats/safetensors/header.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/safetensors.hpp"
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_output.hpp"
-#include "formats/safetensors/utf8.hpp"
+#include "core/utf8.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/safetensors.hpp"
 

@@ -2,6 +2,7 @@
 #include <random>
 
 #include "formats/llama2c/l2c_test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::test {

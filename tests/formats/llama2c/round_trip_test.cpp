@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "formats/llama2c/l2c_test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::test {

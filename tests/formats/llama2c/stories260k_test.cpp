@@ -1,6 +1,7 @@
 // The real stories260K.bin (llama2.c v0) read as Hugging Face tensors, checked against values
 // taken straight from the file at offsets computed here.
 #include "formats/llama2c/l2c_test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::test {

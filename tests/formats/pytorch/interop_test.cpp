@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/pytorch/pt_test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/formats/pytorch.hpp"
 #include "weightloader/registry.hpp"
 

@@ -1,5 +1,6 @@
 // Hand-made checkpoints through read_pytorch_catalogue and WeightSource: layouts, byte orders,
 // one broken file per rule, legacy files, sniffing.
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/formats/pytorch.hpp"
 
 #include <gtest/gtest.h>

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "test_util.hpp"
+#include "weightloader/checkpoint_names.hpp"
 #include "weightloader/dtype_convert.hpp"
 #include "weightloader/convert_checkpoint.hpp"
 #include "weightloader/format.hpp"

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "core/file.hpp"
-#include "formats/safetensors/header.hpp"
 #include "formats/safetensors/st_test_util.hpp"
 #include "weightloader/formats/safetensors.hpp"
 

@@ -1,0 +1,83 @@
+# Fails, listing each offence, when a file includes a header of a later layer, or a header private
+# to another layer's subfolder (cmake/layers.cmake says which is which).
+#   cmake -DWL_ROOT=<source tree> [-DWL_STAMP=<file written on success>] -P cmake/check_layers.cmake
+# The build runs it before compiling any layer; tests/layers_check.sh runs it on a tree with an
+# upward include added.
+if(NOT WL_ROOT)
+  message(FATAL_ERROR "check_layers: pass -DWL_ROOT=<source tree>")
+endif()
+include(${WL_ROOT}/cmake/layers.cmake)
+
+set(offences "")
+set(index 0)
+foreach(layer IN LISTS WL_LAYERS)
+  set(rank_${layer} ${index})
+  math(EXPR index "${index} + 1")
+endforeach()
+
+# Public headers: each must belong to a layer.
+foreach(layer IN LISTS WL_LAYERS)
+  foreach(h IN LISTS WL_LAYER_HEADERS_${layer})
+    set(owner_include/weightloader/${h}.hpp ${layer})
+  endforeach()
+endforeach()
+file(GLOB_RECURSE public RELATIVE ${WL_ROOT} ${WL_ROOT}/include/weightloader/*.hpp)
+set(files "")
+foreach(h IN LISTS public)
+  if(NOT DEFINED owner_${h})
+    list(APPEND offences "${h}: a public header no layer owns (add it to cmake/layers.cmake)")
+  else()
+    list(APPEND files ${h})
+  endif()
+endforeach()
+
+# Our sources: the layer of each, and its folder below the layer's (empty at the layer's top).
+foreach(layer IN LISTS WL_LAYERS)
+  foreach(dir IN LISTS WL_LAYER_DIRS_${layer})
+    file(GLOB_RECURSE found RELATIVE ${WL_ROOT} ${WL_ROOT}/${dir}/*.cpp ${WL_ROOT}/${dir}/*.hpp ${WL_ROOT}/${dir}/*.inc)
+    foreach(f IN LISTS found)
+      set(owner_${f} ${layer})
+      file(RELATIVE_PATH inside ${WL_ROOT}/${dir} ${WL_ROOT}/${f})
+      get_filename_component(sub ${inside} DIRECTORY)
+      set(private_${f} "${dir}/${sub}")
+      if(sub STREQUAL "")
+        set(private_${f} "")
+      endif()
+    endforeach()
+    list(APPEND files ${found})
+  endforeach()
+endforeach()
+
+foreach(f IN LISTS files)
+  set(layer ${owner_${f}})
+  file(STRINGS ${WL_ROOT}/${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*$" "\\1" inc "${line}")
+    if(inc MATCHES "^weightloader/")
+      set(target include/${inc})
+    elseif(EXISTS ${WL_ROOT}/src/${inc})
+      set(target src/${inc})
+    else()
+      continue()  # a header beside the file, or a system or third-party one
+    endif()
+    if(NOT DEFINED owner_${target})
+      continue()  # a public header reported above
+    endif()
+    set(to ${owner_${target}})
+    if(rank_${to} GREATER rank_${layer})
+      list(APPEND offences "${f}: includes \"${inc}\" (layer ${to}), above its own layer ${layer}")
+    elseif(NOT to STREQUAL layer AND NOT "${private_${target}}" STREQUAL "")
+      list(APPEND offences "${f}: includes \"${inc}\", private to ${private_${target}} (layer ${to})")
+    endif()
+  endforeach()
+endforeach()
+
+if(offences)
+  list(LENGTH offences n)
+  list(JOIN offences "\n  " text)
+  message(FATAL_ERROR "layering: ${n} include(s) break the layers (lowest first: ${WL_LAYERS}):\n  ${text}\n"
+                      "Move the code to the layer it belongs to; cmake/layers.cmake says which folder is which layer.")
+endif()
+if(WL_STAMP)
+  file(TOUCH ${WL_STAMP})
+endif()

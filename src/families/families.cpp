@@ -1,0 +1,27 @@
+#include "families/family.hpp"
+
+namespace wl {
+
+extern const Family kLlama, kMistral, kMixtral, kQwen2, kQwen2Moe, kQwen3, kQwen3Moe, kGemma, kGemma2, kGemma3Text,
+    kPhi3, kGranite, kSmolLM3, kOlmo2, kNemotronNas, kDeci;
+
+const std::vector<const Family*>& families() {
+  static const std::vector<const Family*> all{&kLlama, &kMistral, &kMixtral, &kQwen2, &kQwen2Moe, &kQwen3, &kQwen3Moe,
+                                              &kGemma, &kGemma2, &kGemma3Text, &kPhi3, &kGranite, &kSmolLM3, &kOlmo2,
+                                              &kNemotronNas, &kDeci};
+  return all;
+}
+
+const Family* family_by_type(std::string_view model_type) {
+  for (const Family* f : families())
+    if (f->model_type == model_type) return f;
+  return nullptr;
+}
+
+const Family* family_by_architecture(std::string_view architecture) {
+  for (const Family* f : families())
+    if (f->architecture == architecture) return f;
+  return nullptr;
+}
+
+}  // namespace wl

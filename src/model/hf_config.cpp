@@ -1,0 +1,513 @@
+// config.json of each family the engine runs, read into the one model description (LlamaConfig).
+// What a family's transformers implementation does with a field is what the engine does; a field
+// that would change the math in a way the engine cannot follow is refused, naming it.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "model/config_fields.hpp"
+#include "families/family.hpp"
+#include "model/hf_layer_widths.hpp"
+#include "weightloader/engine/llama_config.hpp"
+
+namespace wl {
+
+namespace {
+
+using nlohmann::json;
+
+std::string family_list(bool architectures) {
+  std::string out;
+  for (const Family* f : families())
+    if (!architectures || out.find(f->architecture) == std::string::npos)
+      out += fmt::format("{}{}", out.empty() ? "" : ", ", architectures ? f->architecture : f->model_type);
+  return out;
+}
+
+// The family of the model_type (from the architecture when only that is given; Llama when neither is).
+const Family& family_of(const JsonFields& f) {
+  const std::string type = f.string("model_type");
+  const Family* family = type.empty() ? nullptr : family_by_type(type);
+  if (!type.empty() && !family)
+    throw config_invalid(f.file(), "model_type", fmt::format("'{}' is not a family the engine runs ({})", type, family_list(false)));
+  if (f.has("architectures")) {
+    if (!f.at("architectures").is_array()) throw config_invalid(f.file(), "architectures", "is not a list");
+    for (const json& a : f.at("architectures")) {
+      const Family* match = a.is_string() ? family_by_architecture(a.get<std::string>()) : nullptr;
+      if (!match) throw config_invalid(f.file(), "architectures", fmt::format("{} is not one the engine runs ({})", a.dump(), family_list(true)));
+      if (!family) family = match;
+    }
+  }
+  return family ? *family : *family_by_type("llama");
+}
+
+std::string activation(const JsonFields& f, const Family& family) {
+  // Gemma's MLP reads hidden_activation and, without it, runs the tanh approximation whatever
+  // hidden_act says (how the models were trained; transformers and vLLM both do so).
+  const bool gemma = family.gemma_norms;
+  const char* key = gemma ? "hidden_activation" : "hidden_act";
+  std::string act = f.string(key, gemma ? "gelu_pytorch_tanh" : "silu");
+  if (act == "gelu_new") act = "gelu_pytorch_tanh";  // the same tanh approximation
+  if (act != "silu" && act != "gelu" && act != "gelu_pytorch_tanh")
+    throw config_invalid(f.file(), key, fmt::format("'{}' is not supported (silu, gelu, gelu_pytorch_tanh, gelu_new)", act));
+  return act;
+}
+
+// Factors as JSON numbers, one per rotary frequency (their count is checked with the head's size).
+std::vector<float> factor_list(const JsonFields& f, const std::string& field, const char* key) {
+  if (!f.has(key) || !f.at(key).is_array() || f.at(key).empty())
+    throw config_invalid(f.file(), fmt::format("{}.{}", field, key), "must be a non-empty list of numbers");
+  const nlohmann::json& v = f.at(key);
+  std::vector<float> out;
+  for (const nlohmann::json& x : v) {
+    if (!x.is_number() || !(x.get<double>() > 0))
+      throw config_invalid(f.file(), fmt::format("{}.{}", field, key), fmt::format("{} is not a positive number", x.dump()));
+    out.push_back(x.get<float>());
+  }
+  return out;
+}
+
+// YaRN's default attention factor, as transformers computes it (with DeepSeek's mscale pair when given).
+double yarn_attention_factor(const JsonFields& f, double factor) {
+  auto mscale = [&](double m) { return factor <= 1 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
+  const double m = f.number("mscale", 0), all = f.number("mscale_all_dim", 0);
+  return m && all ? mscale(m) / mscale(all) : mscale(1);
+}
+
+constexpr const char* kOriginalContext = "original_max_position_embeddings";
+
+// A rope_scaling object (transformers 4) or one of rope_parameters (transformers 5), `field` naming
+// it, as modeling_rope_utils reads each type. rope_parameters' also carry rope_theta and
+// partial_rotary_factor (read by the caller), and their pretrained context falls back to the
+// top-level one, which transformers 5 moves in.
+RopeScaling read_scaling(const JsonFields& top, const json& object, const std::string& field, bool parameters) {
+  RopeScaling r;
+  if (!object.is_object()) throw config_invalid(top.file(), field, "is not an object");
+  const JsonFields f(object, top.file());
+  const std::string type = f.string("rope_type", f.string("type"));
+  if (f.has("type") && f.string("type") != type)
+    throw config_invalid(top.file(), field + ".type", fmt::format("'{}' disagrees with rope_type '{}'", f.string("type"), type));
+  if (!parameters && (type.empty() || type == "default")) return r;
+  static const std::map<std::string, std::set<std::string>> known{
+      {"default", {}},
+      {"linear", {"factor"}},
+      {"llama3", {"factor", "low_freq_factor", "high_freq_factor", kOriginalContext}},
+      {"yarn", {"factor", "attention_factor", "beta_fast", "beta_slow", kOriginalContext, "mscale", "mscale_all_dim", "truncate"}},
+      {"longrope", {"short_factor", "long_factor", "factor", "attention_factor", kOriginalContext}},
+      {"dynamic", {"factor", kOriginalContext}}};
+  const auto keys = known.find(type.empty() ? "default" : type);
+  if (keys == known.end())
+    throw config_invalid(top.file(), field, fmt::format("type '{}' is not supported (default, linear, llama3, yarn, longrope, dynamic)", type));
+  // A key that changes the frequencies and is not read would silently change the model.
+  for (const auto& [key, value] : object.items())
+    if (key != "type" && key != "rope_type" && !keys->second.count(key) && !(parameters && (key == "rope_theta" || key == "partial_rotary_factor")))
+      throw config_invalid(top.file(), fmt::format("{}.{}", field, key), fmt::format("is not a {} setting", keys->first));
+  if (type.empty() || type == "default") return r;
+  r.type = type;
+  const uint64_t max_positions = top.uint("max_position_embeddings", 2048);
+  const uint64_t top_context = top.uint(kOriginalContext, max_positions);
+  if (type == "longrope") {
+    r.short_factor = factor_list(f, field, "short_factor");
+    r.long_factor = factor_list(f, field, "long_factor");
+    // Phi-3 keeps the pretrained context at the top level; the factor is then the ratio of the two
+    // (transformers 5: unless rope_parameters gives the factor).
+    r.original_max_position_embeddings = parameters ? f.uint(kOriginalContext, top_context) : top_context;
+    const double ratio = double(max_positions) / double(r.original_max_position_embeddings);
+    r.factor = parameters ? f.number("factor", ratio) : top.has(kOriginalContext) ? ratio : f.number("factor", 1.0);
+    if (r.original_max_position_embeddings == 0 || !(r.factor > 0))
+      throw config_invalid(top.file(), kOriginalContext, "longrope needs a positive pretrained context and factor");
+    r.attention_factor = f.has("attention_factor") ? f.number("attention_factor", 1.0)
+                         : r.factor <= 1 ? 1.0
+                                         : std::sqrt(1 + std::log(r.factor) / std::log(double(r.original_max_position_embeddings)));
+    return r;
+  }
+  r.factor = f.number("factor", 0);
+  if (!(r.factor >= 1) || !std::isfinite(r.factor)) throw config_invalid(top.file(), field + ".factor", "must be a number of at least 1");
+  if (type == "llama3") {
+    r.low_freq_factor = f.number("low_freq_factor", 1.0);
+    r.high_freq_factor = f.number("high_freq_factor", 4.0);
+    r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : 8192);
+    if (!(r.high_freq_factor > r.low_freq_factor) || !(r.low_freq_factor > 0) || r.original_max_position_embeddings == 0)
+      throw config_invalid(top.file(), field, "llama3 needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0");
+  } else if (type == "yarn") {
+    r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : max_positions);
+    r.beta_fast = f.number("beta_fast", 32);
+    r.beta_slow = f.number("beta_slow", 1);
+    r.truncate = f.boolean("truncate", true);
+    r.attention_factor = f.has("attention_factor") ? f.number("attention_factor", 1.0) : yarn_attention_factor(f, r.factor);
+    if (r.original_max_position_embeddings == 0 || !(r.beta_fast > 0) || !(r.beta_slow > 0) || !(r.attention_factor > 0))
+      throw config_invalid(top.file(), field, "yarn needs positive original_max_position_embeddings, beta_fast, beta_slow and attention_factor");
+  }
+  return r;
+}
+
+double partial_rotary_factor(const JsonFields& f, const std::string& field = "partial_rotary_factor", double fallback = 1.0) {
+  const double partial = f.number("partial_rotary_factor", fallback);
+  if (!(partial > 0 && partial <= 1)) throw config_invalid(f.file(), field, "must be in (0, 1]");
+  return partial;
+}
+
+// One layer type's rotary settings.
+struct Rope {
+  double theta = 10000.0;
+  double partial = 1.0;  // partial_rotary_factor
+  RopeScaling scaling;
+  bool operator==(const Rope&) const = default;
+};
+
+// config.json's rotary settings by layer type (transformers' layer_types): the same for both unless
+// rope_parameters gives them per type; a type it leaves out is empty.
+struct Ropes {
+  std::optional<Rope> full, sliding;
+};
+
+// One rope_parameters object (the flat one, or one layer type's). What transformers 4 reads elsewhere
+// (the top-level rope_theta, partial_rotary_factor and pretrained context, rope_scaling) fills what it
+// leaves out, and must agree with what it gives: each version would read only its own.
+Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field) {
+  Rope r;
+  r.scaling = read_scaling(top, object, field, true);
+  for (const char* key : {"rope_theta", "partial_rotary_factor", kOriginalContext})
+    if (top.has(key) && object.contains(key) && !object[key].is_null() && object[key] != top.at(key))
+      throw config_invalid(top.file(), fmt::format("{}.{}", field, key),
+                           fmt::format("{} disagrees with the top-level {} {}", object[key].dump(), key, top.at(key).dump()));
+  if (top.has("rope_scaling") && read_scaling(top, top.at("rope_scaling"), "rope_scaling", false) != r.scaling)
+    throw config_invalid(top.file(), "rope_scaling", fmt::format("disagrees with {}: transformers 4 reads the one, 5 the other", field));
+  const JsonFields f(object, top.file());
+  r.theta = f.number("rope_theta", top.number("rope_theta", 10000.0));
+  if (!(r.theta > 0) || !std::isfinite(r.theta)) throw config_invalid(top.file(), field + ".rope_theta", "must be a positive number");
+  r.partial = partial_rotary_factor(f, field + ".partial_rotary_factor", partial_rotary_factor(top));
+  return r;
+}
+
+// Transformers 4's rope_theta, partial_rotary_factor and rope_scaling, or transformers 5's
+// rope_parameters: flat, or per layer type ({"full_attention": {...}, "sliding_attention": {...}}).
+Ropes read_ropes(const JsonFields& top) {
+  if (!top.has("rope_parameters")) {
+    Rope r;
+    r.theta = top.number("rope_theta", 10000.0);
+    r.partial = partial_rotary_factor(top);
+    if (top.has("rope_scaling")) r.scaling = read_scaling(top, top.at("rope_scaling"), "rope_scaling", false);
+    return {r, r};
+  }
+  const json& p = top.at("rope_parameters");
+  if (!p.is_object()) throw config_invalid(top.file(), "rope_parameters", "is not an object");
+  if (!p.contains("full_attention") && !p.contains("sliding_attention")) {
+    const Rope r = read_rope_parameters(top, p, "rope_parameters");
+    return {r, r};
+  }
+  Ropes out;
+  for (const auto& [key, value] : p.items()) {
+    const std::string field = "rope_parameters." + key;
+    if (key != "full_attention" && key != "sliding_attention")
+      throw config_invalid(top.file(), field, "is not a layer type (full_attention, sliding_attention)");
+    (key == "full_attention" ? out.full : out.sliding) = read_rope_parameters(top, value, field);
+  }
+  if (out.full && out.sliding && out.full->partial != out.sliding->partial)
+    throw config_invalid(top.file(), "rope_parameters.sliding_attention.partial_rotary_factor",
+                         "differs from full_attention's: the engine turns the same dimensions of every layer");
+  return out;
+}
+
+// Whether the model has sliding-window layers (or, !sliding, others), counted without walking
+// num_hidden_layers, which is not validated yet.
+bool has_layer_type(const LlamaConfig& c, bool sliding) {
+  if (c.num_layers == 0) return false;
+  if (!c.sliding_layers.empty())
+    return c.sliding_window ? std::find(c.sliding_layers.begin(), c.sliding_layers.end(), sliding) != c.sliding_layers.end() : !sliding;
+  const uint64_t every = c.sliding_window_every, from = c.sliding_window_from;
+  if (!sliding) return !c.sliding_window || from > 0 || (every > 1 && c.num_layers > 1);
+  return c.sliding_window && from / every + (from % every != 0) <= (c.num_layers - 1) / every;
+}
+
+// Each layer takes its type's rotary settings (windows and head_dim read): the sliding layers have
+// their own only where they differ from the others'.
+void apply_ropes(const JsonFields& f, const Ropes& r, LlamaConfig& c) {
+  for (const bool sliding : {false, true})
+    if (has_layer_type(c, sliding) && !(sliding ? r.sliding : r.full))
+      throw config_invalid(f.file(), sliding ? "rope_parameters.sliding_attention" : "rope_parameters.full_attention",
+                           fmt::format("missing, and this {} has such layers", c.architecture));
+  const Rope& every = r.full ? *r.full : *r.sliding;
+  c.rope_theta = every.theta;
+  c.rope_scaling = every.scaling;
+  c.rotary_dim = uint64_t(double(c.head_dim) * every.partial);  // transformers: int(head_dim * factor); validated with the rest
+  if (r.full && r.sliding && !(*r.full == *r.sliding)) {
+    c.sliding_rope_theta = r.sliding->theta;
+    c.sliding_rope_scaling = r.sliding->scaling;
+  }
+  // transformers 4's Gemma 3 gave the sliding layers' base as rope_local_base_freq (no scaling);
+  // transformers 5 moves it into rope_parameters.sliding_attention, which must then agree.
+  if (f.has("rope_local_base_freq")) {
+    if (c.sliding_layers.empty()) throw config_invalid(f.file(), "rope_local_base_freq", fmt::format("{} models have no local layers", c.architecture));
+    const double local = f.number("rope_local_base_freq", 0);
+    if (!(local > 0)) throw config_invalid(f.file(), "rope_local_base_freq", "must be a positive number");
+    if (f.has("rope_parameters") && f.at("rope_parameters").contains("sliding_attention") && r.sliding->theta != local)
+      throw config_invalid(f.file(), "rope_local_base_freq", fmt::format("{} disagrees with rope_parameters.sliding_attention's rope_theta {}", local, r.sliding->theta));
+    if (!f.has("rope_parameters") || !f.at("rope_parameters").contains("sliding_attention")) {
+      c.sliding_rope_theta = local;
+      c.sliding_rope_scaling = RopeScaling{};
+    }
+  }
+}
+
+// Which layers slide, and by how much, as each family's transformers code decides it.
+void read_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  switch (family.window) {
+    case Family::Window::None:
+      if (f.has("sliding_window"))
+        throw config_invalid(f.file(), "sliding_window", fmt::format("{} models have no sliding window", family.model_type));
+      return;
+    case Family::Window::FromLayer:
+      if (!f.boolean("use_sliding_window", false)) return;
+      c.sliding_window_from = f.uint("max_window_layers", 28);
+      break;
+    case Family::Window::EveryOther: c.sliding_window_every = 2; break;  // layers 0, 2, 4, ...
+    case Family::Window::All:
+    case Family::Window::Listed: break;  // which ones: read_listed_windows, once the layers are counted
+  }
+  const bool gemma_default = family.window == Family::Window::EveryOther || (family.window == Family::Window::Listed && family.gemma2);
+  c.sliding_window = f.uint("sliding_window", gemma_default ? 4096 : 0);
+}
+
+// Gemma 3: the sliding layers as layer_types lists them (transformers 5 writes it), else every
+// layer but each sliding_window_pattern-th (transformers 4's rule).
+void read_listed_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  if (family.window != Family::Window::Listed) return;
+  if (f.has("layer_types")) {
+    const json& types = f.at("layer_types");
+    if (!types.is_array() || types.size() != c.num_layers)
+      throw config_invalid(f.file(), "layer_types", fmt::format("is not a list of {} layer types (num_hidden_layers)", c.num_layers));
+    for (uint64_t l = 0; l < c.num_layers; ++l) {
+      if (types[l] != "full_attention" && types[l] != "sliding_attention")
+        throw config_invalid(f.file(), fmt::format("layer_types[{}]", l), fmt::format("{} is not full_attention or sliding_attention", types[l].dump()));
+      c.sliding_layers.push_back(types[l] == "sliding_attention");
+    }
+    return;
+  }
+  if (!family.gemma2) {  // SmolLM3: without layer_types, no sliding layer can be told
+    if (f.boolean("use_sliding_window", false) && c.sliding_window)
+      throw config_invalid(f.file(), "use_sliding_window", "is set but layer_types does not say which layers slide");
+    c.sliding_window = 0;
+    return;
+  }
+  const uint64_t pattern = f.uint("sliding_window_pattern", 6);
+  if (pattern == 0) throw config_invalid(f.file(), "sliding_window_pattern", "must be positive");
+  for (uint64_t l = 0; l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % pattern != 0);
+}
+
+// Transformers 5 writes which layers slide as layer_types, and the families whose code attends as
+// that list says are marked so. The engine slides the layers its family's rule picks
+// (read_windows), so a list naming others is refused: run, it would attend otherwise.
+void check_layer_types(const JsonFields& f, const Family& family, const LlamaConfig& c) {
+  if (!f.has("layer_types") || !family.follows_layer_types || family.window == Family::Window::Listed) return;
+  const std::string_view type = family.model_type;
+  const json& types = f.at("layer_types");
+  if (!types.is_array() || types.size() != c.num_layers)
+    throw config_invalid(f.file(), "layer_types", fmt::format("is not a list of {} layer types (num_hidden_layers)", c.num_layers));
+  for (uint64_t l = 0; l < c.num_layers; ++l) {
+    const json& t = types[l];
+    if (t != "full_attention" && t != "sliding_attention")
+      throw config_invalid(f.file(), fmt::format("layer_types[{}]", l), fmt::format("{} is not full_attention or sliding_attention", t.dump()));
+    // Without a window (Qwen2's use_sliding_window false) a sliding layer attends to every position too.
+    if (c.sliding_window && (t == "sliding_attention") != (c.window_layer(l) != 0))
+      throw config_invalid(f.file(), fmt::format("layer_types[{}]", l),
+                           fmt::format("is {}, but {} slides {}: the engine cannot follow another pattern", t.get<std::string>(), type,
+                                       c.sliding_window_every == 2 ? fmt::format("every other layer from {}", c.sliding_window_from)
+                                                                   : fmt::format("the layers from {}", c.sliding_window_from)));
+  }
+}
+
+void read_gemma(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  c.norm_weight_offset = c.scale_embeddings = family.gemma_norms;
+  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"})
+    if (!family.gemma2 && f.has(key))
+      throw config_invalid(f.file(), key, fmt::format("is a Gemma 2 field; {} models do not apply it", family.model_type));
+  if (!family.gemma2) return;
+  c.sandwich_norms = true;
+  c.attn_logit_softcapping = f.number("attn_logit_softcapping", 0);
+  c.final_logit_softcapping = f.number("final_logit_softcapping", 0);
+  c.query_pre_attn_scalar = f.number("query_pre_attn_scalar", 256);
+  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"}) {
+    const double v = f.number(key, 0);
+    if (v < 0 || !std::isfinite(v)) throw config_invalid(f.file(), key, "must be a positive number");
+  }
+  if (c.query_pre_attn_scalar == 0) throw config_invalid(f.file(), "query_pre_attn_scalar", "must be a positive number");
+}
+
+std::vector<uint64_t> layer_list(const JsonFields& f, const char* key) {
+  std::vector<uint64_t> out;
+  if (!f.has(key)) return out;
+  if (!f.at(key).is_array()) throw config_invalid(f.file(), key, "is not a list");
+  for (const json& l : f.at(key)) {
+    if (!l.is_number_unsigned()) throw config_invalid(f.file(), key, fmt::format("{} is not a layer number", l.dump()));
+    out.push_back(l.get<uint64_t>());
+  }
+  return out;
+}
+
+// Mixtral's experts are intermediate_size wide: the caller sets that.
+MoeConfig read_moe(const JsonFields& f, const Family& family) {
+  MoeConfig m;
+  const bool qwen = family.experts == Family::Experts::Qwen2Moe || family.experts == Family::Experts::Qwen3Moe;
+  // Transformers 5 names Qwen3-MoE's expert count num_local_experts (4: num_experts).
+  const char* count_key = family.experts == Family::Experts::Mixtral ||
+                                  (family.experts == Family::Experts::Qwen3Moe && f.has("num_local_experts"))
+                              ? "num_local_experts" : "num_experts";
+  switch (family.experts) {
+    case Family::Experts::None:
+      for (const char* key : {"num_local_experts", "num_experts"})
+        if (f.uint(key, 0) > 1) throw config_invalid(f.file(), key, fmt::format("{} models have no experts", family.model_type));
+      return m;
+    case Family::Experts::Mixtral:
+      m.num_experts = f.uint(count_key, 8);
+      m.experts_per_token = f.uint("num_experts_per_tok", 2);
+      break;
+    case Family::Experts::Qwen2Moe:
+      m.num_experts = f.uint(count_key, 60);
+      m.experts_per_token = f.uint("num_experts_per_tok", 4);
+      m.expert_intermediate_size = f.uint("moe_intermediate_size", 1408);
+      m.shared_expert_intermediate_size = f.uint("shared_expert_intermediate_size", 5632);
+      break;
+    case Family::Experts::Qwen3Moe:
+      if (f.has("num_local_experts") && f.has("num_experts") && f.uint("num_experts") != f.uint("num_local_experts"))
+        throw config_invalid(f.file(), "num_experts", "disagrees with num_local_experts: transformers 4 reads the one, 5 the other");
+      m.num_experts = f.uint(count_key, 128);
+      m.experts_per_token = f.uint("num_experts_per_tok", 8);
+      m.expert_intermediate_size = f.uint("moe_intermediate_size", 768);
+      break;
+  }
+  if (qwen) {
+    m.norm_topk_prob = f.boolean("norm_topk_prob", false);
+    m.decoder_sparse_step = f.uint("decoder_sparse_step", 1);
+    m.mlp_only_layers = layer_list(f, "mlp_only_layers");
+  }
+  if (m.num_experts == 0) throw config_invalid(f.file(), count_key, "must be positive");
+  if (m.experts_per_token == 0 || m.experts_per_token > m.num_experts)
+    throw config_invalid(f.file(), "num_experts_per_tok", fmt::format("{} is not in [1, {}]", m.experts_per_token, m.num_experts));
+  if (qwen && m.expert_intermediate_size == 0) throw config_invalid(f.file(), "moe_intermediate_size", "must be positive");
+  if (m.decoder_sparse_step == 0) throw config_invalid(f.file(), "decoder_sparse_step", "must be positive");
+  return m;
+}
+
+std::vector<int32_t> token_ids(const JsonFields& f, const char* key) {
+  std::vector<int32_t> out;
+  if (!f.has(key)) return out;
+  const json& v = f.at(key);
+  for (const json& id : v.is_array() ? v : json::array({v})) {
+    if (!id.is_number_unsigned() || id.get<uint64_t>() > uint64_t(INT32_MAX))
+      throw config_invalid(f.file(), key, fmt::format("{} is not a token id or a list of them", v.dump()));
+    out.push_back(int32_t(id.get<uint64_t>()));
+  }
+  return out;
+}
+
+// attention_bias gives q/k/v/o biases (Qwen2: q/k/v always); DeciLM as vLLM reads it: `bias` too,
+// and qkv_bias overriding it for q/k/v.
+void read_biases(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  const bool deci = family.biases == Family::Biases::DeciLm;
+  const bool attention_bias = f.boolean("attention_bias", false) || (deci && f.boolean("bias", false));
+  const bool qkv_only = family.biases == Family::Biases::QkvOnly;
+  c.qkv_bias = deci ? f.boolean("qkv_bias", attention_bias) : attention_bias || qkv_only;
+  c.o_bias = attention_bias && !qkv_only;
+  c.mlp_bias = f.boolean("mlp_bias", false);
+  if (c.mlp_bias && !family.mlp_bias)
+    throw config_invalid(f.file(), "mlp_bias", fmt::format("{} models have no MLP biases", family.model_type));
+}
+
+// Granite's multipliers; another family's are refused (it would run without them).
+void read_multipliers(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  static constexpr const char* kKeys[] = {"embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"};
+  if (!family.multipliers) {
+    for (const char* key : kKeys)
+      if (f.has(key)) throw config_invalid(f.file(), key, fmt::format("is a Granite field; {} models do not apply it", family.model_type));
+    return;
+  }
+  c.embedding_multiplier = f.number("embedding_multiplier", 1.0);
+  c.attention_multiplier = f.number("attention_multiplier", 1.0);
+  c.residual_multiplier = f.number("residual_multiplier", 1.0);
+  c.logits_scaling = f.number("logits_scaling", 1.0);
+  for (const char* key : kKeys)
+    if (!(f.number(key, 1.0) > 0) || !std::isfinite(f.number(key, 1.0))) throw config_invalid(f.file(), key, "must be a positive number");
+}
+
+// SmolLM3's no_rope_layers (1: the layer turns), or every no_rope_layer_interval-th layer without.
+void read_rope_layers(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  if (!family.no_rope_layers) {
+    if (f.has("no_rope_layers")) throw config_invalid(f.file(), "no_rope_layers", fmt::format("{} models turn every layer", family.model_type));
+    return;
+  }
+  if (f.has("no_rope_layers")) {
+    const json& v = f.at("no_rope_layers");
+    if (!v.is_array() || v.size() != c.num_layers)
+      throw config_invalid(f.file(), "no_rope_layers", fmt::format("is not a list of {} flags (num_hidden_layers)", c.num_layers));
+    for (const json& x : v) {
+      if (x != 0 && x != 1) throw config_invalid(f.file(), "no_rope_layers", fmt::format("{} is not 0 or 1", x.dump()));
+      c.rope_layers.push_back(x == 1);
+    }
+  } else {
+    const uint64_t every = f.uint("no_rope_layer_interval", 4);
+    if (every == 0) throw config_invalid(f.file(), "no_rope_layer_interval", "must be positive");
+    for (uint64_t l = 0; l < c.num_layers; ++l) c.rope_layers.push_back((l + 1) % every != 0);
+  }
+  if (std::all_of(c.rope_layers.begin(), c.rope_layers.end(), [](bool turns) { return turns; })) c.rope_layers.clear();
+}
+
+// DeciLM's rotary layouts other than rotate-half (vLLM turns these two with Meta's interleaved pairs).
+void refuse_interleaved_rotary(const JsonFields& f, const Family& family) {
+  const std::string position = family.decilm ? f.string("position_embedding_type") : "";
+  if (position == "mistral_yarn" || position == "rope_llama4")
+    throw config_invalid(f.file(), "position_embedding_type", fmt::format("'{}' is not supported", position));
+}
+
+}  // namespace
+
+LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string& file) {
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) throw Error(ErrorCode::ConfigInvalid, "config.json is not a JSON object", file);
+  const JsonFields f(doc, file);
+  const Family& family = family_of(f);
+  const std::string type(family.model_type);
+  LlamaConfig c;
+  c.origin = "config.json";
+  c.architecture = type;
+  c.hidden_act = activation(f, family);
+  // What the engine may refuse first, then the sizes.
+  const Ropes ropes = read_ropes(f);
+  read_windows(f, family, c);
+  read_gemma(f, family, c);
+  refuse_interleaved_rotary(f, family);
+  c.moe = read_moe(f, family);
+  c.eos_token_ids = token_ids(f, "eos_token_id");
+  c.hidden_size = f.uint("hidden_size");
+  c.num_layers = f.uint("num_hidden_layers");
+  c.num_heads = f.uint("num_attention_heads");
+  read_layer_widths(f, type, c);
+  if (family.experts == Family::Experts::Mixtral) c.moe.expert_intermediate_size = c.intermediate_size;
+  c.head_dim = f.uint("head_dim", c.num_heads ? c.hidden_size / c.num_heads : 0);
+  c.vocab_size = f.uint("vocab_size", 0);
+  c.max_position_embeddings = f.uint("max_position_embeddings", 2048);
+  c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
+  c.qk_norm = family.qk_norm;
+  c.qk_norm_whole = family.qk_norm_whole;
+  c.post_norms_only = family.post_norms_only;
+  read_listed_windows(f, family, c);
+  apply_ropes(f, ropes, c);
+  check_layer_types(f, family, c);
+  c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.tied_by_default);
+  read_multipliers(f, family, c);
+  read_rope_layers(f, family, c);
+  read_biases(f, family, c);
+  return c;
+}
+
+std::vector<int32_t> eos_ids_from_generation_config(const std::string& text, const std::string& file) {
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) throw Error(ErrorCode::ConfigInvalid, "generation_config.json is not a JSON object", file);
+  return token_ids(JsonFields(doc, file), "eos_token_id");
+}
+
+}  // namespace wl

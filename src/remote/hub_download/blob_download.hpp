@@ -1,0 +1,89 @@
+// One hub file downloaded into the cache's blobs/ folder: into our own partial file
+// (blobs/<etag>.wl-partial-<host>, resumed where an earlier run stopped), by ranged GETs that may
+// run in parallel (pieces), retried from the last byte received, then checked against the digest
+// its ETag names (hashed as the bytes arrive) and flushed to disk before it is renamed to
+// blobs/<etag> (atomic): a final name never holds a partial or wrong file, even after a crash.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "remote/hub_download/digest_follower.hpp"
+#include "remote/hub_client.hpp"
+#include "remote/retry.hpp"
+#include "weightloader/source.hpp"
+
+namespace wl::remote {
+
+// Bytes received by every transfer of one download, reported to the caller's callback; once it
+// returns false (or a transfer fails) every transfer stops.
+class TransferProgress {
+ public:
+  TransferProgress(uint64_t total, ProgressCallback callback) : total_(total), callback_(std::move(callback)) {}
+  void add(uint64_t bytes);  // may call the callback (serialised)
+  void stop() noexcept { stopped_ = true; }
+  bool stopped() const noexcept { return stopped_; }
+  bool cancelled_by_caller() const noexcept { return cancelled_; }
+  uint64_t done() const noexcept { return done_; }
+
+ private:
+  uint64_t total_;
+  ProgressCallback callback_;
+  std::mutex mutex_;
+  std::atomic<uint64_t> done_{0};
+  std::atomic<bool> stopped_{false}, cancelled_{false};
+};
+
+class BlobDownload {
+ public:
+  // Opens (creating or resuming) the partial file of `file` beside `blob_path`; pieces of at most
+  // `piece_bytes` cover what is still missing.
+  BlobDownload(HubFile file, const HubEndpoint& hub, std::string blob_path, uint64_t piece_bytes);
+  ~BlobDownload();
+  BlobDownload(const BlobDownload&) = delete;
+  BlobDownload& operator=(const BlobDownload&) = delete;
+
+  const HubFile& file() const noexcept { return file_; }
+  size_t piece_count() const noexcept { return piece_count_; }
+  uint64_t resumed_bytes() const noexcept { return resumed_; }
+  uint64_t missing_bytes() const noexcept { return file_.size - resumed_; }
+
+  // Fetches piece `i` (thread-safe across pieces), retried under `policy`, each attempt resuming
+  // from its last byte. Cancelled once `progress` stopped.
+  void fetch(size_t i, TransferProgress& progress, const RetryPolicy& policy);
+  // Every piece fetched: checks size and digest and renames the partial file to the blob.
+  // ChecksumMismatch (and the partial file removed) when the bytes are not the ones the ETag names.
+  void finish();
+  bool finished() const noexcept { return finished_; }
+  // After a failure: keeps the bytes received without a gap for the next run (or removes the
+  // partial file when the server's file changed).
+  void keep_for_resume() noexcept;
+
+ private:
+  struct Piece {
+    uint64_t begin = 0, end = 0;
+    std::atomic<uint64_t> got{0};
+  };
+  std::string if_range(const RetryPolicy& policy);  // the ETag If-Range names (empty: none)
+  uint64_t written_prefix() const;  // bytes from the start received without a gap
+
+  HubFile file_;
+  const HubEndpoint& hub_;
+  std::string blob_path_, partial_path_;
+  int fd_ = -1;
+  uint64_t resumed_ = 0;
+  std::unique_ptr<Piece[]> pieces_;  // an array: atomics do not move
+  size_t piece_count_ = 0;
+  bool same_host_;  // the bytes come from the hub itself, whose ETag If-Range can name
+  std::once_flag host_etag_once_;
+  std::string host_etag_;  // the download host's own ETag, as it sends it
+  std::atomic<bool> changed_{false};
+  bool finished_ = false;
+  std::unique_ptr<DigestFollower> follower_;  // hashes and flushes behind the transfers
+};
+
+}  // namespace wl::remote
