@@ -122,6 +122,7 @@ class Executor {
   const std::byte* staged_values(const Chunk& c, const std::byte* src, Scratch& scratch, bool copy_out) const;
   void hint_ahead(size_t i) const;
   void hand_in(const Chunk& c, const std::byte* data, uint64_t n, bool stable) const;
+  void hand_in_staged(const Chunk& c, const std::byte* staged) const;
   void halt();
   const ByteSource& source(const Chunk& c) const { return *sources_[c.source]; }
   // Neither a local file nor memory: each read is a request to a server (an HTTP or S3 object).
@@ -262,7 +263,7 @@ void Executor::run_chunk(const Chunk& c, Scratch& scratch) {
   fetch(c, c.src_offset, c.src_bytes, staging, scratch, kBounceBytes);  // only heads and tails bounce now
   if (c.aux_bytes) fetch(c, c.aux_offset, c.aux_bytes, staging + c.src_bytes, scratch, kBounceBytes);
   if (!c.filler()) finish(c, staging, scratch);
-  hand_in(c, staging, c.src_bytes, false);
+  hand_in_staged(c, staging);
 }
 
 // Unstaged chunks of one extent: scattered reads straight into their destinations (one preadv from a
@@ -315,9 +316,10 @@ void Executor::run_extent(const Chunk* c, const Extent& e, Scratch& scratch) {
   const uint64_t staged_at = mode_ == IoMode::Direct ? kBounceBytes + offset % kAlign : 0;
   std::byte* staging = scratch.reserve(staged_at + e.span) + staged_at;
   fetch(c[0], offset, e.span, staging, scratch, kBounceBytes);  // gaps included
-  for (size_t i = 0; i < e.count; ++i)
+  for (size_t i = 0; i < e.count; ++i) {  // a verified file's extents have no gaps: fillers take them
     if (!c[i].filler()) finish(c[i], staging + (c[i].src_offset - offset), scratch);
-  hand_in(c[0], staging, e.span, false);
+    hand_in_staged(c[i], staging + (c[i].src_offset - offset));
+  }
 }
 
 // A slice of a one-block tensor: the block decoded whole into scratch, then each run of the slice
@@ -391,6 +393,13 @@ void Executor::hint_ahead(size_t i) const {
 // verify=sha256: bytes of chunk `c`'s source from its offset on, to its digest.
 void Executor::hand_in(const Chunk& c, const std::byte* data, uint64_t n, bool stable) const {
   if (!digests_.empty() && digests_[c.source]) digests_[c.source]->add(c.src_offset, data, n, stable);
+}
+
+// A staged chunk's stored bytes from where they stay put when finish() copied them into place
+// unchanged (direct reads), else from staging (the digest copies them if it cannot hash them yet).
+void Executor::hand_in_staged(const Chunk& c, const std::byte* staged) const {
+  const bool in_place = !c.filler() && !c.needs_transform() && dest_.in_place();
+  hand_in(c, in_place ? c.dst : staged, c.src_bytes, in_place);
 }
 
 // No more work is taken, and no thread waits on a digest for pieces that will not come.
