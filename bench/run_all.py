@@ -17,7 +17,9 @@ shards), PyTorch .bin (Debian's torch) and GGUF (F32, and Q8_0 for dequantisatio
               holding its slices, against every rank torch.loading the whole .bin and slicing:
               bench/python_tp_ranks.py
   tools       weightloader diff (the checkpoint against a copy of it) and verify, as ratios to a
-              plain warm load of the same files
+              plain warm load of the same files; `load --verify sha256` (the file hashed from the
+              bytes the load reads, against a SHA256SUMS beside it) cold and warm, alternating with
+              plain loads, as ratios to them
   remote      bench/remote_stream.py: `weightloader load URL` at concurrency 1, 4, 16 against curl
               (one whole-object curl; 4 and 16 ranged curls at once) on loopback nginx and s3rver S3,
               the synthetic `small` preset's safetensors file; skipped, saying why, without nginx
@@ -36,6 +38,7 @@ Usage: build-deps/venv/bin/python bench/run_all.py [--preset 2gb] [--layers N] [
                                          [--build build] [--ggml-gguf-bin PATH] [--results FILE]
                                          [--baseline-build DIR] [--generate-only] [--python-tp]
                                          [--quick] [--no-remote] [--io-ways DIR]
+--verify-as-read DIR: only the load --verify sha256 rows, on the safetensors folder DIR.
 --io-ways DIR: only the limits and io=auto against every explicit way (io mode x prefault), warm and
 cold, F32 and BF16, on the safetensors folder DIR; prints that table.
 --quick: the tiny preset, one run, written to DIR/RESULTS-quick.md: checks that the suite works
@@ -536,6 +539,34 @@ class Suite:
                  note=f"{stat(verify)[0] / stat(load)[0]:.2f}x the load")
         self.tools = {"load": stat(load)[0], "diff": stat(diff)[0], "verify": stat(verify)[0]}
 
+    def verify_as_read_group(self):
+        """`load --verify sha256` against a plain load of the same file, cold and warm, runs alternating."""
+        import hashlib
+        sums = os.path.join(self.st, "SHA256SUMS")
+        if not os.path.exists(sums):  # the reference digest, from hashlib
+            h = hashlib.sha256()
+            with open(self.st_file, "rb") as f:
+                for block in iter(lambda: f.read(1 << 24), b""):
+                    h.update(block)
+            with open(sums, "w") as f:
+                f.write(f"{h.hexdigest()}  {os.path.basename(self.st_file)}\n")
+        self.verify_ratios = {}
+        for cold in (True, False):
+            plain, verified, resident = [], [], {"plain": [], "verified": []}
+            for _ in range(self.a.runs):
+                for extra, out, key in (([], plain, "plain"), (["--verify", "sha256"], verified, "verified")):
+                    (self.evict if cold else self.warm)(self.st_file)
+                    resident[key] += self.resident
+                    self.resident = []
+                    out.append(run_json([self.wl, "load", self.st_file, "--json", "--quiet"] + extra)["gbps"])
+            how = "cold" if cold else "warm"
+            self.resident = resident["plain"]
+            self.add("tools", f"{how} f32 load, safetensors (for the next row)", plain)
+            self.resident = resident["verified"]
+            ratio = stat(verified)[0] / stat(plain)[0]
+            self.verify_ratios[how] = ratio
+            self.add("tools", f"{how} f32 load --verify sha256 (hashed as read)", verified, note=f"{ratio:.2f}x the load")
+
     def remote_group(self):
         why = "--no-remote" if self.a.no_remote else remote_stream.missing_servers()
         if why:
@@ -572,6 +603,7 @@ class Suite:
              self.python[("meta", "f32")] / p[("torch", "f32")], 8.0),
             ("diff (checkpoint vs its copy) >= 0.8x a plain warm load of both", self.tools["diff"] / self.tools["load"], 0.8),
             ("verify >= 0.8x a plain warm load of the same file", self.tools["verify"] / self.tools["load"], 0.8),
+            ("cold load --verify sha256 >= 0.9x a cold load without (interleaved runs)", self.verify_ratios["cold"], 0.9),
         ]
         rss_rows = [(label, extra) for g, label, _, extra in self.rows if "rss_ok" in extra]
         lines = [
@@ -646,6 +678,10 @@ class Suite:
             self.io_ways()
             print("\n".join(self.auto_table()))
             return
+        if self.a.verify_as_read:  # that group alone, on the given safetensors folder
+            self.st, self.st_file = self.a.verify_as_read, os.path.join(self.a.verify_as_read, "model.safetensors")
+            self.verify_as_read_group()
+            return
         self.generate()
         if self.a.generate_only:
             return
@@ -663,6 +699,7 @@ class Suite:
             self.python_tp_group()
         print("tools", file=sys.stderr)
         self.tools_group()
+        self.verify_as_read_group()
         print("remote", file=sys.stderr)
         self.remote_group()
         self.report(time.perf_counter() - t0)
@@ -687,6 +724,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny preset, one run: checks the suite, measures nothing")
     ap.add_argument("--io-ways", default="", metavar="DIR",
                     help="only the limits and io=auto beside every explicit io mode and prefault, on the safetensors folder DIR")
+    ap.add_argument("--verify-as-read", default="", metavar="DIR",
+                    help="only load --verify sha256 against plain loads, cold and warm, on the safetensors folder DIR")
     args = ap.parse_args()
     if args.quick:
         args.preset, args.runs, args.dir = "tiny", 1, args.dir + "-quick"

@@ -9,7 +9,7 @@ namespace {
 
 struct Args {
   SourceOptions source;
-  std::string dtype, io, device;
+  std::string dtype, io, device, verify;
   int64_t staging = -1;
   bool json = false, quiet = false, verbose = false;
 };
@@ -19,6 +19,7 @@ void run_load(const Args& a) {
   if (!a.dtype.empty()) extra["dtype"] = a.dtype;
   if (!a.io.empty()) extra["io"] = a.io;
   if (!a.device.empty()) extra["device"] = a.device;
+  if (!a.verify.empty()) extra["verify"] = a.verify;
   if (a.staging >= 0) extra["staging_bytes"] = std::to_string(a.staging);
   SourceOptions::Opened opened = a.source.open_loader(extra);
   auto& loader = opened.loader;
@@ -56,6 +57,10 @@ void add_load_command(CLI::App& app) {
                   "where the parameters live: cpu (default), cuda or cuda:N (read and converted on the host, copied "
                   "through pinned buffers of --staging-bytes); same as --kw device=");
   cmd->add_option("--dtype", a->dtype, "convert every tensor to this dtype (bf16, f16, f32, ...); same as --kw dtype=");
+  cmd->add_option("--verify", a->verify,
+                  "sha256: hash each file from the bytes the load reads and fail unless it has the digest its cache "
+                  "blob name, ETag, <file>.sha256 or SHA256SUMS names; same as --kw verify=")
+      ->check(CLI::IsMember({"sha256", "none"}));
   cmd->add_flag("--json", a->json, "print the report as JSON");
   cmd->add_flag("-q,--quiet", a->quiet, "no progress bar");
   cmd->add_flag("-v,--verbose", a->verbose, "list every name in the report");

@@ -19,7 +19,7 @@ enum class ErrorCode {
   InvalidArgument,       // an API or CLI argument is invalid
   UnsupportedDType,      // a dtype name weightloader does not support
   Cancelled,             // the progress callback asked to stop
-  ChecksumMismatch,      // downloaded bytes differ from the sha256 / git sha1 their ETag names
+  ChecksumMismatch,      // bytes differ from the digest that names them (an ETag, a blob's name, a sidecar)
   // safetensors (names follow the reference implementation's SafeTensorError)
   HeaderTooSmall,                // file shorter than the 8-byte header length
   HeaderTooLarge,                // header length above 100,000,000

@@ -119,6 +119,11 @@ struct IoOptions {
   Device device;
   // The engines of devices other than the CPU (a load fills it from its Context::devices).
   std::shared_ptr<const DeviceEngines> devices;
+  // verify=sha256: each file read whole (header and gaps too), its bytes hashed in file order as
+  // the reads deliver them, and the digest checked against the one that names the file (a cache
+  // blob's name, the hub's ETag, a .sha256 sidecar, SHA256SUMS): ChecksumMismatch when they differ,
+  // InvalidArgument when nothing names it.
+  bool verify_sha256 = false;
 };
 
 // One read: a slice of a tensor converted into a caller's contiguous buffer.

@@ -44,7 +44,8 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     load's report as `.report`.
 
     loader: a registered name, "auto" (chosen by content), a class or an instance. kwargs go to the
-    loader (strip_prefix, io, concurrency, ...). dtype: the module is converted to it first (with
+    loader (strip_prefix, io, concurrency, verify="sha256": each file hashed from the bytes the load
+    reads and checked against what names it, ...). dtype: the module is converted to it first (with
     Module.to), then filled; without it every tensor is converted to its parameter's dtype.
     strict: a missing or unexpected name raises, listing them. Shapes must match. A module on a
     CUDA device is filled where it is: read and converted on the host, copied through pinned

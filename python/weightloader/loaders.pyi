@@ -88,6 +88,7 @@ class CoreWeightLoader(BaseWeightLoader):
                  allow_reshape: bool = ..., strip_prefix: _Names = ..., add_prefix: str = ...,
                  rename: _Names = ..., regex_rename: _Names = ..., drop: _Names = ..., concurrency: int = ...,
                  io: _IoMode = ..., staging_bytes: int = ..., prefault: bool = ..., zero_copy: bool = ...,
+                 verify: Literal["none", "sha256"] = ...,
                  name_map: str = ..., **kwargs: Any) -> None: ...
     def get_weights(self, model_name_or_path: _Path,
                     progress: _Progress = None) -> Weights:
@@ -107,6 +108,7 @@ class HfWeightLoader(CoreWeightLoader):
                  allow_reshape: bool = ..., strip_prefix: _Names = ..., add_prefix: str = ...,
                  rename: _Names = ..., regex_rename: _Names = ..., drop: _Names = ..., concurrency: int = ...,
                  io: _IoMode = ..., staging_bytes: int = ..., prefault: bool = ..., zero_copy: bool = ...,
+                 verify: Literal["none", "sha256"] = ...,
                  name_map: str = ..., **kwargs: Any) -> None: ...
 
 class LocalWeightLoader(CoreWeightLoader):
@@ -116,6 +118,7 @@ class LocalWeightLoader(CoreWeightLoader):
                  allow_reshape: bool = ..., strip_prefix: _Names = ..., add_prefix: str = ...,
                  rename: _Names = ..., regex_rename: _Names = ..., drop: _Names = ..., concurrency: int = ...,
                  io: _IoMode = ..., staging_bytes: int = ..., prefault: bool = ..., zero_copy: bool = ...,
+                 verify: Literal["none", "sha256"] = ...,
                  name_map: str = ..., **kwargs: Any) -> None: ...
 
 class CustomBinaryWeightLoader(CoreWeightLoader):

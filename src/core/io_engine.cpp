@@ -14,7 +14,9 @@
 #include <fmt/format.h>
 
 #include "core/io_plan.hpp"
+#include "core/expected_digest.hpp"
 #include "core/io_probe.hpp"
+#include "core/ordered_digest.hpp"
 #include "core/sigbus_guard.hpp"
 #include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
@@ -94,9 +96,10 @@ void transform(const Chunk& c, const std::byte* src, std::byte* out, std::byte* 
 
 class Executor {
  public:
+  // `digests`: per source, the digest its reads feed (verify=sha256), or null; empty when none.
   Executor(const IoPlan& plan, const std::vector<ByteSource*>& sources, IoMode mode, const Destination& dest,
-           const IoOptions& options)
-      : plan_(plan), sources_(sources), mode_(mode), dest_(dest), options_(options),
+           const IoOptions& options, const std::vector<std::unique_ptr<OrderedDigest>>& digests)
+      : plan_(plan), sources_(sources), mode_(mode), dest_(dest), options_(options), digests_(digests),
         background_prefault_(mode == IoMode::Direct || std::all_of(sources.begin(), sources.end(), waits_on_network)),
         prefaulted_(plan.threads) {}
 
@@ -118,6 +121,9 @@ class Executor {
   void finish(const Chunk& c, const std::byte* src, Scratch& scratch) const;
   const std::byte* staged_values(const Chunk& c, const std::byte* src, Scratch& scratch, bool copy_out) const;
   void hint_ahead(size_t i) const;
+  void hand_in(const Chunk& c, const std::byte* data, uint64_t n, bool stable) const;
+  void hand_in_staged(const Chunk& c, const std::byte* staged) const;
+  void halt();
   const ByteSource& source(const Chunk& c) const { return *sources_[c.source]; }
   // Neither a local file nor memory: each read is a request to a server (an HTTP or S3 object).
   static bool waits_on_network(const ByteSource* s) { return s->kind() == SourceKind::Remote && s->mapping() == nullptr; }
@@ -127,6 +133,7 @@ class Executor {
   const IoMode mode_;
   const Destination& dest_;
   const IoOptions& options_;
+  const std::vector<std::unique_ptr<OrderedDigest>>& digests_;
   // Reads that wait on a device or a network: page faults are taken meanwhile, on a thread of their
   // own, rather than before the first read.
   const bool background_prefault_;
@@ -212,6 +219,10 @@ void Executor::run_chunk(const Chunk& c, Scratch& scratch) {
   const ByteSource& src = source(c);
   if (mode_ == IoMode::Mmap) {
     const std::byte* map = src.mapping();
+    if (c.filler()) {
+      hand_in(c, map + c.src_offset, c.src_bytes, true);
+      return;
+    }
     // Split encodings need their two parts side by side: gather them into staging first.
     std::byte* gathered = c.aux_bytes ? scratch.reserve(stored) : nullptr;
     decoded_buffer(c, scratch);  // allocated here, outside the guard
@@ -232,14 +243,16 @@ void Executor::run_chunk(const Chunk& c, Scratch& scratch) {
     if (!ok) throw_truncated(c, src);
     // Delivered outside the guard: a destination may take locks and throw.
     if (staged) dest_.deliver(c.dst, staged, c.elems * dtype_size(c.dst_dtype), c.tensor->name);
+    hand_in(c, map + c.src_offset, c.src_bytes, true);  // before the hint, while the pages are still mapped in
     // The mapped pages were only a way through: drop them from this process's RSS (they stay in
     // the page cache), so that a load never holds the file and the parameters at once.
     src.hint(c.src_offset, c.src_bytes, AccessHint::MappedDone);
     if (c.aux_bytes) src.hint(c.aux_offset, c.aux_bytes, AccessHint::MappedDone);
     return;
   }
-  if (!c.needs_transform() && dest_.in_place()) {
+  if (!c.needs_transform() && dest_.in_place() && !c.filler()) {
     fetch(c, c.src_offset, c.src_bytes, c.dst, scratch, plan_.bounce_bytes);
+    hand_in(c, c.dst, c.src_bytes, true);
     return;
   }
   // Staging: the bounce area (direct mode) comes first, then the stored bytes. In direct mode the
@@ -249,7 +262,8 @@ void Executor::run_chunk(const Chunk& c, Scratch& scratch) {
   std::byte* staging = scratch.reserve(staged_at + stored) + staged_at;
   fetch(c, c.src_offset, c.src_bytes, staging, scratch, kBounceBytes);  // only heads and tails bounce now
   if (c.aux_bytes) fetch(c, c.aux_offset, c.aux_bytes, staging + c.src_bytes, scratch, kBounceBytes);
-  finish(c, staging, scratch);
+  if (!c.filler()) finish(c, staging, scratch);
+  hand_in_staged(c, staging);
 }
 
 // Unstaged chunks of one extent: scattered reads straight into their destinations (one preadv from a
@@ -288,6 +302,7 @@ void Executor::scatter_read(const Chunk* c, const Extent& e) const {
       if (buffers[at].length == 0) ++at;
     }
   }
+  for (size_t i = 0; i < e.count; ++i) hand_in(c[i], c[i].dst, c[i].src_bytes, true);
 }
 
 // Several chunks back to back in one source: scattered straight into place, or one read (O_DIRECT
@@ -301,7 +316,10 @@ void Executor::run_extent(const Chunk* c, const Extent& e, Scratch& scratch) {
   const uint64_t staged_at = mode_ == IoMode::Direct ? kBounceBytes + offset % kAlign : 0;
   std::byte* staging = scratch.reserve(staged_at + e.span) + staged_at;
   fetch(c[0], offset, e.span, staging, scratch, kBounceBytes);  // gaps included
-  for (size_t i = 0; i < e.count; ++i) finish(c[i], staging + (c[i].src_offset - offset), scratch);
+  for (size_t i = 0; i < e.count; ++i) {  // a verified file's extents have no gaps: fillers take them
+    if (!c[i].filler()) finish(c[i], staging + (c[i].src_offset - offset), scratch);
+    hand_in_staged(c[i], staging + (c[i].src_offset - offset));
+  }
 }
 
 // A slice of a one-block tensor: the block decoded whole into scratch, then each run of the slice
@@ -372,6 +390,25 @@ void Executor::hint_ahead(size_t i) const {
   if (mode_ == IoMode::Mmap) source(c).hint(c.src_offset, e.span, AccessHint::MappedWillNeed);
 }
 
+// verify=sha256: bytes of chunk `c`'s source from its offset on, to its digest.
+void Executor::hand_in(const Chunk& c, const std::byte* data, uint64_t n, bool stable) const {
+  if (!digests_.empty() && digests_[c.source]) digests_[c.source]->add(c.src_offset, data, n, stable);
+}
+
+// A staged chunk's stored bytes from where they stay put when finish() copied them into place
+// unchanged (direct reads), else from staging (the digest copies them if it cannot hash them yet).
+void Executor::hand_in_staged(const Chunk& c, const std::byte* staged) const {
+  const bool in_place = !c.filler() && !c.needs_transform() && dest_.in_place();
+  hand_in(c, in_place ? c.dst : staged, c.src_bytes, in_place);
+}
+
+// No more work is taken, and no thread waits on a digest for pieces that will not come.
+void Executor::halt() {
+  stop_ = true;
+  for (const auto& d : digests_)
+    if (d) d->abandon();
+}
+
 void Executor::run_item(size_t i, Scratch& scratch) {
   const size_t ngathers = plan_.gathers.size();
   const TensorInfo& tensor = i < ngathers ? *plan_.gathers[i].request->tensor : *plan_.chunks[plan_.extents[i - ngathers].first].tensor;
@@ -413,14 +450,14 @@ void Executor::worker() {
         std::lock_guard lock(mutex_);  // read `done_` under the lock so reports never go backwards
         if (!cancelled_ && !options_.progress(done_.load(), plan_.total_bytes)) {
           cancelled_ = true;
-          stop_ = true;
+          halt();
         }
       }
     }
   } catch (...) {
     std::lock_guard lock(mutex_);
     if (!error_) error_ = std::current_exception();
-    stop_ = true;
+    halt();
   }
   staging_peak_ += scratch.bytes();
 }
@@ -557,6 +594,39 @@ void check_bounds(const IoPlan& plan, const std::vector<ByteSource*>& sources) {
   for (const Gather& g : plan.gathers) check(*g.request->tensor, g.source, g.request->tensor->offset, g.request->tensor->nbytes);
 }
 
+// verify=sha256: what names each source's digest, asked before anything is read.
+std::vector<ExpectedDigest> expected_digests(const std::vector<ByteSource*>& sources) {
+  std::vector<ExpectedDigest> expected;
+  for (const ByteSource* s : sources) {
+    std::optional<ExpectedDigest> e = expected_sha256(*s);
+    if (!e)
+      throw Error(ErrorCode::InvalidArgument,
+                  "verify=sha256: nothing names this file's sha256 (it is not a Hugging Face cache blob nor an object "
+                  "whose ETag is one, and has no <file>.sha256 beside it nor a line in a SHA256SUMS there)",
+                  s->name());
+    expected.push_back(std::move(*e));
+  }
+  return expected;
+}
+
+// Every digest against what names it, once every read is done.
+void check_digests(const std::vector<std::unique_ptr<OrderedDigest>>& digests, const std::vector<ExpectedDigest>& expected,
+                   const std::vector<ByteSource*>& sources) {
+  for (size_t i = 0; i < digests.size(); ++i) {
+    const ByteSource& s = *sources[i];
+    if (digests[i]->hashed() != s.size())
+      throw Error(ErrorCode::Truncated,
+                  fmt::format("verify=sha256: only {} of its {} bytes could be hashed (it shrank while loading)",
+                              digests[i]->hashed(), s.size()),
+                  s.name());
+    const std::string got = digests[i]->hex();
+    if (got != expected[i].hex)
+      throw Error(ErrorCode::ChecksumMismatch,
+                  fmt::format("verify=sha256: its bytes hash to {}, but {} names {}", got, expected[i].from, expected[i].hex),
+                  s.name());
+  }
+}
+
 }  // namespace
 
 ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cache, const IoOptions& options,
@@ -574,6 +644,7 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cach
     }
   }
   ReadStats stats;
+  const std::vector<ExpectedDigest> expected = options.verify_sha256 ? expected_digests(sources) : std::vector<ExpectedDigest>{};
   const bool converts = std::any_of(requests.begin(), requests.end(), [](const ReadRequest& r) {
     return r.tensor->decoder || r.dst_dtype != r.tensor->dtype;
   });
@@ -596,6 +667,12 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cach
     preferred = std::max(preferred, s->preferred_concurrency());
   }
   if (!params.chunk_bytes) params.chunk_bytes = 8ull << 20;
+  std::vector<std::unique_ptr<OrderedDigest>> digests;
+  if (options.verify_sha256)
+    for (const ByteSource* s : sources) {
+      params.whole.emplace_back(s->size());
+      digests.push_back(std::make_unique<OrderedDigest>(s->size(), s->name(), options.staging_bytes));
+    }
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   // Direct reads wait on the device, not the CPU: keep at least 4 requests in flight.
   params.threads = options.concurrency ? options.concurrency
@@ -605,8 +682,9 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cach
   const IoPlan plan = plan_reads(requests, source_of, params);
   check_bounds(plan, sources);
 
-  Executor executor(plan, sources, stats.mode, destination, options);
+  Executor executor(plan, sources, stats.mode, destination, options, digests);
   stats.staging_bytes = executor.run();
+  check_digests(digests, expected, sources);
   stats.bytes_read = executor.bytes_done();
   stats.threads = plan.threads;
   return stats;

@@ -125,6 +125,41 @@ void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint
               [](const Chunk& a, const Chunk& b) { return a.src_offset < b.src_offset; });
 }
 
+// The bytes of each source read whole that no chunk's main part covers, as staged chunks without
+// a destination; then every chunk in (source, offset) order.
+void plan_fillers(const std::vector<ReadRequest>& requests, const std::vector<size_t>& source_of, const PlanParams& p,
+                  uint64_t staging_room, IoPlan& plan) {
+  const uint64_t piece = std::max<uint64_t>(
+      ByteSource::direct_alignment(),
+      std::min(staging_room, p.mode == IoMode::Pread ? std::min(p.chunk_bytes, kStagedChunkBytes) : p.chunk_bytes));
+  for (size_t s = 0; s < p.whole.size(); ++s) {
+    if (!p.whole[s]) continue;
+    std::vector<std::pair<uint64_t, uint64_t>> covered;  // [begin, end)
+    for (const Chunk& c : plan.chunks)
+      if (c.source == s) covered.emplace_back(c.src_offset, c.src_offset + c.src_bytes);
+    std::sort(covered.begin(), covered.end());
+    covered.emplace_back(*p.whole[s], *p.whole[s]);
+    auto filler = std::make_shared<TensorInfo>();
+    const auto r = std::find(source_of.begin(), source_of.end(), s);
+    filler->file = r == source_of.end() ? std::string() : requests[static_cast<size_t>(r - source_of.begin())].tensor->file;
+    filler->name = "(bytes outside the tensors, read for verify=sha256)";
+    filler->dtype = DType::U8;
+    uint64_t at = 0;
+    for (const auto& [begin, end] : covered) {
+      for (; at < begin; at += std::min(piece, begin - at)) {
+        const uint64_t n = std::min(piece, begin - at);
+        plan.chunks.push_back({filler.get(), s, at, n, n, nullptr, DType::U8, 0, 0});
+        plan.total_bytes += n;
+      }
+      at = std::max(at, end);
+    }
+    plan.fillers.push_back(std::move(filler));
+  }
+  std::stable_sort(plan.chunks.begin(), plan.chunks.end(), [](const Chunk& a, const Chunk& b) {
+    return a.source != b.source ? a.source < b.source : a.src_offset < b.src_offset;
+  });
+}
+
 // Chunks of one source merge into extents: back to back, or with a gap that costs less to read
 // than a request does (gap_worth_reading); up to chunk_bytes requested when read in place (and not
 // above each thread's share of the load, so that every thread gets reads), and when staged, up to
@@ -137,7 +172,7 @@ void merge_extents(const PlanParams& p, uint64_t staging_room, unsigned threads,
   const std::vector<Chunk>& chunks = plan.chunks;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const Chunk& c = chunks[i];
-    const bool staged = p.mode == IoMode::Direct || c.needs_transform() || !p.in_place;
+    const bool staged = p.mode == IoMode::Direct || c.needs_transform() || !p.in_place || c.filler();
     if (!plan.extents.empty() && p.mode != IoMode::Mmap) {
       Extent& e = plan.extents.back();
       const Chunk& last = chunks[i - 1];
@@ -181,7 +216,13 @@ IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<si
       kDecodedPieceBytes + (p.mode == IoMode::Direct ? kBounceBytes + ByteSource::direct_alignment() : 0);
   const uint64_t staging_room = plan.thread_staging > reserved ? plan.thread_staging - reserved : 0;
   for (size_t i = 0; i < requests.size(); ++i) plan_request(requests[i], source_of[i], p, staging_room, plan);
+  const bool whole = std::any_of(p.whole.begin(), p.whole.end(), [](const auto& size) { return size.has_value(); });
+  if (whole) plan_fillers(requests, source_of, p, staging_room, plan);
   merge_extents(p, staging_room, planned, plan);
+  if (whole)
+    std::stable_sort(plan.extents.begin(), plan.extents.end(), [&](const Extent& a, const Extent& b) {
+      return plan.chunks[a.first].src_offset < plan.chunks[b.first].src_offset;
+    });
   plan.threads = static_cast<unsigned>(std::min<size_t>(planned, std::max<size_t>(1, plan.work_items())));
   constexpr uint64_t A = ByteSource::direct_alignment();
   plan.bounce_bytes = std::max<uint64_t>(kBounceBytes, std::min(plan.thread_staging, p.chunk_bytes) / A * A);

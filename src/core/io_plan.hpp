@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "weightloader/source.hpp"
@@ -23,6 +25,7 @@ struct Chunk {
   uint64_t aux_bytes;
 
   bool needs_transform() const { return tensor->decoder || tensor->dtype != dst_dtype; }
+  bool filler() const { return dst == nullptr; }  // read only to be hashed (PlanParams::whole)
 };
 
 // A strided (non-contiguous) tensor: its stored span is read whole and gathered. Also a slice of a
@@ -58,6 +61,9 @@ struct PlanParams {
   bool prefault = true;            // fault every destination page in before the reads
   bool in_place = true;            // the destination takes reads straight into place
   std::vector<RequestCost> costs;  // per source (ByteSource::request_cost); a source without one: none
+  // verify=sha256, per source: its size when every byte of it is read (and so the digest of its
+  // bytes can be computed from the reads), else nullopt.
+  std::vector<std::optional<uint64_t>> whole;
 };
 
 struct IoPlan {
@@ -70,6 +76,9 @@ struct IoPlan {
   unsigned threads = 1;               // threads worth running for this much work
   uint64_t thread_staging = 0;        // each thread's share of the staging bound
   uint64_t bounce_bytes = 0;          // direct mode: a thread's bounce buffer for unaligned pieces
+  // Sources read whole: the bytes no request reads (a header, gaps, the aux parts and strided
+  // spans read apart) as staged chunks of a U8 "tensor" per source with no destination.
+  std::vector<std::shared_ptr<const TensorInfo>> fillers;
 
   size_t work_items() const { return gathers.size() + extents.size(); }
 };
@@ -98,7 +107,9 @@ uint64_t decoded_piece_blocks(const TensorInfo& t);
 // small enough for the thread's share of staging), sorts permuted rows into file order, merges
 // back-to-back chunks of one source into extents (and chunks with a gap between them where
 // gap_worth_reading says so for their source's cost), and lists the prefault ranges.
-// `source_of[i]` is request i's source. Throws SliceOutOfBounds / InvalidArgument naming the
+// Sources read whole get filler chunks for the bytes no request reads, and then every extent of
+// a source lies in file order (chunks sorted by offset; sources' extents interleaved by offset, so
+// that their digests advance side by side). `source_of[i]` is request i's source. Throws SliceOutOfBounds / InvalidArgument naming the
 // tensor for requests that cannot be read.
 IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<size_t>& source_of, const PlanParams& params);
 

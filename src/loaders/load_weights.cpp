@@ -85,7 +85,8 @@ bool plan_whole(PlannedRead& read, LoadPlan& plan, const LoadOptions& options) {
     }
     plan.reshaped.push_back({p.name, t.shape, p.shape()});
   }
-  read.zero_copy_candidate = options.zero_copy && options.io.device.is_cpu();  // a mapping is host memory
+  // A mapping is host memory; and verify=sha256 hashes the bytes the load reads, so it reads them all.
+  read.zero_copy_candidate = options.zero_copy && options.io.device.is_cpu() && !options.io.verify_sha256;
   read.bytes_written = p.data.numel() * dtype_size(p.dtype());
   return true;
 }

@@ -128,6 +128,12 @@ void apply_common(WeightLoader& loader, const Kwargs& kw) {
     }
   }
   options.zero_copy = kwarg_bool(kw, "zero_copy", options.zero_copy);
+  if (kw.count("verify")) {
+    const std::string verify = kwarg_string(kw, "verify", "none");
+    if (verify != "sha256" && verify != "none")
+      throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'verify': '{}' is neither sha256 nor none", verify));
+    options.io.verify_sha256 = verify == "sha256";
+  }
 }
 
 }  // namespace
@@ -152,6 +158,9 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
       {"device", KwType::String, "where the model's parameters live: cpu (default), cuda or cuda:N (pinned staging of staging_bytes)"},
       {"prefault", KwType::Bool, "fault the parameters' pages in, in parallel, before reading (default: what io=auto's probe measured faster here, else true)"},
       {"zero_copy", KwType::Bool, "back parameters whose exact bytes are in the file by its read-only mapping (default false)"},
+      {"verify", KwType::String,
+       "sha256: hash each file as the load reads it (whole, in one pass) and fail unless the digest is the one its "
+       "cache blob name, ETag, <file>.sha256 or SHA256SUMS names (parameters are then read, never zero-copy); none (default)"},
   };
   return specs;
 }

@@ -44,6 +44,12 @@ class WeightloaderModelLoader(BaseModelLoader):
         self.loader_kwargs = dict(extra.get("weight_loader_kwargs") or {})
         if "dtype" in self.loader_kwargs and isinstance(self.loader_kwargs["dtype"], str):
             self.loader_kwargs["dtype"] = _torch_dtype(self.loader_kwargs["dtype"])
+        # vLLM's load_weights pulls tensors one by one; verify=sha256 hashes the reads of one whole
+        # load, so here it would check nothing: refused rather than skipped.
+        if str(self.loader_kwargs.get("verify", "none")) != "none":
+            raise _invalid("weight_loader_kwargs: verify is not available with load_format='weightloader' yet (vLLM "
+                           "reads tensor by tensor; verify=sha256 hashes one whole load's reads): check the files "
+                           "first with `weightloader verify` (cache blobs against their names)")
 
     @classmethod
     def for_extra_config(cls, extra):
