@@ -1,6 +1,7 @@
 // Errors: every rule a reader or loader enforces has its own code.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -118,6 +119,15 @@ enum class ErrorCode {
 };
 
 WL_API std::string_view error_code_name(ErrorCode code);
+// The code of a name error_code_name gives; nullopt for any other name.
+WL_API std::optional<ErrorCode> error_code_named(std::string_view name);
+
+// What kind of failure a code is (an Io one: also what its errno says), for callers that map
+// errors onto classes of their own — Python's FileNotFoundError, ValueError, OSError, ... — from
+// this one table.
+enum class ErrorCategory { NotFound, InvalidArgument, UnknownFormat, Format, Io, PermissionDenied, Cancelled, Distributed };
+WL_API ErrorCategory error_category(ErrorCode code, int os_errno = 0);
+WL_API std::string_view error_category_name(ErrorCategory category);  // "not_found", "invalid_argument", ...
 
 class WL_API Error : public std::runtime_error {
  public:
@@ -135,6 +145,13 @@ class WL_API Error : public std::runtime_error {
     retryable_ = retryable;
     return *this;
   }
+  // The operating system's error number behind an Io or FileNotFound error; 0 when none.
+  int os_errno() const noexcept { return os_errno_; }
+  Error& set_os_errno(int number) noexcept {
+    os_errno_ = number;
+    return *this;
+  }
+  ErrorCategory category() const noexcept { return error_category(code_, os_errno_); }
 
  private:
   ErrorCode code_;
@@ -142,6 +159,7 @@ class WL_API Error : public std::runtime_error {
   std::string file_;
   std::string tensor_;
   bool retryable_ = false;
+  int os_errno_ = 0;
 };
 
 }  // namespace wl

@@ -24,10 +24,16 @@ void register_errors(pybind11::module_& m) {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
       pybind11::object make = pybind11::module_::import("weightloader.errors").attr("_from_core");
-      pybind11::object error =
-          make(std::string(error_code_name(e.code())), text(e.message()), text(e.file()), text(e.tensor()), e.retryable());
+      pybind11::object error = make(std::string(error_code_name(e.code())), text(e.message()), text(e.file()), text(e.tensor()),
+                                    e.retryable(), std::string(error_category_name(e.category())),
+                                    e.os_errno() ? pybind11::object(pybind11::int_(e.os_errno())) : pybind11::none());
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
     }
+  });
+  // The category of a code by name (the Python layer's own errors); "format" for a name C++ lacks.
+  m.def("error_category", [](const std::string& code) {
+    const std::optional<ErrorCode> c = error_code_named(code);
+    return std::string(error_category_name(c ? error_category(*c) : ErrorCategory::Format));
   });
   m.def("error_code_names", [] {
     std::vector<std::string> names;

@@ -173,6 +173,10 @@ void register_sources(pyb::module_& m) {
   m.def("safetensors_metadata", &safetensors_metadata, pyb::arg("path"));
   m.def("dtype_size", [](const std::string& dtype) { return dtype_size(dtype_from_name(dtype)); }, pyb::arg("dtype"),
         "bytes per element of a dtype (\"F32\": 4)");
+  m.def("dtype_name", [](const std::string& spelling) -> std::optional<std::string> {
+    if (const std::optional<DType> d = parse_dtype_alias(spelling)) return std::string(wl::dtype_name(*d));
+    return std::nullopt;
+  }, pyb::arg("spelling"), "the library's name of a dtype spelling (\"bfloat16\", \"bf16\", \"BF16\": \"BF16\"); None if unknown");
 }
 
 }  // namespace wl::py

@@ -3,6 +3,7 @@ library's names, and back to torch."""
 import numpy as np
 import torch
 
+from . import _core
 from .errors import InvalidArgumentError
 
 _TORCH = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
@@ -15,12 +16,6 @@ _NUMPY = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.
           np.dtype(np.uint8): "U8", np.dtype(np.uint16): "U16", np.dtype(np.uint32): "U32",
           np.dtype(np.uint64): "U64", np.dtype(np.bool_): "BOOL"}
 _TO_NUMPY = {v: k for k, v in _NUMPY.items()}
-_ALIASES = {"float32": "F32", "fp32": "F32", "f32": "F32", "float": "F32", "float16": "F16", "fp16": "F16",
-            "f16": "F16", "half": "F16", "bfloat16": "BF16", "bf16": "BF16", "float64": "F64", "f64": "F64",
-            "double": "F64", "int8": "I8", "int16": "I16", "int32": "I32", "int64": "I64", "uint8": "U8",
-            "uint16": "U16", "uint32": "U32", "uint64": "U64", "bool": "BOOL", "f8_e4m3": "F8_E4M3",
-            "f8_e5m2": "F8_E5M2", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2"}
-_NAMES = set(_ALIASES.values())
 
 
 def name_of(dtype):
@@ -30,10 +25,9 @@ def name_of(dtype):
             return _TORCH[dtype]
         raise InvalidArgumentError(f"torch dtype {dtype} is not supported", "UnsupportedDType")
     if isinstance(dtype, str):
-        if dtype.upper() in _NAMES:
-            return dtype.upper()
-        if dtype.lower() in _ALIASES:
-            return _ALIASES[dtype.lower()]
+        name = _core.dtype_name(dtype)  # the C++ table of names and spellings
+        if name is not None:
+            return name
         raise InvalidArgumentError(f"unknown dtype '{dtype}' (e.g. 'bf16', 'float32', torch.bfloat16)", "UnsupportedDType")
     try:
         return _NUMPY[np.dtype(dtype)]

@@ -25,6 +25,7 @@ class EngineModule(torch.nn.Module):
         self._wl_core = core
         self._wl_slices = {}  # checkpoint name -> (dim, begin, end): the part of its tensor this rank holds
         self._wl_parts = {}  # checkpoint name -> [(begin, end), ...]: its row ranges this rank holds, in order
+        self.wl_filled = set()  # checkpoint names load_weights filled (the engine's plan says which)
         for name, dtype, shape, buffer, shards in core.rank_parameters(rank):
             tensor = torch.frombuffer(buffer, dtype=dtypes.to_torch(dtype)).view(tuple(shape))
             if not shards:
@@ -53,7 +54,11 @@ class EngineModule(torch.nn.Module):
         """Loads checkpoint tensors (a Weights source, a dict, or (name, tensor) pairs) into this
         rank's parameters on the C++ engine, slices and fused blocks included. Returns the LoadReport."""
         source = weights._source if isinstance(weights, Weights) else _memory_source(weights)
-        return LoadReport(json.loads(self._wl_core.load_rank(self.wl_engine_rank, source, False)))
+        report = LoadReport(json.loads(self._wl_core.load_rank(self.wl_engine_rank, source, False)))
+        # The plan's missing list names a whole parameter, or a shard as "<engine name> (from <name>)".
+        left = {m[m.index(" (from ") + 7:-1] if m.endswith(")") and " (from " in m else m for m in report.missing}
+        self.wl_filled |= {name for name, _ in self.named_parameters() if name not in left}
+        return report
 
     def load_state_dict(self, state_dict, strict=True):
         """torch's load_state_dict over the views: each checkpoint tensor (whole, as the checkpoint

@@ -3,13 +3,9 @@
 The classes also derive from the built-in exception a Python user expects: a missing path is a
 FileNotFoundError, a bad argument a ValueError, a corrupt or hostile file a FormatError, a file the
 operating system refuses to open an OSError (a PermissionError when access is denied). The class
-follows from the code alone (`_from_core`), whichever entry point raised it: LLM, load_into,
+follows from the C++ category of the code (and its errno), whichever entry point raised it: LLM, load_into,
 safe_open, the loaders and the registry; docs/errors.md lists every code under its class.
 """
-import errno as _errno
-import os as _os
-
-
 class Error(Exception):
     """A weightloader error: `code` (e.g. "HeaderTooLarge"), `file`, `tensor`, `retryable`."""
 
@@ -39,8 +35,8 @@ class UnknownFormatError(FormatError, InvalidArgumentError):
 
 
 class IoError(Error, OSError):
-    """The operating system refused a read, open or write; `errno` is its error number when the
-    message names one."""
+    """The operating system refused a read, open or write; `errno` is its error number (None when
+    the failure had none: a connection, a short file)."""
 
 
 class PermissionDeniedError(IoError, PermissionError):
@@ -51,50 +47,22 @@ class CancelledError(Error):
     """A load stopped by its progress callback."""
 
 
-_NOT_FOUND = {"FileNotFound", "NoMatchingFiles", "TensorNotFound", "IndexFileMissing", "GgufSplitMissing",
-              "TokenizerNotFound", "ConfigMissing", "StateDictNotFound"}
-_INVALID = {"InvalidArgument", "UnsupportedDType", "UnknownLoader", "LoaderExists", "UnknownKwarg", "InvalidKwarg",
-            "SliceOutOfBounds", "ShapeMismatch", "MissingParameters", "UnexpectedTensors", "DuplicateParameter",
-            "DuplicateTarget", "TokenOutOfRange", "StateDictAmbiguous", "NameSchemeAmbiguous", "NameSchemePartial"}
+# The C++ category of an error (wl::error_category: one table, there) → its class here.
+_CLASS_OF_CATEGORY = {"not_found": NotFoundError, "invalid_argument": InvalidArgumentError,
+                      "unknown_format": UnknownFormatError, "format": FormatError, "io": IoError,
+                      "permission_denied": PermissionDeniedError, "cancelled": CancelledError, "distributed": Error}
 
 
-# Raised by every rank of a tensor-parallel load: the cause lies on some rank, given in the message.
-_DISTRIBUTED = {"RankFailed", "RanksDisagree"}
-
-# The C++ file layer ends an Io message with strerror(errno): the number back from its text.
-_ERRNO_BY_TEXT = {_os.strerror(n): n for n in sorted(_errno.errorcode, reverse=True)}
-_DENIED = {_errno.EACCES, _errno.EPERM}
-
-
-def _os_errno(message):
-    """The errno whose strerror text ends `message` (before the [Code]), or None."""
-    for text, number in _ERRNO_BY_TEXT.items():
-        if message.endswith(": " + text) or message == text:
-            return number
-    return None
-
-
-def _error_class(code, message=""):
-    """The exception class of a code (for Io, of its errno too): the one mapping every entry point uses."""
-    if code in _NOT_FOUND:
-        return NotFoundError
-    if code in _INVALID:
-        return InvalidArgumentError
-    if code == "UnknownFormat":
-        return UnknownFormatError
-    if code == "Io":
-        return PermissionDeniedError if _os_errno(message) in _DENIED else IoError
-    if code == "Cancelled":
-        return CancelledError
-    return Error if code in _DISTRIBUTED else FormatError
-
-
-def _from_core(code, message, file, tensor, retryable):
-    """The exception for a C++ wl::Error (called by the extension's translator, and by the Python
-    layer for the errors it finds itself, so that both give the same class for the same code)."""
-    cls = _error_class(code, message)
+def _from_core(code, message, file="", tensor="", retryable=False, category=None, os_errno=None):
+    """The exception for a C++ wl::Error (called by the extension's translator with its category and
+    errno, and by the Python layer for the errors it finds itself, whose category C++ gives by code,
+    so that both give the same class for the same code)."""
+    if category is None:
+        from . import _core  # noqa: PLC0415 - errors is imported while the extension loads
+        category = _core.error_category(code)
+    cls = _CLASS_OF_CATEGORY[category]
     where = ": ".join(p for p in (file, f"tensor '{tensor}'" if tensor else "") if p)
     err = cls(f"{where + ': ' if where else ''}{message} [{code}]", code, file, tensor, retryable)
-    if code == "Io":
-        err.errno = _os_errno(message)  # only errno: strerror or filename set would change str(err)
+    if issubclass(cls, IoError):
+        err.errno = os_errno  # only errno: strerror or filename set would change str(err)
     return err

@@ -66,6 +66,26 @@ def _resolve(loader, kwargs):
     return (loader.loader_name, loader.kwargs) if plain else loader
 
 
+class _unwritten:
+    """A bit pattern no checkpoint holds in a whole parameter (a NaN with an unusual payload, each
+    element): what a parameter no write reached (param.data.copy_ included, which torch's version
+    counter does not see) still holds after a Python loader ran. A checkpoint's own NaN is not it."""
+
+    _BITS = {torch.float32: (torch.int32, 0x7FA5A5A5), torch.bfloat16: (torch.int16, 0x7FA5),
+             torch.float16: (torch.int16, 0x7E5A)}
+
+    @classmethod
+    def fill(cls, p):
+        as_int, bits = cls._BITS[p.dtype]
+        with torch.no_grad():
+            p.view(as_int).fill_(bits)
+
+    @classmethod
+    def holds(cls, p):
+        as_int, bits = cls._BITS[p.dtype]
+        return bool((p.view(as_int) == bits).all())
+
+
 class LLM:
     """LLM(model, weight_loader="auto", weight_loader_kwargs=None, dtype=None, tensor_parallel_size=1,
     enable_expert_parallel=False).
@@ -77,8 +97,9 @@ class LLM:
     and model_loader_extra_config= are accepted as aliases. With a Python loader, its get_weights
     is called once and its load_weights once per tensor-parallel rank, each time with that rank's
     EngineModule (so a Python load_weights sees the ranks one after the other, each holding its
-    slices). Every parameter must be filled: the parameters start as NaN and any left so is an
-    error listing them (strict=False allows it)."""
+    slices). Every parameter must be filled: one that neither the engine's load plan (the module's
+    load_weights) filled nor any other write changed is an error listing them (strict=False allows
+    it)."""
 
     def __init__(self, model, weight_loader="auto", weight_loader_kwargs=None, dtype=None, tensor_parallel_size=1,
                  tokenizer=None, threads=0, strict=True, progress=None, load_format=None,
@@ -100,9 +121,8 @@ class LLM:
             weights = list(weights)  # every rank reads them
         self.modules = [EngineModule(self._core, r) for r in range(self._core.ranks)]
         for module in self.modules:
-            with torch.no_grad():
-                for p in module.parameters():
-                    p.fill_(float("nan"))
+            for p in module.parameters():
+                _unwritten.fill(p)
             try:
                 resolved.load_weights(module, weights)
             except RuntimeError as e:
@@ -112,7 +132,7 @@ class LLM:
                     f"rank {module.wl_engine_rank}: {e} -- with tensor_parallel_size > 1 each parameter holds this "
                     "rank's slice: model.load_state_dict(weights) or model.load_weights(weights) slice the "
                     "checkpoint's tensors, a plain param.copy_(tensor) cannot [ShapeMismatch]", "ShapeMismatch") from e
-            missing = [n for n, p in module.named_parameters() if torch.isnan(p).any()]
+            missing = [n for n, p in module.named_parameters() if n not in module.wl_filled and _unwritten.holds(p)]
             if missing and strict:
                 raise InvalidArgumentError(
                     f"{len(missing)} parameter(s) of rank {module.wl_engine_rank} were not loaded: {', '.join(missing)}"

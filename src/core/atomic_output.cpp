@@ -66,7 +66,7 @@ AtomicDirectory::AtomicDirectory(std::string final_path) : final_path_(std::move
   while (final_path_.size() > 1 && final_path_.ends_with('/')) final_path_.pop_back();
   std::string pattern = final_path_ + ".tmp-XXXXXX";
   if (!::mkdtemp(pattern.data()))
-    throw Error(ErrorCode::Io, fmt::format("cannot create a temporary directory: {}", std::strerror(errno)), pattern);
+    throw_errno("cannot create a temporary directory", pattern);
   tmp_path_ = pattern;
 }
 
@@ -85,8 +85,7 @@ void AtomicDirectory::commit(const std::vector<std::string>& last) {
     return;
   }
   if (errno != ENOTEMPTY && errno != EEXIST)
-    throw Error(ErrorCode::Io, fmt::format("cannot rename {} into place: {}", tmp_path_, std::strerror(errno)),
-                final_path_);
+    throw_errno(fmt::format("cannot rename {} into place", tmp_path_), final_path_);
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(tmp_path_)) names.push_back(entry.path().filename().string());
   std::stable_partition(names.begin(), names.end(),
@@ -94,7 +93,7 @@ void AtomicDirectory::commit(const std::vector<std::string>& last) {
   for (const std::string& name : names) {
     const std::string to = (fs::path(final_path_) / name).string();
     if (::rename(file(name).c_str(), to.c_str()) != 0)
-      throw Error(ErrorCode::Io, fmt::format("cannot move {} into place: {}", name, std::strerror(errno)), to);
+      throw_errno(fmt::format("cannot move {} into place", name), to);
   }
   std::error_code ec;
   fs::remove(tmp_path_, ec);

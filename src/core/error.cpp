@@ -1,5 +1,7 @@
 #include "weightloader/error.hpp"
 
+#include <cerrno>
+
 namespace wl {
 
 std::string_view error_code_name(ErrorCode code) {
@@ -34,6 +36,48 @@ std::string_view error_code_name(ErrorCode code) {
 #undef WL_CODE
   }
   return "Unknown";
+}
+
+std::optional<ErrorCode> error_code_named(std::string_view name) {
+  for (int c = 0; c <= static_cast<int>(ErrorCode::TokenOutOfRange); ++c)
+    if (error_code_name(static_cast<ErrorCode>(c)) == name) return static_cast<ErrorCode>(c);
+  return std::nullopt;
+}
+
+ErrorCategory error_category(ErrorCode code, int os_errno) {
+  switch (code) {
+    case ErrorCode::FileNotFound: case ErrorCode::NoMatchingFiles: case ErrorCode::TensorNotFound:
+    case ErrorCode::IndexFileMissing: case ErrorCode::GgufSplitMissing: case ErrorCode::TokenizerNotFound:
+    case ErrorCode::ConfigMissing: case ErrorCode::StateDictNotFound:
+      return ErrorCategory::NotFound;
+    case ErrorCode::InvalidArgument: case ErrorCode::UnsupportedDType: case ErrorCode::UnknownLoader:
+    case ErrorCode::LoaderExists: case ErrorCode::UnknownKwarg: case ErrorCode::InvalidKwarg:
+    case ErrorCode::SliceOutOfBounds: case ErrorCode::ShapeMismatch: case ErrorCode::MissingParameters:
+    case ErrorCode::UnexpectedTensors: case ErrorCode::DuplicateParameter: case ErrorCode::DuplicateTarget:
+    case ErrorCode::TokenOutOfRange: case ErrorCode::StateDictAmbiguous: case ErrorCode::NameSchemeAmbiguous:
+    case ErrorCode::NameSchemePartial:
+      return ErrorCategory::InvalidArgument;
+    case ErrorCode::UnknownFormat: return ErrorCategory::UnknownFormat;
+    case ErrorCode::Io: return os_errno == EACCES || os_errno == EPERM ? ErrorCategory::PermissionDenied : ErrorCategory::Io;
+    case ErrorCode::Cancelled: return ErrorCategory::Cancelled;
+    case ErrorCode::RankFailed: case ErrorCode::RanksDisagree:  // the cause lies on some rank, named in the message
+      return ErrorCategory::Distributed;
+    default: return ErrorCategory::Format;  // a file that breaks its format's rules
+  }
+}
+
+std::string_view error_category_name(ErrorCategory category) {
+  switch (category) {
+    case ErrorCategory::NotFound: return "not_found";
+    case ErrorCategory::InvalidArgument: return "invalid_argument";
+    case ErrorCategory::UnknownFormat: return "unknown_format";
+    case ErrorCategory::Format: return "format";
+    case ErrorCategory::Io: return "io";
+    case ErrorCategory::PermissionDenied: return "permission_denied";
+    case ErrorCategory::Cancelled: return "cancelled";
+    case ErrorCategory::Distributed: return "distributed";
+  }
+  return "format";
 }
 
 namespace {

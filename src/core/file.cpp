@@ -27,11 +27,13 @@
 
 namespace wl {
 
-void throw_errno(const std::string& what, const std::string& path) {
+Error errno_error(const std::string& what, const std::string& path) {
   const int err = errno;
-  throw Error(err == ENOENT ? ErrorCode::FileNotFound : ErrorCode::Io, fmt::format("{}: {}", what, std::strerror(err)),
-              path);
+  return Error(err == ENOENT ? ErrorCode::FileNotFound : ErrorCode::Io, fmt::format("{}: {}", what, std::strerror(err)), path)
+      .set_os_errno(err);
 }
+
+void throw_errno(const std::string& what, const std::string& path) { throw errno_error(what, path); }
 
 namespace {
 

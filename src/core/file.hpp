@@ -8,6 +8,7 @@
 #include <string>
 
 #include "weightloader/byte_source.hpp"
+#include "weightloader/error.hpp"
 
 namespace wl {
 
@@ -56,7 +57,9 @@ class File final : public ByteSource {
   mutable std::byte* map_ = nullptr;
 };
 
-// An Error from errno after a failed call: FileNotFound for ENOENT, Io otherwise; "what: strerror".
+// An Error from errno after a failed call: FileNotFound for ENOENT, Io otherwise; "what: strerror",
+// with the number (Error::os_errno).
+Error errno_error(const std::string& what, const std::string& path);
 [[noreturn]] void throw_errno(const std::string& what, const std::string& path);
 
 // Positioned reads on a descriptor until `length` bytes or the end (with `block`, also after a

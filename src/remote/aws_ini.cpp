@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/file.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::remote {
@@ -78,7 +79,7 @@ std::optional<IniSections> read_ini(const std::string& path) {
   std::ifstream file(path);
   if (!file) {
     if (errno == ENOENT) return std::nullopt;
-    throw Error(ErrorCode::Io, fmt::format("cannot read it: {}", std::strerror(errno)), path);
+    throw_errno("cannot read it", path);
   }
   std::ostringstream text;
   text << file.rdbuf();

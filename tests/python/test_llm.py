@@ -118,13 +118,29 @@ def test_tensor_parallel_ranks_each_get_their_module(ref):
 def test_a_parameter_left_unloaded_is_an_error_listing_it(ref):
     d, _ = ref
 
-    class Partial(SeedCustomBinary):
+    class Partial(SeedCustomBinary):  # param.data.copy_ of every tensor but one
         def load_weights(self, model, weights):
-            super().load_weights(model, weights)
-            model.model.norm.weight.data.fill_(float("nan"))
-    with pytest.raises(ValueError, match=r"model.norm.weight.*load_state_dict\(weights\) or model.load_weights"):
-        llm(d, weight_loader=Partial)
-    llm(d, weight_loader=Partial, strict=False)  # allowed when asked
+            super().load_weights(model, {k: v for k, v in weights.items() if k != "model.norm.weight"})
+
+    class PartialViaModule(PlainDict):  # the engine's own load, whose plan lists what it left
+        def load_weights(self, model, weights):
+            return model.load_weights({k: v for k, v in weights.items() if k != "model.norm.weight"})
+    for loader in (Partial, PartialViaModule):
+        with pytest.raises(ValueError, match=r"1 parameter.*model.norm.weight.*load_state_dict\(weights\) or model.load_weights"):
+            llm(d, weight_loader=loader)
+        llm(d, weight_loader=loader, strict=False)  # allowed when asked
+
+
+def test_a_checkpoint_that_holds_nan_is_loaded_not_reported_missing(ref):
+    d, _ = ref
+
+    class WithNaN(SeedCustomBinary):
+        def get_weights(self, path):
+            w = super().get_weights(path)
+            w["model.norm.weight"] = torch.full_like(w["model.norm.weight"], float("nan"))
+            return w
+    model = llm(d, weight_loader=WithNaN)
+    assert torch.isnan(model.modules[0].get_parameter("model.norm.weight")).all()
 
 
 @pytest.mark.parametrize("loader", [SeedLocal, SeedHf])

@@ -10,16 +10,13 @@
 
 #include <fmt/format.h>
 
+#include "core/file.hpp"
 #include "weightloader/content_digest.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::remote {
 
 namespace {
-
-Error errno_error(const std::string& what, const std::string& path) {
-  return Error(ErrorCode::Io, fmt::format("{}: {}", what, std::strerror(errno)), path);
-}
 
 // Stable per blob and machine: a rerun finds its partial file; another machine sharing the cache
 // (where locks may not be honoured) writes its own.

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/file.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::remote {
@@ -51,9 +52,9 @@ void DigestFollower::run(std::stop_token stop) {
       for (uint64_t got = 0; got < n;) {
         const ssize_t r = ::pread(fd_, buffer.data() + got, n - got, static_cast<off_t>(from + got));
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0)
-          throw Error(ErrorCode::Io, fmt::format("cannot read back bytes [{}, {}) to check them: {}", from + got, from + n,
-                                                 r < 0 ? std::strerror(errno) : "end of file"),
+        if (r < 0) throw_errno(fmt::format("cannot read back bytes [{}, {}) to check them", from + got, from + n), path_);
+        if (r == 0)
+          throw Error(ErrorCode::Io, fmt::format("cannot read back bytes [{}, {}) to check them: end of file", from + got, from + n),
                       path_);
         got += static_cast<uint64_t>(r);
       }

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_output.hpp"
+#include "core/file.hpp"
 #include "remote/hub_download/blob_download.hpp"
 #include "remote/hub_client.hpp"
 #include "weightloader/error.hpp"
@@ -35,7 +36,7 @@ class FileLock {
   explicit FileLock(const fs::path& path) {
     fs::create_directories(path.parent_path());
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw Error(ErrorCode::Io, fmt::format("cannot create the lock file: {}", std::strerror(errno)), path);
+    if (fd_ < 0) throw_errno("cannot create the lock file", path);
     while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
     }
   }
