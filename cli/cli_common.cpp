@@ -72,14 +72,6 @@ SourceOptions::Opened SourceOptions::open_loader(const Kwargs& extra) const {
   return out;
 }
 
-std::string human_bytes(uint64_t bytes) {
-  if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", bytes / double(1ull << 30));
-  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", bytes / double(1ull << 20));
-  if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", bytes / double(1ull << 10));
-  return fmt::format("{} B", bytes);
-}
-
-
 uint64_t peak_rss_bytes() {
   struct rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);

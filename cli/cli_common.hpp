@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "weightloader/byte_size.hpp"
 #include "weightloader/registry.hpp"
 
 namespace wl::cli {
@@ -55,8 +56,6 @@ ProgressCallback make_progress_bar(bool quiet);
 // Peak resident set size of this process so far, in bytes.
 uint64_t peak_rss_bytes();
 
-std::string human_bytes(uint64_t bytes);
-
 // Thrown by a command that ran to the end but has a finding to report through its exit status
 // (diff: the checkpoints differ; verify: a file is damaged); main returns `code`, printing nothing.
 struct ExitStatus {
@@ -67,6 +66,7 @@ struct ExitStatus {
 void add_inspect_command(CLI::App& app);
 void add_loaders_command(CLI::App& app);
 void add_load_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_generate_command(CLI::App& app);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   wl::cli::add_inspect_command(app);
   wl::cli::add_loaders_command(app);
   wl::cli::add_load_command(app);
+  wl::cli::add_plan_command(app);
   wl::cli::add_synth_command(app);
   wl::cli::add_convert_command(app);
   wl::cli::add_generate_command(app);

@@ -24,7 +24,7 @@ set(WL_LAYER_DIRS_cli cli)
 set(WL_LAYER_DIRS_python python/bind)
 
 # Each layer's public headers (under include/weightloader/, without .hpp).
-set(WL_LAYER_HEADERS_core byte_source communicator content_digest context device dtype dtype_convert error export
+set(WL_LAYER_HEADERS_core byte_size byte_source communicator content_digest context device dtype dtype_convert error export
     hf_download model source tensor)
 set(WL_LAYER_HEADERS_naming name_schemes)
 set(WL_LAYER_HEADERS_formats format packed_shard quantize formats/custom_binary formats/gguf formats/llama2c
@@ -34,7 +34,7 @@ set(WL_LAYER_HEADERS_remote remote)
 set(WL_LAYER_HEADERS_loaders checkpoint_names load_plan loader name_mapping registry report weightloader)
 set(WL_LAYER_HEADERS_synth synth)
 set(WL_LAYER_HEADERS_model engine/llama_config engine/tokenizer)
-set(WL_LAYER_HEADERS_engine engine/llm)
+set(WL_LAYER_HEADERS_engine engine/llm engine/plan)
 set(WL_LAYER_HEADERS_convert convert_checkpoint)
 set(WL_LAYER_HEADERS_checks diff_checkpoints verify_checkpoint)
 set(WL_LAYER_HEADERS_cuda cuda)

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "weightloader/byte_size.hpp"
 #include "weightloader/dtype.hpp"
 #include "weightloader/source.hpp"
 #include "weightloader/export.hpp"
@@ -25,10 +26,6 @@ WL_API std::string_view checkpoint_format_name(CheckpointFormat format);  // the
 // otherwise. A new name that is not surely a directory (no trailing '/') may be a GGUF or
 // llama2.c file when `to` says so.
 WL_API CheckpointFormat output_format_for(const std::string& out, std::optional<CheckpointFormat> to = std::nullopt);
-
-// "5GB", "500MB", "2GiB", "1024" (bytes): decimal units as Hugging Face's parse_size_to_int
-// reads them (KB = 1000), binary ones with an i (KiB = 1024). InvalidArgument otherwise.
-WL_API uint64_t parse_byte_size(const std::string& text);
 
 // Llama hyperparameters the tensors' shapes do not tell: found in the source's metadata
 // (llama2.c header, GGUF llama.* keys, or a Hugging Face config.json), overridable here.

@@ -21,6 +21,7 @@ enum class ErrorCode {
   UnsupportedDType,      // a dtype name weightloader does not support
   Cancelled,             // the progress callback asked to stop
   ChecksumMismatch,      // bytes differ from the digest that names them (an ETag, a blob's name, a sidecar)
+  OverBudget,            // a load cannot fit max_host_memory, refused before it reads
   // safetensors (names follow the reference implementation's SafeTensorError)
   HeaderTooSmall,                // file shorter than the 8-byte header length
   HeaderTooLarge,                // header length above 100,000,000

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,25 @@ struct WL_API LoadPlan {
   // listing the names (with a strip_prefix / add_prefix hint when a dotted prefix explains them).
   void check(bool strict) const;
 };
+
+// What executing a plan costs, known before a tensor byte is read.
+struct WL_API LoadCost {
+  std::map<std::string, uint64_t> file_bytes;  // bytes read from each file (its TensorInfo::file)
+  uint64_t bytes_read = 0;                     // their sum: the load's LoadReport::bytes_read
+  uint64_t host_parameters = 0;    // storage of the parameters on the host that receive data
+  uint64_t device_parameters = 0;  // the same on a device
+  ReadEstimate io;                 // the I/O engine's plan: threads, staging, its own host memory
+  uint64_t peak_host = 0;          // host_parameters + io.host_bytes
+  uint64_t min_host = 0;           // host_parameters + io.min_host_bytes: the least it can run in
+  uint64_t peak_device = 0;        // device_parameters
+  // Seconds the reads should take at the rate this machine measured (io.bytes_per_s); nullopt:
+  // not measured.
+  std::optional<double> seconds;
+};
+
+// The cost of executing `plan` under `options`: OverBudget when options.max_host_memory is set and
+// below min_host (naming both and what the minimum is made of); else io fitted to the budget.
+WL_API LoadCost plan_cost(const LoadPlan& plan, const WeightSource& source, const LoadOptions& options);
 
 // Maps names, matches shapes and shards, and lists what the load would do. Reads nothing.
 // Throws DuplicateTarget when two tensors map onto one parameter (or shard).

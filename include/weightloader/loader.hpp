@@ -29,6 +29,10 @@ struct LoadOptions {
   // view of the file mapping instead of a copy; the file must not change while the model lives.
   bool zero_copy = false;
   IoOptions io;  // its `devices` are the context's unless set
+  // The host memory a load may use at most, parameters on the host included; 0: unbounded. Lowers
+  // io's staging and threads to fit, and refuses (OverBudget) before reading when even the least
+  // does not fit (plan_cost).
+  uint64_t max_host_memory = 0;
   // Where get_weights opens names and which formats it detects, where a model id missing from the
   // cache is downloaded from, which devices parameters can be on. A registry's create() gives its
   // loaders the registry's context.

@@ -124,6 +124,10 @@ struct IoOptions {
   // blob's name, the hub's ETag, a .sha256 sidecar, SHA256SUMS): ChecksumMismatch when they differ,
   // InvalidArgument when nothing names it.
   bool verify_sha256 = false;
+  // The engine's own host memory (staging, decoder scratch, whole-tensor gathers, mapped windows,
+  // the pinned ring) at most; 0: unbounded. Staging and threads are lowered until the reads fit;
+  // OverBudget, before any read, when one thread with the least staging does not.
+  uint64_t host_budget = 0;
 };
 
 // One read: a slice of a tensor converted into a caller's contiguous buffer.
@@ -147,6 +151,22 @@ struct ReadStats {
   std::string mode_reason;     // why, when Auto chose it, e.g. "auto: 3% of the bytes in the page cache"
 };
 
+// What a batch of reads would do (WeightSource::estimate_reads), known without reading a tensor
+// byte: the I/O engine's own plan of them, under the options fitted to host_budget.
+struct ReadEstimate {
+  std::map<std::string, uint64_t> file_bytes;  // bytes each file gives (TensorInfo::file)
+  uint64_t bytes_read = 0;                     // their sum: ReadStats::bytes_read of these reads
+  unsigned threads = 0;
+  uint64_t staging_bytes = 0;                  // the staging setting, lowered to fit host_budget
+  IoMode mode = IoMode::Pread;
+  std::string mode_reason;
+  uint64_t host_bytes = 0;       // the engine's own host memory at most (what host_budget bounds)
+  uint64_t min_host_bytes = 0;   // the same with one thread and the least staging
+  // Bytes per second this machine measured for the way the reads would run (core/io_probe's
+  // profile), and which figure it was; nullopt: "not measured" (no profile remembers it).
+  std::optional<double> bytes_per_s;
+  std::string rate_from;
+};
 
 // A tensor that already lives in memory (a NumPy array, a torch tensor, a caller's buffer): its
 // bytes at `data`, with element `strides` (empty: row-major contiguous; non-negative), kept alive
@@ -194,6 +214,9 @@ class WL_API WeightSource {
   uint64_t read(const TensorInfo& tensor, DType dst_dtype, void* dst, Slice slice = {}) const;
   // Many reads at once, run in parallel by the I/O engine.
   ReadStats read_all(const std::vector<ReadRequest>& requests, const IoOptions& io = {}) const;
+  // What read_all would do with the same requests and options, reading no tensor byte (nor
+  // measuring: an io=auto choice uses only what the profile remembers).
+  ReadEstimate estimate_reads(const std::vector<ReadRequest>& requests, const IoOptions& io = {}) const;
   // Reads a whole tensor into a fresh heap tensor.
   TensorView load(const TensorInfo& tensor, std::optional<DType> dtype = std::nullopt) const;
   // Zero-copy: a view on the source's mapping (a file's, a memory region), when the bytes are raw

@@ -12,6 +12,7 @@
 #include "weightloader/error.hpp"
 #include "weightloader/load_plan.hpp"
 #include "weightloader/name_schemes.hpp"
+#include "weightloader/engine/plan.hpp"
 #include "weightloader/registry.hpp"
 
 namespace wl::py {
@@ -167,6 +168,12 @@ void register_loaders(pyb::module_& m) {
       })
       .def("get_weights", &get_weights, pyb::arg("path"), pyb::arg("progress") = pyb::none())
       .def("mirror", &mirror)
+      .def("plan",
+           [](const Loader& l, const WeightSource& source, unsigned tp, bool expert_parallel, bool mirror) {
+             return plan_model(*l.loader, source, {tp, expert_parallel, mirror});
+           },
+           pyb::arg("source"), pyb::arg("tensor_parallel_size") = 1, pyb::arg("expert_parallel") = false,
+           pyb::arg("mirror") = false)
       .def("rank_shards", &rank_shards, pyb::arg("source"), pyb::arg("params"), pyb::arg("rank"), pyb::arg("size"),
            pyb::arg("shard_dims"), pyb::arg("fused") = pyb::none())
       .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = pyb::none(),

@@ -20,6 +20,7 @@ from .errors import (CancelledError, Error, FormatError, InvalidArgumentError, I
                      NotFoundError)
 from .llm import LLM, CompletionOutput, EngineModule, RequestOutput, SamplingParams  # noqa: F401
 from .load_into import IncompatibleKeys, load_into  # noqa: F401
+from .plan import plan  # noqa: F401
 from .safe_open import (TensorNotFoundError, UnknownFormatError, load, load_file, safe_open, save,  # noqa: F401
                         save_file)
 from . import safetensors  # noqa: F401,E402  (the drop-in for the safetensors package: weightloader.safetensors)
@@ -28,7 +29,7 @@ from .loaders import (BaseWeightLoader, CoreWeightLoader, CustomBinaryWeightLoad
                       WeightLoaderRegistry, detect_name_scheme)
 
 __all__ = ["BaseWeightLoader", "CoreWeightLoader", "CustomBinaryWeightLoader", "GgufWeightLoader", "HfWeightLoader",
-           "Llama2cWeightLoader", "LocalWeightLoader", "MetaWeightLoader", "detect_name_scheme", "LoadReport", "Weights", "WeightLoaderRegistry", "load_into",
+           "Llama2cWeightLoader", "LocalWeightLoader", "MetaWeightLoader", "detect_name_scheme", "LoadReport", "Weights", "WeightLoaderRegistry", "load_into", "plan",
            "IncompatibleKeys", "Error", "FormatError", "NotFoundError", "InvalidArgumentError", "IoError",
            "CancelledError", "LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "EngineModule",
            "safe_open", "load_file", "load", "save_file", "save", "TensorNotFoundError", "UnknownFormatError"]

@@ -21,6 +21,40 @@ class Source:
     def read_into(self, name: str, dtype: str, ptr: int, nbytes: int,
                   slice: tuple[int, int, int] | None = None, device: str = "cpu") -> None: ...
 
+class RankPlan:
+    """One rank's plan: bytes per file, peak memory, expected seconds (None: not measured)."""
+
+    rank: int
+    parameters: int
+    missing: list[str]
+    files: dict[str, int]
+    bytes_read: int
+    host_parameters: int
+    device_parameters: int
+    io_host_bytes: int
+    threads: int
+    staging_bytes: int
+    io_mode: str
+    peak_host: int
+    min_host: int
+    peak_device: int
+    seconds: float | None
+    rate_from: str
+
+class ModelPlan:
+    """weightloader.plan's result; str() prints it."""
+
+    source: str
+    format: str
+    model: str
+    tensor_parallel_size: int
+    expert_parallel: bool
+    dtype: str
+    device: str
+    max_host_memory: int
+    ranks: list[RankPlan]
+    def to_json(self) -> str: ...
+
 class Loader:
     """A loader of the C++ registry, created with checked kwargs."""
 
@@ -30,6 +64,8 @@ class Loader:
     def dtype(self) -> str | None: ...
     def get_weights(self, path: str, progress: Callable[[int, int], Any] | None = None) -> Source: ...
     def mirror(self, source: Source) -> list[tuple[str, str, list[int]]]: ...
+    def plan(self, source: Source, tensor_parallel_size: int = 1, expert_parallel: bool = False,
+             mirror: bool = False) -> ModelPlan: ...
     def rank_shards(self, source: Source, params: list[tuple[str, str, list[int], int, int]], rank: int, size: int,
                     shard_dims: list[tuple[str, int | None]],
                     fused: dict[str, list[str]] | None = None) -> dict[str, list[tuple[str, int, int, int, int]]]: ...

@@ -1,7 +1,4 @@
-// What an output path asks for: the format from its extension, a --to that must agree, and the
-// byte sizes --shard-size takes.
-#include <cctype>
-#include <charconv>
+// What an output path asks for: the format from its extension, and a --to that must agree.
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -84,28 +81,6 @@ CheckpointFormat output_format_for(const std::string& out, std::optional<Checkpo
                             fs::path(out).extension().string()),
                 out);
   return *to;
-}
-
-uint64_t parse_byte_size(const std::string& text) {
-  uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [rest, ec] = std::from_chars(text.data(), end, value);
-  std::string unit(rest, end);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  struct Unit {
-    const char* name;
-    uint64_t bytes;
-  };
-  static constexpr Unit kUnits[] = {{"", 1},          {"B", 1},          {"KB", 1000ull},      {"MB", 1000ull * 1000},
-                                    {"GB", 1000ull * 1000 * 1000},      {"TB", 1000ull * 1000 * 1000 * 1000},
-                                    {"KIB", 1ull << 10}, {"MIB", 1ull << 20}, {"GIB", 1ull << 30}, {"TIB", 1ull << 40}};
-  if (ec == std::errc() && rest != text.data())
-    for (const Unit& u : kUnits) {
-      uint64_t bytes = 0;
-      if (unit == u.name && !__builtin_mul_overflow(value, u.bytes, &bytes) && bytes > 0) return bytes;
-    }
-  throw Error(ErrorCode::InvalidArgument,
-              fmt::format("'{}' is not a positive size (e.g. 5GB, 500MB, 2GiB or a number of bytes)", text));
 }
 
 }  // namespace wl

@@ -9,7 +9,7 @@ std::string_view error_code_name(ErrorCode code) {
 #define WL_CODE(name) \
   case ErrorCode::name: return #name;
     WL_CODE(Io) WL_CODE(FileNotFound) WL_CODE(Truncated) WL_CODE(UnknownFormat) WL_CODE(InvalidArgument) WL_CODE(UnsupportedDType)
-    WL_CODE(Cancelled) WL_CODE(ChecksumMismatch) WL_CODE(HeaderTooSmall) WL_CODE(HeaderTooLarge) WL_CODE(InvalidHeaderLength)
+    WL_CODE(Cancelled) WL_CODE(ChecksumMismatch) WL_CODE(OverBudget) WL_CODE(HeaderTooSmall) WL_CODE(HeaderTooLarge) WL_CODE(InvalidHeaderLength)
     WL_CODE(InvalidHeader) WL_CODE(InvalidHeaderDeserialization) WL_CODE(InvalidHeaderStart)
     WL_CODE(DuplicateTensorName) WL_CODE(TensorInvalidInfo) WL_CODE(InvalidOffset) WL_CODE(ValidationOverflow)
     WL_CODE(MisalignedSlice) WL_CODE(MetadataIncompleteBuffer) WL_CODE(InvalidMetadata) WL_CODE(IndexInvalid)

@@ -15,7 +15,7 @@
 
 #include "core/io_plan.hpp"
 #include "core/expected_digest.hpp"
-#include "core/io_probe.hpp"
+#include "core/io_way.hpp"
 #include "core/ordered_digest.hpp"
 #include "core/sigbus_guard.hpp"
 #include "weightloader/dtype_convert.hpp"
@@ -491,90 +491,6 @@ uint64_t Executor::run() {
   return staging_peak_.load();
 }
 
-bool has_mapping(const ByteSource& s) { return s.size() == 0 || s.mapping() != nullptr; }
-
-// How a batch of reads runs: the I/O mode, whether the destinations are prefaulted, and why.
-struct Way {
-  IoMode mode = IoMode::Pread;
-  bool prefault = true;
-};
-
-// io=auto: sources that are not local files are copied out of memory when they are memory, else
-// read with positioned reads. Files mostly in the page cache are read the way this machine measured
-// fastest for cached bytes, straight or converting (core/io_probe's memory probe: pread or mmap,
-// prefaulted or not); otherwise with whichever of O_DIRECT and buffered reads this device measured
-// faster (the storage probe). Without a probe: pread when cached, O_DIRECT when not (it leaves the
-// page cache alone) unless the file system refuses it, prefaulting. An explicit prefault= wins;
-// an explicit mode gets the prefault its probe measured faster.
-Way choose_way(const std::vector<ByteSource*>& sources, const IoOptions& options, bool converts, std::string& reason) {
-  const ByteSource* largest = nullptr;
-  for (const ByteSource* s : sources)
-    if (!largest || s->size() > largest->size()) largest = s;
-  const bool all_files =
-      std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return s->kind() == SourceKind::LocalFile; });
-  // Asked only where mmap is a candidate: asking maps a file.
-  auto all_mapped = [&] { return std::all_of(sources.begin(), sources.end(), [](const ByteSource* s) { return has_mapping(*s); }); };
-  auto memory = [&]() { return largest && all_files ? memory_probe(*largest) : std::nullopt; };
-  auto measured_prefault = [&](IoMode mode) {
-    if (options.prefault) return *options.prefault;
-    if (mode != IoMode::Pread && mode != IoMode::Mmap) return true;  // direct and network reads prefault in the background
-    const std::optional<MemoryProbe> probe = memory();
-    if (!probe) return true;
-    const bool prefault = probe->prefault(mode, converts);
-    reason += fmt::format("{}{} (measured faster here for {} reads)", reason.empty() ? "" : "; ", prefault ? "prefault" : "no prefault",
-                          converts ? "converting" : "straight");
-    return prefault;
-  };
-  if (options.mode != IoMode::Auto) return {options.mode, measured_prefault(options.mode)};
-  if (!all_files) {
-    const bool mapped = all_mapped();
-    reason = mapped ? "auto: sources in memory, copied out of it" : "auto: not every source is a local file: positioned reads";
-    const IoMode mode = mapped ? IoMode::Mmap : IoMode::Pread;
-    return {mode, options.prefault.value_or(true)};
-  }
-  uint64_t size = 0, cached = 0;
-  bool direct_ok = true;
-  for (const ByteSource* s : sources) {
-    size += s->size();
-    cached += s->resident_bytes().value_or(0);
-    direct_ok = direct_ok && s->supports_direct();
-  }
-  const double frac = size ? double(cached) / double(size) : 1.0;
-  reason = fmt::format("auto: {:.0f}% of the file bytes in the page cache", frac * 100);
-  if (frac >= 0.5) {
-    const std::optional<MemoryProbe> probe = all_mapped() ? memory() : std::nullopt;
-    if (!probe) return {IoMode::Pread, measured_prefault(IoMode::Pread)};
-    const MemoryProbe::Way best = probe->best(converts);
-    reason += fmt::format("; {}{}: the fastest way measured here for {} reads of cached bytes ({:.2f} GB/s)",
-                          io_mode_name(best.mode), best.prefault ? ", prefault" : ", no prefault",
-                          converts ? "converting" : "straight", best.gbps);
-    return {best.mode, options.prefault.value_or(best.prefault)};
-  }
-  if (!direct_ok) {
-    reason += ", O_DIRECT refused by the file system";
-    return {IoMode::Pread, measured_prefault(IoMode::Pread)};
-  }
-  const std::optional<StorageProbe> probe = largest ? storage_probe(*largest) : std::nullopt;
-  if (!probe) return {IoMode::Direct, true};
-  reason += fmt::format(", this device measured O_DIRECT {:.2f} GB/s, buffered {:.2f} GB/s", probe->direct_gbps,
-                        probe->buffered_gbps);
-  // O_DIRECT unless buffered reads measured clearly faster: it keeps the page cache for other work.
-  if (probe->buffered_gbps > 1.05 * probe->direct_gbps) return {IoMode::Pread, measured_prefault(IoMode::Pread)};
-  return {IoMode::Direct, true};
-}
-
-// The way that runs, checked against what every source can do.
-Way resolve_way(const std::vector<ByteSource*>& sources, const IoOptions& options, bool converts, std::string& reason) {
-  const Way way = choose_way(sources, options, converts, reason);
-  for (const ByteSource* s : sources) {
-    if (way.mode == IoMode::Direct && !s->supports_direct())
-      throw Error(ErrorCode::Io, "this source does not support O_DIRECT reads (use io=pread or io=auto)", s->name());
-    if (way.mode == IoMode::Mmap && !has_mapping(*s))
-      throw Error(ErrorCode::InvalidArgument, "this source cannot be mapped (use io=pread or io=auto)", s->name());
-  }
-  return way;
-}
-
 // Every planned byte must lie inside its source as opened now: a catalogue read from one version
 // of a file must not make the engine read past the end of another (nor past a memory region).
 void check_bounds(const IoPlan& plan, const std::vector<ByteSource*>& sources) {
@@ -631,55 +547,19 @@ void check_digests(const std::vector<std::unique_ptr<OrderedDigest>>& digests, c
 
 ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cache, const IoOptions& options,
                     const Destination& destination) {
-  std::vector<std::shared_ptr<ByteSource>> held;  // alive until the reads are done
-  std::vector<ByteSource*> sources;
-  std::vector<size_t> source_of(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    std::shared_ptr<ByteSource> s = cache.open(requests[i].tensor->file);
-    const auto it = std::find(sources.begin(), sources.end(), s.get());
-    source_of[i] = static_cast<size_t>(it - sources.begin());
-    if (it == sources.end()) {
-      sources.push_back(s.get());
-      held.push_back(std::move(s));
-    }
-  }
+  const PreparedReads prepared = prepare_reads(requests, cache, options, destination.in_place(), true);
+  const std::vector<ByteSource*>& sources = prepared.sources;
   ReadStats stats;
   const std::vector<ExpectedDigest> expected = options.verify_sha256 ? expected_digests(sources) : std::vector<ExpectedDigest>{};
-  const bool converts = std::any_of(requests.begin(), requests.end(), [](const ReadRequest& r) {
-    return r.tensor->decoder || r.dst_dtype != r.tensor->dtype;
-  });
-  const Way way = resolve_way(sources, options, converts, stats.mode_reason);
-  stats.mode = way.mode;
+  stats.mode = prepared.way.mode;
+  stats.mode_reason = prepared.way.reason;
   if (stats.mode == IoMode::Mmap) install_sigbus_handler();  // a file may shrink under its mapping
   if (stats.mode == IoMode::Pread)
     for (const ByteSource* s : sources) s->hint(0, 0, AccessHint::Sequential);
-
-  PlanParams params;
-  params.mode = stats.mode;
-  params.prefault = way.prefault;
-  params.in_place = destination.in_place();
-  params.staging_bytes = options.staging_bytes;
-  params.chunk_bytes = options.chunk_bytes;
-  unsigned preferred = 0;
-  for (const ByteSource* s : sources) {
-    params.costs.push_back(s->request_cost());
-    if (!options.chunk_bytes) params.chunk_bytes = std::max(params.chunk_bytes, s->preferred_request_bytes());
-    preferred = std::max(preferred, s->preferred_concurrency());
-  }
-  if (!params.chunk_bytes) params.chunk_bytes = 8ull << 20;
   std::vector<std::unique_ptr<OrderedDigest>> digests;
   if (options.verify_sha256)
-    for (const ByteSource* s : sources) {
-      params.whole.emplace_back(s->size());
-      digests.push_back(std::make_unique<OrderedDigest>(s->size(), s->name(), options.staging_bytes));
-    }
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  // Direct reads wait on the device, not the CPU: keep at least 4 requests in flight.
-  params.threads = options.concurrency ? options.concurrency
-                   : preferred         ? preferred
-                   : stats.mode == IoMode::Direct ? std::max(4u, hw)
-                                                  : hw;
-  const IoPlan plan = plan_reads(requests, source_of, params);
+    for (const ByteSource* s : sources) digests.push_back(std::make_unique<OrderedDigest>(s->size(), s->name(), options.staging_bytes));
+  const IoPlan plan = plan_reads(requests, prepared.source_of, prepared.params);
   check_bounds(plan, sources);
 
   Executor executor(plan, sources, stats.mode, destination, options, digests);

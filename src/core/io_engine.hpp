@@ -17,4 +17,16 @@ namespace wl {
 ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& sources, const IoOptions& options,
                     const Destination& destination = host_memory());
 
+// What run_reads would do with the same requests, reading nothing (measure=false: nor probing):
+// its plan's bytes per file, threads, staging and own host memory (core/io_memory.hpp). With
+// options.host_budget, of the staging and threads lowered until that memory fits: staging halved
+// down to 1 MiB (or the setting, when smaller), then threads halved. `to_device`: values go
+// through a pinned ring of up to staging_bytes (WeightSource::read_all).
+struct FittedReads {
+  ReadEstimate estimate;
+  IoOptions options;  // staging and concurrency as fitted, host_budget cleared: what to run
+};
+FittedReads estimate_reads(const std::vector<ReadRequest>& requests, const Opener& sources, const IoOptions& options,
+                           bool to_device, bool measure);
+
 }  // namespace wl

@@ -177,7 +177,7 @@ std::string io_profile_path() {
   return "";
 }
 
-std::optional<StorageProbe> storage_probe(const ByteSource& file) {
+std::optional<StorageProbe> storage_probe(const ByteSource& file, bool measure) {
   const std::string profile = io_profile_path();
   struct stat st{};
   if (profile.empty() || file.kind() != SourceKind::LocalFile || file.size() < kMinFile || !file.supports_direct() ||
@@ -187,12 +187,13 @@ std::optional<StorageProbe> storage_probe(const ByteSource& file) {
   std::lock_guard lock(profile_mutex);
   if (auto j = recall(profile, "storage", device))
     return StorageProbe{j->value("direct_gbps", 0.0), j->value("buffered_gbps", 0.0)};
+  if (!measure) return std::nullopt;
   const std::optional<StorageProbe> p = measure_storage(file.name(), file.size());
   if (p) remember(profile, "storage", device, {{"direct_gbps", p->direct_gbps}, {"buffered_gbps", p->buffered_gbps}});
   return p;
 }
 
-std::optional<MemoryProbe> memory_probe(const ByteSource& file) {
+std::optional<MemoryProbe> memory_probe(const ByteSource& file, bool measure) {
   const std::string profile = io_profile_path();
   if (profile.empty() || file.kind() != SourceKind::LocalFile || file.size() < kMinFile || !file.mapping()) return std::nullopt;
   utsname u{};
@@ -206,6 +207,7 @@ std::optional<MemoryProbe> memory_probe(const ByteSource& file) {
     MemoryProbe p{ways_from((*j)["raw"]), ways_from((*j)["converting"])};
     if (!p.raw.empty() && !p.converting.empty()) return p;
   }
+  if (!measure) return std::nullopt;
   const std::optional<MemoryProbe> p = measure_memory(file.name(), file.size());
   if (p) remember(profile, "memory", key, {{"raw", ways_json(p->raw)}, {"converting", ways_json(p->converting)}});
   return p;

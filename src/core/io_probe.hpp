@@ -41,13 +41,13 @@ std::string io_profile_path();
 // does not remember that device: the I/O engine reads six regions around the file's middle (a
 // twelfth of the file each, at most 64 MiB; each dropped from the page cache first), alternately
 // O_DIRECT and buffered, the best of three each; nullopt when probing is off, the file is under
-// 32 MiB or refuses O_DIRECT.
-std::optional<StorageProbe> storage_probe(const ByteSource& file);
+// 32 MiB or refuses O_DIRECT. measure=false: only what the profile remembers (a plan reads nothing).
+std::optional<StorageProbe> storage_probe(const ByteSource& file, bool measure = true);
 
 // This machine's memory profile, measured now if the profile does not remember it: the I/O engine
 // reads the first 64 MiB of `file` (page-cached by a first read) into fresh memory each of the
 // eight ways, three times each, keeping the best; nullopt when probing is off, the file is under
-// 32 MiB or cannot be mapped.
-std::optional<MemoryProbe> memory_probe(const ByteSource& file);
+// 32 MiB or cannot be mapped. measure=false: only what the profile remembers.
+std::optional<MemoryProbe> memory_probe(const ByteSource& file, bool measure = true);
 
 }  // namespace wl

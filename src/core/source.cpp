@@ -131,11 +131,22 @@ uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst
   return read_all({ReadRequest{&tensor, slice, dst_dtype, dst}}, io).bytes_read;
 }
 
-ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
+ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& given) const {
   for (const ReadRequest& r : requests)
     if (r.tensor->decoder) r.tensor->decoder->prepare();
   std::deque<TensorInfo> pieces;  // of assembled tensors, for as long as the reads run
   const std::vector<ReadRequest> expanded = expand_parts(requests, pieces);
+  IoOptions io = given;
+  if (given.host_budget) {  // staging and threads lowered to fit, before anything is read
+    FittedReads fitted = wl::estimate_reads(expanded, *sources_, given, !given.device.is_cpu(), true);
+    if (fitted.estimate.host_bytes > given.host_budget)
+      throw Error(ErrorCode::OverBudget,
+                  fmt::format("the reads need {} bytes of host memory at least (one thread, {} bytes of staging), over "
+                              "their budget of {}",
+                              fitted.estimate.min_host_bytes, fitted.estimate.staging_bytes, given.host_budget),
+                  origin_);
+    io = std::move(fitted.options);
+  }
   if (io.device.is_cpu()) return run_reads(expanded, *sources_, io);
   const std::shared_ptr<CopyEngine> engine = copy_engine(io.device, io.devices.get());
   // Pinned memory is slow to allocate: no more than the values need (one small tensor: one small buffer).
@@ -143,6 +154,11 @@ ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const
   for (const ReadRequest& r : expanded) bytes += shape_numel(slice_shape(*r.tensor, r.slice)) * dtype_size(r.dst_dtype);
   const DeviceDestination ring(*engine, std::clamp<uint64_t>(bytes, 1, std::max<uint64_t>(io.staging_bytes, 1)));
   return run_reads(expanded, *sources_, io, ring);
+}
+
+ReadEstimate WeightSource::estimate_reads(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
+  std::deque<TensorInfo> pieces;
+  return wl::estimate_reads(expand_parts(requests, pieces), *sources_, io, !io.device.is_cpu(), false).estimate;
 }
 
 TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dtype) const {

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "engine/llama_engine.hpp"
+#include "engine/rank_load_options.hpp"
 #include "loaders/rank_agreement.hpp"
 #include "engine/sampler.hpp"
 #include "loaders/shared_catalogue.hpp"
@@ -140,10 +141,7 @@ std::unique_ptr<WeightSource> LLM::open(const std::string& shared, std::string* 
           std::make_unique<LlamaEngine>(config_, *own_group_[r], dtype, std::max(1u, cores / tp), options_.expert_parallel));
   }
 
-  // The engine never takes rotary tables, nor lm_head when the embeddings are tied.
-  NameMapping& names = loader->options().names;
-  names.drop(R"(.*rotary_emb\.inv_freq)");
-  if (config_.tie_word_embeddings) names.drop(R"((.*\.)?lm_head\.weight)");
+  drop_unused_by_engine(loader->options().names, config_);
   loader_ = std::move(loader);
   // Beside the weights: origin() is where the loader found them (a model id resolves to its snapshot).
   tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin(), *source->opener())
@@ -186,15 +184,8 @@ Model& LLM::rank_model(unsigned rank) { return engine(rank).model(); }
 
 LoadReport LLM::load_rank(unsigned rank, const WeightSource& source, std::optional<bool> strict) {
   Model& model = rank_model(rank);
-  LoadOptions call = loader_->options();  // this rank's: the loader is shared by every rank's thread
-  // Row-parallel biases are added once, by rank 0.
-  if (rank > 0) call.names.drop(R"(.*\.(o_proj|down_proj)\.bias)");
-  // Expert parallel: the other ranks' experts are theirs to read.
-  const RankPartition& part = engine(rank).partition();
-  std::vector<std::string> others;
-  for (uint64_t e = 0; e < config_.moe.num_experts; ++e)
-    if (e < part.expert0 || e >= part.expert0 + part.experts) others.push_back(std::to_string(e));
-  if (!others.empty()) call.names.drop(fmt::format(R"(.*\.experts\.({})\..*)", fmt::join(others, "|")));
+  // This rank's: the loader is shared by every rank's thread.
+  LoadOptions call = rank_load_options(loader_->options(), config_, engine(rank).partition());
   if (strict) call.strict = *strict;
   return loader_->load_weights(model, source, call);
 }

@@ -204,6 +204,10 @@ LoadReport execute_load(const LoadPlan& plan, const WeightSource& given, const L
   const auto start = std::chrono::steady_clock::now();
   const WeightSource& source = plan.renamed ? *plan.renamed : given;  // the reads refer to its tensors
   plan.check(options.strict);
+  // max_host_memory: refused here, before anything is read, when even the least does not fit; what
+  // the parameters leave of it bounds the engine.
+  const uint64_t host_budget =
+      options.max_host_memory ? options.max_host_memory - plan_cost(plan, given, options).host_parameters : 0;
   LoadReport report;
   report.source = plan.source;
   report.format = plan.format;
@@ -231,6 +235,7 @@ LoadReport execute_load(const LoadPlan& plan, const WeightSource& given, const L
   }
   IoOptions io = options.io;
   if (!io.devices) io.devices = options.context.devices;
+  if (host_budget) io.host_budget = host_budget;
   const ReadStats stats = source.read_all(requests, io);
   report.bytes_read = stats.bytes_read;
   report.bytes_fetched = source.bytes_fetched();

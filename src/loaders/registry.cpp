@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "loaders/builtin_loaders.hpp"
+#include "weightloader/byte_size.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl {
@@ -50,6 +51,13 @@ KwValue coerce(const std::string& loader, const KwargSpec& spec, const KwValue& 
         throw bad(fmt::format("'{}' is not a number", *s));
       }
     }
+  }
+  // A string kwarg takes a number as its text (max_host_memory=2**30 bytes, or 0.5 of RAM): a float
+  // keeps its point.
+  if (spec.type == KwType::String && std::holds_alternative<int64_t>(value)) return std::to_string(std::get<int64_t>(value));
+  if (spec.type == KwType::String && std::holds_alternative<double>(value)) {
+    const std::string text = fmt::format("{}", std::get<double>(value));
+    return text.find_first_of(".eni") == std::string::npos ? text + ".0" : text;
   }
   if (spec.type == KwType::Bool && std::holds_alternative<bool>(value)) return value;
   if (spec.type == KwType::Int && std::holds_alternative<int64_t>(value)) return value;
@@ -128,6 +136,13 @@ void apply_common(WeightLoader& loader, const Kwargs& kw) {
     }
   }
   options.zero_copy = kwarg_bool(kw, "zero_copy", options.zero_copy);
+  if (kw.count("max_host_memory")) {
+    try {
+      options.max_host_memory = parse_host_memory(kwarg_string(kw, "max_host_memory", ""));
+    } catch (const Error& e) {
+      throw Error(ErrorCode::InvalidKwarg, "kwarg 'max_host_memory': " + e.message());
+    }
+  }
   if (kw.count("verify")) {
     const std::string verify = kwarg_string(kw, "verify", "none");
     if (verify != "sha256" && verify != "none")
@@ -158,6 +173,9 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
       {"device", KwType::String, "where the model's parameters live: cpu (default), cuda or cuda:N (pinned staging of staging_bytes)"},
       {"prefault", KwType::Bool, "fault the parameters' pages in, in parallel, before reading (default: what io=auto's probe measured faster here, else true)"},
       {"zero_copy", KwType::Bool, "back parameters whose exact bytes are in the file by its read-only mapping (default false)"},
+      {"max_host_memory", KwType::String,
+       "host memory a load may use at most, parameters on the host included: a size (2GiB, 500MB, bytes) or a share "
+       "of RAM (0.5); staging and threads are lowered to fit, and a load that cannot is refused before it reads"},
       {"verify", KwType::String,
        "sha256: hash each file as the load reads it (whole, in one pass) and fail unless the digest is the one its "
        "cache blob name, ETag, <file>.sha256 or SHA256SUMS names (parameters are then read, never zero-copy); none (default)"},

@@ -12,9 +12,13 @@ std::optional<TensorView> stored_view(const TensorInfo& tensor, const WeightSour
   return view;
 }
 
+std::optional<TensorView> parameter_view(const Parameter& param, const TensorInfo& tensor, const WeightSource& source) {
+  if (tensor.numel() != shape_numel(param.shape())) return std::nullopt;
+  return stored_view(tensor, source, param.dtype());
+}
+
 bool back_by_file_mapping(Parameter& param, const TensorInfo& tensor, const WeightSource& source) {
-  if (tensor.numel() != shape_numel(param.shape())) return false;
-  std::optional<TensorView> view = stored_view(tensor, source, param.dtype());
+  std::optional<TensorView> view = parameter_view(param, tensor, source);
   if (!view) return false;
   param.data = view->reshaped(param.shape());
   return true;

@@ -15,9 +15,12 @@ namespace wl {
 // element size. The read-only view of the mapping, or nullopt.
 std::optional<TensorView> stored_view(const TensorInfo& tensor, const WeightSource& source, DType dtype);
 
-// When stored_view allows it for the parameter's dtype and the file holds exactly its element
-// count, replaces the parameter's memory by that read-only view and returns true. Otherwise leaves
-// the parameter alone and returns false.
+// The view that can back the parameter: stored_view for its dtype, when the file holds exactly its
+// element count; else nullopt.
+std::optional<TensorView> parameter_view(const Parameter& param, const TensorInfo& tensor, const WeightSource& source);
+
+// When parameter_view has one, replaces the parameter's memory by that read-only view and returns
+// true. Otherwise leaves the parameter alone and returns false.
 bool back_by_file_mapping(Parameter& param, const TensorInfo& tensor, const WeightSource& source);
 
 }  // namespace wl

@@ -1,0 +1,25 @@
+#include "engine/rank_load_options.hpp"
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace wl {
+
+void drop_unused_by_engine(NameMapping& names, const LlamaConfig& config) {
+  names.drop(R"(.*rotary_emb\.inv_freq)");
+  if (config.tie_word_embeddings) names.drop(R"((.*\.)?lm_head\.weight)");
+}
+
+LoadOptions rank_load_options(LoadOptions base, const LlamaConfig& config, const RankPartition& part) {
+  if (part.rank > 0) base.names.drop(R"(.*\.(o_proj|down_proj)\.bias)");
+  std::vector<std::string> others;
+  for (uint64_t e = 0; e < config.moe.num_experts; ++e)
+    if (e < part.expert0 || e >= part.expert0 + part.experts) others.push_back(std::to_string(e));
+  if (!others.empty()) base.names.drop(fmt::format(R"(.*\.experts\.({})\..*)", fmt::join(others, "|")));
+  return base;
+}
+
+}  // namespace wl
