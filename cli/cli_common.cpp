@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -73,6 +75,11 @@ SourceOptions::Opened SourceOptions::open_loader(const Kwargs& extra) const {
 }
 
 uint64_t peak_rss_bytes() {
+  // VmHWM: this process image's own peak. getrusage's ru_maxrss survives execve, so a command
+  // started by a large process (a Python test) would report its parent's peak.
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("VmHWM:")) return std::stoull(line.substr(6)) * 1024;  // "VmHWM:   123456 kB"
   struct rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;

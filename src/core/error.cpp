@@ -55,7 +55,7 @@ ErrorCategory error_category(ErrorCode code, int os_errno) {
     case ErrorCode::SliceOutOfBounds: case ErrorCode::ShapeMismatch: case ErrorCode::MissingParameters:
     case ErrorCode::UnexpectedTensors: case ErrorCode::DuplicateParameter: case ErrorCode::DuplicateTarget:
     case ErrorCode::TokenOutOfRange: case ErrorCode::StateDictAmbiguous: case ErrorCode::NameSchemeAmbiguous:
-    case ErrorCode::NameSchemePartial:
+    case ErrorCode::NameSchemePartial: case ErrorCode::OverBudget:
       return ErrorCategory::InvalidArgument;
     case ErrorCode::UnknownFormat: return ErrorCategory::UnknownFormat;
     case ErrorCode::Io: return os_errno == EACCES || os_errno == EPERM ? ErrorCategory::PermissionDenied : ErrorCategory::Io;
