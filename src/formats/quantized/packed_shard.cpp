@@ -121,6 +121,16 @@ Slice compressed_tensors(const WeightSource& source, const TensorInfo& t, const 
   return weight && weight->dtype == DType::I8 ? int8_values(t, c, style, rank, world) : fp8(t, c, style, rank, world);
 }
 
+// gpt-oss MXFP4 experts: `_blocks` [E, R, G, B] and `_scales` [E, R, G] split along R, a projection's
+// outputs (gate_up_proj, column), or G, its inputs in whole blocks of 2B values (down_proj, row);
+// `_bias` [E, R] follows the outputs.
+Slice mxfp4(const TensorInfo& t, ParallelStyle style, unsigned rank, unsigned world) {
+  const bool column = style == ParallelStyle::Column;
+  if (ends(t.name, "_bias")) return column ? share(t, 1, 1, "row", rank, world) : Slice{};
+  if (ends(t.name, "_blocks") || ends(t.name, "_scales")) return share(t, column ? 1 : 2, 1, column ? "row" : "block", rank, world);
+  refuse(t, "not a tensor of MXFP4 experts (_blocks, _scales, _bias)");
+}
+
 }  // namespace
 
 Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, ParallelStyle style, unsigned rank, unsigned world) {
@@ -140,6 +150,7 @@ Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, Paralle
     case Method::Awq: return packed_int(tensor, c, style, rank, world);
     case Method::Fp8: return fp8(tensor, c, style, rank, world);
     case Method::CompressedTensors: return compressed_tensors(source, tensor, c, style, rank, world);
+    case Method::Mxfp4: return mxfp4(tensor, style, rank, world);
     case Method::Bnb4:
     case Method::Bnb8: break;
   }

@@ -1,0 +1,97 @@
+// Microscaling checkpoints (gpt-oss MXFP4 experts): values by the OCP rules on a
+// few hand-made codes (tests/python/test_microscaling.py compares with the libraries bit for bit),
+// tensor-parallel slices of whole blocks, and malformed layers refused naming the file, the tensor
+// and the rule.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "test_util.hpp"
+#include "weightloader/error.hpp"
+#include "weightloader/formats/safetensors.hpp"
+#include "weightloader/packed_shard.hpp"
+#include "weightloader/registry.hpp"
+
+namespace wl {
+namespace {
+
+using Tensors = std::vector<std::pair<std::string, TensorView>>;
+
+TensorView filled(DType dtype, Shape shape, uint8_t byte) {
+  TensorView t = TensorView::empty(dtype, std::move(shape));
+  std::memset(t.raw(), byte, t.nbytes());
+  return t;
+}
+
+std::unique_ptr<WeightSource> folder(const test::TempDir& dir, const Tensors& tensors, const std::string& quantization_config,
+                                     bool as_stored) {
+  write_safetensors(dir.file("model.safetensors"), tensors);
+  test::write_bytes(dir.file("config.json"), R"({"quantization_config": )" + quantization_config + "}");
+  Kwargs options;
+  if (as_stored) options["quantized"] = std::string("as_stored");
+  return WeightLoaderRegistry::global().create("local", options)->get_weights(dir.path().string());
+}
+
+void expect_slice(const Slice& s, size_t dim, uint64_t begin, uint64_t end) {
+  EXPECT_EQ(s.dim, dim);
+  EXPECT_EQ(s.begin, begin);
+  EXPECT_EQ(s.end, end);
+}
+
+const char* kMxfp4 = R"({"quant_method": "mxfp4"})";
+const std::string kExperts = "model.layers.0.mlp.experts.";
+
+// Two experts, 4 rows, 2 blocks of 32 values a row.
+Tensors gpt_oss_experts(uint8_t code_byte, uint8_t scale) {
+  return {{kExperts + "down_proj_blocks", filled(DType::U8, {2, 4, 2, 16}, code_byte)},
+          {kExperts + "down_proj_scales", filled(DType::U8, {2, 4, 2}, scale)},
+          {kExperts + "down_proj_bias", filled(DType::F32, {2, 4}, 0)}};
+}
+
+TEST(Microscaling, GptOssExpertsDenseTransposed) {
+  test::TempDir dir;
+  auto s = folder(dir, gpt_oss_experts(0xA3, 128), kMxfp4, false);  // codes 3 (1.5) low, 0xA (-1) high; 2^1
+  const TensorInfo& w = s->at(kExperts + "down_proj");
+  EXPECT_EQ(w.shape, (Shape{2, 64, 4}));
+  const TensorView v = s->load(w, DType::F32);
+  const float* f = v.data<float>();
+  EXPECT_EQ(f[0], 3.0f);   // [0, 0, 0]: input 0, the low nibble
+  EXPECT_EQ(f[4], -2.0f);  // [0, 1, 0]: input 1, the high nibble
+  EXPECT_EQ(s->find(kExperts + "down_proj_blocks"), nullptr);
+}
+
+TEST(Microscaling, GptOssScaleFFScalesAsTransformersLdexp) {
+  test::TempDir dir;
+  auto s = folder(dir, gpt_oss_experts(0x91, 255), kMxfp4, false);  // codes 1 (0.5) and 9 (-0.5); 2^128
+  const TensorView v = s->load(s->at(kExperts + "down_proj"), DType::F32);
+  EXPECT_EQ(v.data<float>()[0], 0x1p127f);  // 0.5 · 2^128 is finite, as torch.ldexp computes it
+  EXPECT_EQ(v.data<float>()[4], -0x1p127f);
+}
+
+TEST(Microscaling, GptOssExpertsSplitOnWholeBlocks) {
+  test::TempDir dir;
+  auto s = folder(dir, gpt_oss_experts(0, 127), kMxfp4, true);
+  const TensorInfo& blocks = s->at(kExperts + "down_proj_blocks");
+  const TensorInfo& scales = s->at(kExperts + "down_proj_scales");
+  expect_slice(packed_shard(*s, blocks, ParallelStyle::Column, 1, 2), 1, 2, 4);
+  expect_slice(packed_shard(*s, scales, ParallelStyle::Column, 1, 2), 1, 2, 4);
+  expect_slice(packed_shard(*s, blocks, ParallelStyle::Row, 1, 2), 2, 1, 2);  // one block of 32 inputs each
+  expect_slice(packed_shard(*s, scales, ParallelStyle::Row, 1, 2), 2, 1, 2);
+  expect_slice(packed_shard(*s, s->at(kExperts + "down_proj_bias"), ParallelStyle::Column, 0, 2), 1, 0, 2);
+  EXPECT_EQ(packed_shard(*s, s->at(kExperts + "down_proj_bias"), ParallelStyle::Row, 0, 2).end, UINT64_MAX);
+  const std::string m = test::expect_error(ErrorCode::QuantUnsupported, [&] { packed_shard(*s, blocks, ParallelStyle::Row, 0, 4); });
+  EXPECT_NE(m.find("down_proj_blocks"), std::string::npos) << m;
+  EXPECT_NE(m.find("does not split into 4 ranks"), std::string::npos) << m;
+}
+
+TEST(Microscaling, GptOssScalesThatDoNotMatchAreNamed) {
+  test::TempDir dir;
+  Tensors t = gpt_oss_experts(0, 127);
+  t[1].second = filled(DType::U8, {2, 4, 1}, 127);
+  const std::string m = test::expect_error(ErrorCode::QuantTensorsInconsistent, [&] { folder(dir, t, kMxfp4, false); });
+  for (const char* part : {"model.safetensors", "down_proj_scales", "[2, 4, 1]", "E8M0 scale per block of 32", "[2, 4, 2]"})
+    EXPECT_NE(m.find(part), std::string::npos) << part << " in " << m;
+}
+
+}  // namespace
+}  // namespace wl
