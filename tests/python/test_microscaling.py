@@ -1,6 +1,6 @@
 """Microscaling and FP4 checkpoints loaded dense, bit for bit against each library's own
 dequantisation run here on tiny random tensors: gpt-oss's MXFP4 experts (transformers 5's
-convert_moe_packed_tensors))."""
+convert_moe_packed_tensors), compressed-tensors' NVFP4 and MXFP4 (its compressors and decompress)."""
 import json
 
 import pytest
@@ -89,4 +89,74 @@ def test_gpt_oss_mxfp4_scales_that_do_not_match_the_blocks_are_named(tmp_path):
     message = str(info.value)
     assert "model.safetensors" in message and EXPERTS + "down_proj_scales" in message
     assert "[2, 4, 1]" in message and "[2, 4, 2]" in message and "E8M0" in message
+
+
+# compressed-tensors NVFP4 / MXFP4: the checkpoint its own compressor writes, the reference its own
+# decompress (BF16, as it dequantises); random codes and scales too, so that every code and sign occurs.
+LINEAR = "model.layers.0.mlp.down_proj"
+
+
+def linear_module(name, out, inputs):
+    root = node = torch.nn.Module()
+    for part in name.split(".")[:-1]:
+        node.add_module(part, torch.nn.Module())
+        node = getattr(node, part)
+    node.add_module(name.split(".")[-1], torch.nn.Linear(inputs, out, bias=False, dtype=torch.bfloat16))
+    return root
+
+
+def ct_folder(path, fmt, scheme, tensors):
+    from compressed_tensors.quantization import QuantizationConfig
+    config = QuantizationConfig(config_groups={"group_0": scheme}, format=fmt).model_dump(exclude_none=True)
+    save_file({LINEAR + "." + k: v.contiguous() for k, v in tensors.items()}, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps({"quantization_config": config}, default=str))
+
+
+def ct_fp4_cases(fmt):
+    from compressed_tensors.compressors.mxfp4.base import MXFP4PackedCompressor
+    from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+    from compressed_tensors.quantization import preset_name_to_scheme
+    scheme = preset_name_to_scheme("NVFP4" if fmt == "nvfp4-pack-quantized" else "MXFP4", ["Linear"])
+    compressor = NVFP4PackedCompressor if fmt == "nvfp4-pack-quantized" else MXFP4PackedCompressor
+    g = torch.Generator().manual_seed(7)
+    w = torch.randn(6, 64, generator=g).to(torch.bfloat16)
+    group = scheme.weights.group_size
+    amax = w.float().reshape(6, 64 // group, group).abs().amax(-1)
+    if compressor is NVFP4PackedCompressor:
+        global_scale = torch.tensor([448 * 6 / w.abs().max().float()])
+        state = {"weight": w, "weight_scale": (amax / 6 * global_scale).to(torch.float8_e4m3fn).to(torch.bfloat16),
+                 "weight_global_scale": global_scale}
+        random = {"weight_packed": torch.randint(0, 256, (6, 32), dtype=torch.uint8, generator=g),
+                  "weight_scale": torch.randint(0, 0x7f, (6, 4), dtype=torch.uint8, generator=g).view(torch.float8_e4m3fn),
+                  "weight_global_scale": torch.tensor([3.7])}
+    else:
+        state = {"weight": w, "weight_scale": (2.0 ** torch.ceil(torch.log2(amax / 6))).to(torch.bfloat16)}
+        random = {"weight_packed": torch.randint(0, 256, (6, 32), dtype=torch.uint8, generator=g),
+                  "weight_scale": torch.tensor([0, 1, 21, 63, 100, 126, 127, 128, 150, 200, 254, 255], dtype=torch.uint8).reshape(6, 2)}
+    return scheme, compressor, [compressor.compress(state, scheme), random]
+
+
+@pytest.mark.parametrize("fmt", ["nvfp4-pack-quantized", "mxfp4-pack-quantized"])
+def test_compressed_tensors_fp4_equals_its_decompression(tmp_path, fmt):
+    scheme, compressor, cases = ct_fp4_cases(fmt)
+    for n, stored in enumerate(cases):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        ct_folder(folder, fmt, scheme, stored)
+        want = compressor.decompress(dict(stored), scheme)["weight"]
+        assert want.dtype == torch.bfloat16
+        module = linear_module(LINEAR, 6, 64)
+        assert wl.load_into(module, str(folder)) == ([], [])
+        assert same_bits(module.state_dict()[LINEAR + ".weight"], want), n
+
+
+def test_compressed_tensors_nvfp4_scales_that_do_not_match_are_named(tmp_path):
+    scheme, _, cases = ct_fp4_cases("nvfp4-pack-quantized")
+    stored = dict(cases[1], weight_scale=cases[1]["weight_scale"][:, :3])
+    ct_folder(tmp_path, "nvfp4-pack-quantized", scheme, stored)
+    with pytest.raises(wl.Error) as info:
+        wl.WeightLoaderRegistry.create("local").get_weights(str(tmp_path))
+    message = str(info.value)
+    assert "model.safetensors" in message and LINEAR + ".weight_scale" in message
+    assert "[6, 3]" in message and "[6, 4]" in message and "groups of 16" in message
 

@@ -8,6 +8,7 @@
 
 #include "core/tensor_json.hpp"
 #include "formats/quantized/bnb.hpp"
+#include "formats/quantized/fp4_packed.hpp"
 #include "formats/quantized/fp8.hpp"
 #include "formats/quantized/mxfp4.hpp"
 #include "formats/quantized/pack_quantized.hpp"
@@ -90,7 +91,8 @@ QuantLayer make_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen,
     case Seen::Bnb4: return bnb4_layer(raw, prefix, extra, c);
     case Seen::Bnb8: return bnb8_layer(raw, prefix, c);
     case Seen::Fp8: return fp8_layer(raw, prefix, extra, c);
-    case Seen::CtPacked: return pack_quantized_layer(raw, prefix, c);
+    case Seen::CtPacked:
+      return c.ct_format.ends_with("fp4-pack-quantized") ? fp4_packed_layer(raw, prefix, c) : pack_quantized_layer(raw, prefix, c);
     case Seen::CtInt8: return naive_quantized_layer(raw, prefix, c);
     case Seen::Mxfp4: return mxfp4_layer(raw, prefix);
     case Seen::CtSparse:

@@ -1,5 +1,7 @@
 #include "weightloader/packed_shard.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -93,6 +95,18 @@ Slice pack_quantized(const TensorInfo& t, const QuantConfig& c, ParallelStyle st
   refuse(t, "not a tensor of a pack-quantized layer");
 }
 
+// compressed-tensors NVFP4 / MXFP4: weight_packed U8 [out, in / 2] and weight_scale [out, groups]; an
+// input split takes whole groups (group_size / 2 bytes); the global scales go to every rank.
+Slice fp4_packed(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
+  const bool column = style == ParallelStyle::Column;
+  if (ends(t.name, "global_scale") || ends(t.name, ".input_scale")) return {};
+  if (ends(t.name, ".bias")) return column ? share(t, 0, 1, "row", rank, world) : Slice{};
+  if (column && (ends(t.name, ".weight_packed") || ends(t.name, ".weight_scale"))) return share(t, 0, 1, "row", rank, world);
+  if (ends(t.name, ".weight_packed")) return share(t, 1, static_cast<uint64_t>(std::max<int64_t>(c.group_size, 2)) / 2, "group", rank, world);
+  if (ends(t.name, ".weight_scale")) return share(t, 1, 1, "group", rank, world);
+  refuse(t, fmt::format("not a tensor of an {} layer", c.ct_format));
+}
+
 // compressed-tensors naive-/int-quantized: one int8 per value, so the plain splits, an input split on
 // whole groups with the groups' scales and zero points ([out, groups]) beside it.
 Slice int8_values(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
@@ -116,6 +130,7 @@ Slice compressed_tensors(const WeightSource& source, const TensorInfo& t, const 
                                                             ends(t.name, ".row_offsets") || ends(t.name, ".shape")))
     refuse(t, fmt::format("{} values are packed per row; load the layer dequantized", c.ct_sparsity));
   if (c.ct_format == "pack-quantized") return pack_quantized(t, c, style, rank, world);
+  if (c.ct_format.ends_with("fp4-pack-quantized")) return fp4_packed(t, c, style, rank, world);
   const std::string prefix = t.name.substr(0, t.name.rfind('.'));
   const TensorInfo* weight = source.find(prefix + ".weight");
   return weight && weight->dtype == DType::I8 ? int8_values(t, c, style, rank, world) : fp8(t, c, style, rank, world);

@@ -119,7 +119,7 @@ void read_compressed_tensors(const json& j, QuantConfig& c) {
     c.bits = bits, c.ct_strategy = strategy, c.ct_format = format;
     c.sym = bool_key(w, "symmetric", true, c.origin);
     c.group_size = int_key(w, "group_size", -1, c.origin);
-    if (type == "float" && bits != 8) invalid(c.origin, fmt::format("config_groups.{}: float weights of {} bits", name, bits));
+    if (type == "float" && bits != 8 && bits != 4) invalid(c.origin, fmt::format("config_groups.{}: float weights of {} bits", name, bits));
     if (w.contains("block_structure") && w["block_structure"].is_array() && w["block_structure"].size() == 2)
       c.fp8_block = {w["block_structure"][0].get<int64_t>(), w["block_structure"][1].get<int64_t>()};
   }

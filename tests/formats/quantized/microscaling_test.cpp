@@ -1,4 +1,4 @@
-// Microscaling checkpoints (gpt-oss MXFP4 experts): values by the OCP rules on a
+// Microscaling checkpoints (gpt-oss MXFP4 experts, compressed-tensors NVFP4 and MXFP8): values by the OCP rules on a
 // few hand-made codes (tests/python/test_microscaling.py compares with the libraries bit for bit),
 // tensor-parallel slices of whole blocks, and malformed layers refused naming the file, the tensor
 // and the rule.
@@ -90,6 +90,42 @@ TEST(Microscaling, GptOssScalesThatDoNotMatchAreNamed) {
   t[1].second = filled(DType::U8, {2, 4, 1}, 127);
   const std::string m = test::expect_error(ErrorCode::QuantTensorsInconsistent, [&] { folder(dir, t, kMxfp4, false); });
   for (const char* part : {"model.safetensors", "down_proj_scales", "[2, 4, 1]", "E8M0 scale per block of 32", "[2, 4, 2]"})
+    EXPECT_NE(m.find(part), std::string::npos) << part << " in " << m;
+}
+
+const char* kNvfp4 = R"({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {"group_0":
+  {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}}}})";
+const std::string kLinear = "model.layers.0.mlp.down_proj.";
+
+Tensors nvfp4_linear(Shape scale_shape) {
+  TensorView global = TensorView::empty(DType::F32, {1});
+  global.data<float>()[0] = 2.0f;
+  return {{kLinear + "weight_packed", filled(DType::U8, {4, 16}, 0xA3)},
+          {kLinear + "weight_scale", filled(DType::F8_E4M3, std::move(scale_shape), 0x38)},  // 1.0
+          {kLinear + "weight_global_scale", global}};
+}
+
+TEST(Microscaling, CompressedTensorsNvfp4DenseAndSplits) {
+  test::TempDir dense_dir, stored_dir;
+  auto dense = folder(dense_dir, nvfp4_linear({4, 2}), kNvfp4, false);
+  const TensorView v = dense->load(dense->at(kLinear + "weight"), DType::F32);
+  EXPECT_EQ(v.shape(), (Shape{4, 32}));
+  EXPECT_EQ(v.data<float>()[0], 0.75f);  // 1.5 · 1.0 / 2
+  EXPECT_EQ(v.data<float>()[1], -0.5f);
+  auto s = folder(stored_dir, nvfp4_linear({4, 2}), kNvfp4, true);
+  const TensorInfo& packed = s->at(kLinear + "weight_packed");
+  expect_slice(packed_shard(*s, packed, ParallelStyle::Column, 1, 2), 0, 2, 4);
+  expect_slice(packed_shard(*s, packed, ParallelStyle::Row, 1, 2), 1, 8, 16);  // 16 inputs: 8 bytes
+  expect_slice(packed_shard(*s, s->at(kLinear + "weight_scale"), ParallelStyle::Row, 1, 2), 1, 1, 2);
+  EXPECT_EQ(packed_shard(*s, s->at(kLinear + "weight_global_scale"), ParallelStyle::Row, 1, 2).end, UINT64_MAX);
+  const std::string m = test::expect_error(ErrorCode::QuantUnsupported, [&] { packed_shard(*s, packed, ParallelStyle::Row, 0, 4); });
+  EXPECT_NE(m.find("would cut a group of 8"), std::string::npos) << m;
+}
+
+TEST(Microscaling, CompressedTensorsNvfp4ScalesThatDoNotMatchAreNamed) {
+  test::TempDir dir;
+  const std::string m = test::expect_error(ErrorCode::QuantTensorsInconsistent, [&] { folder(dir, nvfp4_linear({4, 3}), kNvfp4, false); });
+  for (const char* part : {"model.safetensors", "weight_scale", "[4, 3]", "groups of 16", "[4, 2]"})
     EXPECT_NE(m.find(part), std::string::npos) << part << " in " << m;
 }
 
