@@ -160,3 +160,26 @@ def test_compressed_tensors_nvfp4_scales_that_do_not_match_are_named(tmp_path):
     assert "model.safetensors" in message and LINEAR + ".weight_scale" in message
     assert "[6, 3]" in message and "[6, 4]" in message and "groups of 16" in message
 
+
+def test_compressed_tensors_mxfp8_equals_its_decompression(tmp_path):
+    from compressed_tensors.compressors.mxfp8.base import MXFP8QuantizationCompressor as compressor
+    from compressed_tensors.quantization import preset_name_to_scheme
+    scheme = preset_name_to_scheme("MXFP8", ["Linear"])
+    g = torch.Generator().manual_seed(8)
+    w = torch.randn(6, 64, generator=g).to(torch.bfloat16)
+    amax = w.float().reshape(6, 2, 32).abs().amax(-1)
+    made = compressor.compress({"weight": w, "weight_scale": (2.0 ** torch.ceil(torch.log2(amax / 448))).to(torch.bfloat16)}, scheme)
+    codes = torch.randint(0, 256, (6, 64), dtype=torch.uint8, generator=g)
+    codes[codes & 0x7f == 0x7f] = 0  # no NaN codes
+    random = {"weight": codes.view(torch.float8_e4m3fn),
+              "weight_scale": torch.tensor([0, 1, 21, 63, 100, 126, 127, 128, 150, 200, 254, 255], dtype=torch.uint8).reshape(6, 2)}
+    for n, stored in enumerate([made, random]):
+        assert stored["weight_scale"].dtype == torch.uint8
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        ct_folder(folder, "mxfp8-quantized", scheme, stored)
+        want = compressor.decompress(dict(stored), scheme)["weight"]
+        assert want.dtype == torch.bfloat16
+        module = linear_module(LINEAR, 6, 64)
+        assert wl.load_into(module, str(folder)) == ([], [])
+        assert same_bits(module.state_dict()[LINEAR + ".weight"], want), n

@@ -61,13 +61,18 @@ Slice packed_int(const TensorInfo& t, const QuantConfig& c, ParallelStyle style,
 Slice fp8(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
   const bool column = style == ParallelStyle::Column;
   const bool scale = ends(t.name, "_scale") || ends(t.name, "_scale_inv");
+  // Scales per group of inputs (compressed-tensors' group strategy, MXFP8): [out, groups].
+  const bool grouped = c.fp8_block.empty() && c.group_size > 0 && c.ct_strategy == "group";
   if (ends(t.name, ".bias")) return column ? share(t, 0, 1, "row", rank, world) : Slice{};
   if (!scale) {
-    const uint64_t unit = c.fp8_block.empty() ? 1 : static_cast<uint64_t>(c.fp8_block[column ? 0 : 1]);
-    return share(t, column ? 0 : 1, unit, "scale block", rank, world);
+    const uint64_t unit = !c.fp8_block.empty() ? static_cast<uint64_t>(c.fp8_block[column ? 0 : 1])
+                          : grouped && !column  ? static_cast<uint64_t>(c.group_size)
+                                                : 1;
+    return share(t, column ? 0 : 1, unit, grouped ? "group" : "scale block", rank, world);
   }
   if (t.numel() <= 1 || ends(t.name, "input_scale")) return {};  // per tensor: every rank needs it
-  if (!c.fp8_block.empty() && t.shape.size() == 2 && t.shape[1] != 1) return share(t, column ? 0 : 1, 1, "block", rank, world);
+  if ((grouped || !c.fp8_block.empty()) && t.shape.size() == 2 && t.shape[1] != 1)
+    return share(t, column ? 0 : 1, 1, grouped ? "group" : "block", rank, world);
   return column ? share(t, 0, 1, "row", rank, world) : Slice{};  // per channel: one scale per output row
 }
 

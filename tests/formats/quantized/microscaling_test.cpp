@@ -129,5 +129,22 @@ TEST(Microscaling, CompressedTensorsNvfp4ScalesThatDoNotMatchAreNamed) {
     EXPECT_NE(m.find(part), std::string::npos) << part << " in " << m;
 }
 
+TEST(Microscaling, CompressedTensorsMxfp8GroupsOfE8m0) {
+  const char* config = R"({"quant_method": "compressed-tensors", "format": "mxfp8-quantized", "config_groups": {"group_0":
+    {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "group", "group_size": 32}}}})";
+  const Tensors t{{kLinear + "weight", filled(DType::F8_E4M3, {4, 64}, 0x38)},  // 1.0
+                  {kLinear + "weight_scale", filled(DType::U8, {4, 2}, 125)}};   // 2^-2
+  test::TempDir dense_dir, stored_dir;
+  auto dense = folder(dense_dir, t, config, false);
+  EXPECT_EQ(dense->load(dense->at(kLinear + "weight"), DType::F32).data<float>()[63], 0.25f);
+  auto s = folder(stored_dir, t, config, true);
+  expect_slice(packed_shard(*s, s->at(kLinear + "weight"), ParallelStyle::Row, 1, 2), 1, 32, 64);
+  expect_slice(packed_shard(*s, s->at(kLinear + "weight_scale"), ParallelStyle::Row, 1, 2), 1, 1, 2);
+  expect_slice(packed_shard(*s, s->at(kLinear + "weight_scale"), ParallelStyle::Column, 1, 2), 0, 2, 4);
+  const std::string m =
+      test::expect_error(ErrorCode::QuantUnsupported, [&] { packed_shard(*s, s->at(kLinear + "weight"), ParallelStyle::Row, 0, 4); });
+  EXPECT_NE(m.find("would cut a group of 32"), std::string::npos) << m;
+}
+
 }  // namespace
 }  // namespace wl
