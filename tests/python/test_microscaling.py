@@ -183,3 +183,14 @@ def test_compressed_tensors_mxfp8_equals_its_decompression(tmp_path):
         module = linear_module(LINEAR, 6, 64)
         assert wl.load_into(module, str(folder)) == ([], [])
         assert same_bits(module.state_dict()[LINEAR + ".weight"], want), n
+
+
+def test_compressed_tensors_nvfp4_packed_width_that_cuts_a_group_is_named(tmp_path):
+    scheme, _, cases = ct_fp4_cases("nvfp4-pack-quantized")
+    stored = dict(cases[1], weight_packed=torch.zeros(6, 33, dtype=torch.uint8))  # 66 values: 4 groups and 2
+    ct_folder(tmp_path, "nvfp4-pack-quantized", scheme, stored)
+    with pytest.raises(wl.Error) as info:
+        wl.WeightLoaderRegistry.create("local").get_weights(str(tmp_path))
+    message = str(info.value)
+    assert "model.safetensors" in message and LINEAR + ".weight_packed" in message
+    assert "rows of 66 FP4 values do not split into groups of 16" in message
