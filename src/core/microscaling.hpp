@@ -1,6 +1,6 @@
-// The OCP Microscaling (MX v1.0) element and scale types, one definition for every decoder that
-// reads them (GGUF's MXFP4 / NVFP4 blocks, Hugging Face MXFP4 / NVFP4 checkpoints, safetensors'
-// F4 / F6 / F8_E8M0 dtypes): E2M1, E2M3 and E3M2 minifloats, the E8M0 power-of-two scale.
+// The OCP Microscaling (MX v1.0) element type E2M1 and the power-of-two scales of E8M0, one
+// definition for every decoder that reads them (GGUF's MXFP4 / NVFP4 blocks, Hugging Face MXFP4 /
+// NVFP4 / MXFP8 checkpoints); each decoder states which 2^n its library computes for a code.
 #pragma once
 
 #include <array>
@@ -36,10 +36,5 @@ constexpr std::array<float, N> minifloat_table(int exp_bits, int man_bits) {
 }
 
 inline constexpr std::array<float, 16> kE2m1 = minifloat_table<16>(2, 1);  // FP4: 0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, ...
-inline constexpr std::array<float, 64> kE2m3 = minifloat_table<64>(2, 3);  // FP6, largest 7.5
-inline constexpr std::array<float, 64> kE3m2 = minifloat_table<64>(3, 2);  // FP6, largest 28
-
-// E8M0 as OCP and torch's float8_e8m0fnu read it: 2^(e - 127), 0xFF NaN.
-constexpr float e8m0(uint8_t e) { return e == 0xFF ? std::numeric_limits<float>::quiet_NaN() : exp2i(e - 127); }
 
 }  // namespace wl::mx
