@@ -1,11 +1,12 @@
 // Microscaling checkpoints (gpt-oss MXFP4 experts, compressed-tensors NVFP4 and MXFP8): values by the OCP rules on a
 // few hand-made codes (tests/python/test_microscaling.py compares with the libraries bit for bit),
-// tensor-parallel slices of whole blocks, and malformed layers refused naming the file, the tensor
-// and the rule.
+// tensor-parallel slices of whole blocks, decoders rebuilt from a catalogue value, and malformed
+// layers refused naming the file, the tensor and the rule.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
+#include "loaders/catalogue_value.hpp"
 #include "test_util.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/safetensors.hpp"
@@ -129,21 +130,46 @@ TEST(Microscaling, CompressedTensorsNvfp4ScalesThatDoNotMatchAreNamed) {
     EXPECT_NE(m.find(part), std::string::npos) << part << " in " << m;
 }
 
+const char* kMxfp8 = R"({"quant_method": "compressed-tensors", "format": "mxfp8-quantized", "config_groups": {"group_0":
+  {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "group", "group_size": 32}}}})";
+
+Tensors mxfp8_linear() {
+  return {{kLinear + "weight", filled(DType::F8_E4M3, {4, 64}, 0x38)},  // 1.0
+          {kLinear + "weight_scale", filled(DType::U8, {4, 2}, 125)}};   // 2^-2
+}
+
 TEST(Microscaling, CompressedTensorsMxfp8GroupsOfE8m0) {
-  const char* config = R"({"quant_method": "compressed-tensors", "format": "mxfp8-quantized", "config_groups": {"group_0":
-    {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "group", "group_size": 32}}}})";
-  const Tensors t{{kLinear + "weight", filled(DType::F8_E4M3, {4, 64}, 0x38)},  // 1.0
-                  {kLinear + "weight_scale", filled(DType::U8, {4, 2}, 125)}};   // 2^-2
+  const Tensors t = mxfp8_linear();
   test::TempDir dense_dir, stored_dir;
-  auto dense = folder(dense_dir, t, config, false);
+  auto dense = folder(dense_dir, t, kMxfp8, false);
   EXPECT_EQ(dense->load(dense->at(kLinear + "weight"), DType::F32).data<float>()[63], 0.25f);
-  auto s = folder(stored_dir, t, config, true);
+  auto s = folder(stored_dir, t, kMxfp8, true);
   expect_slice(packed_shard(*s, s->at(kLinear + "weight"), ParallelStyle::Row, 1, 2), 1, 32, 64);
   expect_slice(packed_shard(*s, s->at(kLinear + "weight_scale"), ParallelStyle::Row, 1, 2), 1, 1, 2);
   expect_slice(packed_shard(*s, s->at(kLinear + "weight_scale"), ParallelStyle::Column, 1, 2), 0, 2, 4);
   const std::string m =
       test::expect_error(ErrorCode::QuantUnsupported, [&] { packed_shard(*s, s->at(kLinear + "weight"), ParallelStyle::Row, 0, 4); });
   EXPECT_NE(m.find("would cut a group of 32"), std::string::npos) << m;
+}
+
+// A rank given the catalogue as a value rebuilds each layer's decoder from its spec: the same values.
+TEST(Microscaling, LayersComeBackFromACatalogueValue) {
+  const std::vector<std::pair<Tensors, const char*>> layers{
+      {gpt_oss_experts(0xA3, 130), kMxfp4}, {nvfp4_linear({4, 2}), kNvfp4}, {mxfp8_linear(), kMxfp8}};
+  for (const auto& [tensors, config] : layers) {
+    test::TempDir dir;
+    auto a = folder(dir, tensors, config, false);
+    const std::optional<std::string> value = catalogue_value(*a);
+    ASSERT_TRUE(value.has_value()) << config;
+    auto b = catalogue_from_value(*value, local_opener());
+    ASSERT_EQ(a->tensors().size(), b->tensors().size());
+    for (size_t i = 0; i < a->tensors().size(); ++i) {
+      EXPECT_EQ(a->tensors()[i].stored_type(), b->tensors()[i].stored_type());
+      const TensorView x = a->load(a->tensors()[i], DType::F32), y = b->load(b->tensors()[i], DType::F32);
+      ASSERT_EQ(x.nbytes(), y.nbytes());
+      EXPECT_EQ(std::memcmp(x.raw(), y.raw(), x.nbytes()), 0) << a->tensors()[i].name;
+    }
+  }
 }
 
 }  // namespace
