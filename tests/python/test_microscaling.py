@@ -194,3 +194,10 @@ def test_compressed_tensors_nvfp4_packed_width_that_cuts_a_group_is_named(tmp_pa
     message = str(info.value)
     assert "model.safetensors" in message and LINEAR + ".weight_packed" in message
     assert "rows of 66 FP4 values do not split into groups of 16" in message
+
+
+def test_compressed_tensors_nvfp4_zero_point_is_refused_not_ignored(tmp_path):
+    scheme, _, cases = ct_fp4_cases("nvfp4-pack-quantized")
+    ct_folder(tmp_path, "nvfp4-pack-quantized", scheme, dict(cases[1], weight_zero_point=torch.zeros(6, 4, dtype=torch.uint8)))
+    with pytest.raises(wl.Error, match="weight_zero_point.*symmetric only|symmetric only.*weight_zero_point"):
+        wl.WeightLoaderRegistry.create("local").get_weights(str(tmp_path))
