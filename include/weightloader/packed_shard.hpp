@@ -18,7 +18,8 @@ enum class ParallelStyle {
 // quantized layer in `source`, whose metadata["quantization_config"] says the method) that rank
 // `rank` of `world` holds. GPTQ/AWQ: column splits cut qweight/qzeros along their packed output
 // dimension on whole words; row splits take whole packed rows and whole groups of scales and
-// zeros, and g_idx's inputs (replicated under column splits); FP8 block scales follow their blocks.
+// zeros, and g_idx's inputs (replicated under column splits); FP8 block scales follow their blocks;
+// MXFP4 experts split their rows (column) or their blocks of 32 inputs (row), scales beside them.
 // A split that would cut a packed word or a group, a row split of an act-order GPTQ layer (its
 // groups are not contiguous), or bitsandbytes' flat packing: QuantUnsupported naming the tensor
 // and the rule. A slice that selects everything means every rank holds the tensor whole.

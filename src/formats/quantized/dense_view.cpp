@@ -8,7 +8,9 @@
 
 #include "core/tensor_json.hpp"
 #include "formats/quantized/bnb.hpp"
+#include "formats/quantized/fp4_packed.hpp"
 #include "formats/quantized/fp8.hpp"
+#include "formats/quantized/mxfp4.hpp"
 #include "formats/quantized/pack_quantized.hpp"
 #include "formats/quantized/packed_int.hpp"
 #include "formats/quantized/sparse_bitmask.hpp"
@@ -25,7 +27,7 @@ bool strip_suffix(const std::string& name, std::string_view suffix, std::string&
 }
 
 // What each tensor name says about its layer's method, whatever the config says.
-enum class Seen { None, PackedInt, Bnb4, Bnb8, Fp8, CtPacked, CtInt8, CtSparse };
+enum class Seen { None, PackedInt, Bnb4, Bnb8, Fp8, CtPacked, CtInt8, CtSparse, Mxfp4 };
 
 Seen seen_in(const WeightSource& raw, const TensorInfo& t, std::string& prefix, std::string& extra) {
   if (strip_suffix(t.name, ".qweight", prefix)) return Seen::PackedInt;
@@ -35,6 +37,7 @@ Seen seen_in(const WeightSource& raw, const TensorInfo& t, std::string& prefix, 
   }
   if (strip_suffix(t.name, ".SCB", prefix)) return Seen::Bnb8;
   if (strip_suffix(t.name, ".weight_packed", prefix)) return Seen::CtPacked;
+  if (strip_suffix(t.name, "_blocks", prefix) && raw.find(prefix + "_scales")) return Seen::Mxfp4;
   // A sparse layer's tensors hang off `<prefix>.weight` or, since compressed-tensors' #219, `<prefix>`.
   if (strip_suffix(t.name, ".bitmask", extra) && raw.find(extra + ".compressed")) {
     if (!strip_suffix(extra, ".weight", prefix)) prefix = extra;
@@ -61,6 +64,7 @@ const char* seen_name(Seen s) {
     case Seen::CtPacked: return "compressed-tensors pack-quantized (weight_packed)";
     case Seen::CtInt8: return "compressed-tensors naive/int-quantized (I8 weight with weight_scale)";
     case Seen::CtSparse: return "compressed-tensors sparse (bitmask)";
+    case Seen::Mxfp4: return "MXFP4 (_blocks with _scales)";
     case Seen::None: break;
   }
   return "dense";
@@ -75,6 +79,7 @@ bool config_expects(const QuantConfig& c, Seen s) {
     case Method::Fp8: return s == Seen::Fp8;
     case Method::CompressedTensors:
       return s == Seen::Fp8 || s == Seen::CtPacked || s == Seen::CtInt8 || (s == Seen::CtSparse && !c.ct_sparsity.empty());
+    case Method::Mxfp4: return s == Seen::Mxfp4;
   }
   return false;
 }
@@ -86,8 +91,10 @@ QuantLayer make_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen,
     case Seen::Bnb4: return bnb4_layer(raw, prefix, extra, c);
     case Seen::Bnb8: return bnb8_layer(raw, prefix, c);
     case Seen::Fp8: return fp8_layer(raw, prefix, extra, c);
-    case Seen::CtPacked: return pack_quantized_layer(raw, prefix, c);
+    case Seen::CtPacked:
+      return c.ct_format.ends_with("fp4-pack-quantized") ? fp4_packed_layer(raw, prefix, c) : pack_quantized_layer(raw, prefix, c);
     case Seen::CtInt8: return naive_quantized_layer(raw, prefix, c);
+    case Seen::Mxfp4: return mxfp4_layer(raw, prefix);
     case Seen::CtSparse:
       if (c.ct_sparsity == "sparse-bitmask" || c.ct_sparsity == "sparse-24-bitmask") return sparse_layer(raw, prefix, extra, c);
       throw Error(ErrorCode::QuantUnsupported,
@@ -209,7 +216,7 @@ std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spe
   const std::string origin = spec.at("origin").get<std::string>();
   const QuantConfig config = parse_quant_config(spec.at("config"), origin);
   const int seen = spec.at("seen").get<int>();
-  if (seen <= static_cast<int>(Seen::None) || seen > static_cast<int>(Seen::CtSparse)) bad_catalogue_value(fmt::format("layer kind {}", seen));
+  if (seen <= static_cast<int>(Seen::None) || seen > static_cast<int>(Seen::Mxfp4)) bad_catalogue_value(fmt::format("layer kind {}", seen));
   auto raw = std::make_shared<const WeightSource>(spec.at("format").get<std::string>(), spec.at("source").get<std::string>(),
                                                   std::move(tensors), std::map<std::string, std::string>{}, opener);
   return specified_layer(raw, static_cast<Seen>(seen), spec.at("prefix").get<std::string>(), spec.at("extra").get<std::string>(), config,

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/microscaling.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::quant {
@@ -34,13 +35,19 @@ const std::array<float, 256>& e4m3_table() {
 
 class Fp8Decoder final : public LayerDecoder {
  public:
-  Fp8Decoder(std::string name, const TensorInfo& weight, uint64_t block_rows, uint64_t block_cols, RawSource raw,
+  Fp8Decoder(std::string name, const TensorInfo& weight, uint64_t block_rows, uint64_t block_cols, bool e8m0, RawSource raw,
              std::vector<SideTensor> side)
       : LayerDecoder(std::move(name), weight, weight.shape[0], weight.shape[1], std::move(raw), std::move(side)),
-        in_(weight.shape[1]), block_rows_(block_rows), block_cols_(block_cols) {}
+        in_(weight.shape[1]), block_rows_(block_rows), block_cols_(block_cols), e8m0_(e8m0) {}
 
  private:
   void unpack_side(const std::vector<TensorView>& side) const override {
+    if (e8m0_) {  // compressed-tensors' decompress_mx_scale: 2.0 ** (s - 127), 2^128 overflowing to inf
+      const auto* s = reinterpret_cast<const uint8_t*>(side[0].raw());
+      scales_.resize(side[0].numel());
+      for (size_t k = 0; k < scales_.size(); ++k) scales_[k] = mx::exp2i(s[k] - 127);
+      return;
+    }
     const auto* s = reinterpret_cast<const float*>(side[0].raw());
     scales_.assign(s, s + side[0].numel());
   }
@@ -58,6 +65,7 @@ class Fp8Decoder final : public LayerDecoder {
     }
   }
   uint64_t in_, block_rows_, block_cols_;
+  bool e8m0_;
   mutable std::vector<float> scales_;
 };
 
@@ -71,7 +79,14 @@ QuantLayer fp8_layer(const RawSource& raw, const std::string& prefix, const std:
   const uint64_t n = scale.numel();
   uint64_t rows = out, cols = in;  // one scale for the whole tensor
   std::string kind = "tensor";
-  if (!c.fp8_block.empty() && n != 1) {
+  // compressed-tensors' mxfp8-quantized: U8 E8M0 exponents, one per group of inputs.
+  const bool e8m0 = scale.dtype == DType::U8 && c.method == Method::CompressedTensors && c.group_size > 0;
+  if (e8m0 || (c.fp8_block.empty() && c.group_size > 0 && n != 1 && n != out)) {
+    rows = 1, cols = static_cast<uint64_t>(c.group_size);
+    kind = fmt::format("group{}", cols);
+    expect_tensor(scale, {out, (in + cols - 1) / cols}, {e8m0 ? DType::U8 : scale.dtype},
+                  fmt::format("for groups of {} inputs of weight {}, the {}scales", cols, shape_to_string(weight.shape), e8m0 ? "E8M0 " : ""));
+  } else if (!c.fp8_block.empty() && n != 1) {
     rows = static_cast<uint64_t>(c.fp8_block[0]), cols = static_cast<uint64_t>(c.fp8_block[1]);
     kind = fmt::format("block{}x{}", rows, cols);
     expect_tensor(scale, {(out + rows - 1) / rows, (in + cols - 1) / cols}, {DType::BF16, DType::F16, DType::F32},
@@ -87,10 +102,10 @@ QuantLayer fp8_layer(const RawSource& raw, const std::string& prefix, const std:
                             n, out),
                 scale.file, scale.name);
   }
-  if (scale.dtype != DType::BF16 && scale.dtype != DType::F16 && scale.dtype != DType::F32)
+  if (!e8m0 && scale.dtype != DType::BF16 && scale.dtype != DType::F16 && scale.dtype != DType::F32)
     expect_tensor(scale, scale.shape, {DType::BF16, DType::F16, DType::F32}, "an FP8 scale");
-  auto decoder = std::make_shared<Fp8Decoder>("FP8-E4M3-" + kind, weight, rows, cols, raw,
-                                              std::vector<SideTensor>{{&scale, DType::F32}});
+  auto decoder = std::make_shared<Fp8Decoder>("FP8-E4M3-" + kind, weight, rows, cols, e8m0, raw,
+                                              std::vector<SideTensor>{{&scale, e8m0 ? DType::U8 : DType::F32}});
   QuantLayer layer{dense_entry(weight.name, weight, weight.shape, decoder), {weight.name, scale.name}};
   if (const TensorInfo* input = raw->find(prefix + ".input_scale")) layer.stored.push_back(input->name);
   return layer;

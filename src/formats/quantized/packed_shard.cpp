@@ -1,5 +1,7 @@
 #include "weightloader/packed_shard.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -59,13 +61,18 @@ Slice packed_int(const TensorInfo& t, const QuantConfig& c, ParallelStyle style,
 Slice fp8(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
   const bool column = style == ParallelStyle::Column;
   const bool scale = ends(t.name, "_scale") || ends(t.name, "_scale_inv");
+  // Scales per group of inputs (compressed-tensors' group strategy, MXFP8): [out, groups].
+  const bool grouped = c.fp8_block.empty() && c.group_size > 0 && c.ct_strategy == "group";
   if (ends(t.name, ".bias")) return column ? share(t, 0, 1, "row", rank, world) : Slice{};
   if (!scale) {
-    const uint64_t unit = c.fp8_block.empty() ? 1 : static_cast<uint64_t>(c.fp8_block[column ? 0 : 1]);
-    return share(t, column ? 0 : 1, unit, "scale block", rank, world);
+    const uint64_t unit = !c.fp8_block.empty() ? static_cast<uint64_t>(c.fp8_block[column ? 0 : 1])
+                          : grouped && !column  ? static_cast<uint64_t>(c.group_size)
+                                                : 1;
+    return share(t, column ? 0 : 1, unit, grouped ? "group" : "scale block", rank, world);
   }
   if (t.numel() <= 1 || ends(t.name, "input_scale")) return {};  // per tensor: every rank needs it
-  if (!c.fp8_block.empty() && t.shape.size() == 2 && t.shape[1] != 1) return share(t, column ? 0 : 1, 1, "block", rank, world);
+  if ((grouped || !c.fp8_block.empty()) && t.shape.size() == 2 && t.shape[1] != 1)
+    return share(t, column ? 0 : 1, 1, grouped ? "group" : "block", rank, world);
   return column ? share(t, 0, 1, "row", rank, world) : Slice{};  // per channel: one scale per output row
 }
 
@@ -93,6 +100,18 @@ Slice pack_quantized(const TensorInfo& t, const QuantConfig& c, ParallelStyle st
   refuse(t, "not a tensor of a pack-quantized layer");
 }
 
+// compressed-tensors NVFP4 / MXFP4: weight_packed U8 [out, in / 2] and weight_scale [out, groups]; an
+// input split takes whole groups (group_size / 2 bytes); the global scales go to every rank.
+Slice fp4_packed(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
+  const bool column = style == ParallelStyle::Column;
+  if (ends(t.name, "global_scale") || ends(t.name, ".input_scale")) return {};
+  if (ends(t.name, ".bias")) return column ? share(t, 0, 1, "row", rank, world) : Slice{};
+  if (column && (ends(t.name, ".weight_packed") || ends(t.name, ".weight_scale"))) return share(t, 0, 1, "row", rank, world);
+  if (ends(t.name, ".weight_packed")) return share(t, 1, static_cast<uint64_t>(std::max<int64_t>(c.group_size, 2)) / 2, "group", rank, world);
+  if (ends(t.name, ".weight_scale")) return share(t, 1, 1, "group", rank, world);
+  refuse(t, fmt::format("not a tensor of an {} layer", c.ct_format));
+}
+
 // compressed-tensors naive-/int-quantized: one int8 per value, so the plain splits, an input split on
 // whole groups with the groups' scales and zero points ([out, groups]) beside it.
 Slice int8_values(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
@@ -116,9 +135,20 @@ Slice compressed_tensors(const WeightSource& source, const TensorInfo& t, const 
                                                             ends(t.name, ".row_offsets") || ends(t.name, ".shape")))
     refuse(t, fmt::format("{} values are packed per row; load the layer dequantized", c.ct_sparsity));
   if (c.ct_format == "pack-quantized") return pack_quantized(t, c, style, rank, world);
+  if (c.ct_format.ends_with("fp4-pack-quantized")) return fp4_packed(t, c, style, rank, world);
   const std::string prefix = t.name.substr(0, t.name.rfind('.'));
   const TensorInfo* weight = source.find(prefix + ".weight");
   return weight && weight->dtype == DType::I8 ? int8_values(t, c, style, rank, world) : fp8(t, c, style, rank, world);
+}
+
+// gpt-oss MXFP4 experts: `_blocks` [E, R, G, B] and `_scales` [E, R, G] split along R, a projection's
+// outputs (gate_up_proj, column), or G, its inputs in whole blocks of 2B values (down_proj, row);
+// `_bias` [E, R] follows the outputs.
+Slice mxfp4(const TensorInfo& t, ParallelStyle style, unsigned rank, unsigned world) {
+  const bool column = style == ParallelStyle::Column;
+  if (ends(t.name, "_bias")) return column ? share(t, 1, 1, "row", rank, world) : Slice{};
+  if (ends(t.name, "_blocks") || ends(t.name, "_scales")) return share(t, column ? 1 : 2, 1, column ? "row" : "block", rank, world);
+  refuse(t, "not a tensor of MXFP4 experts (_blocks, _scales, _bias)");
 }
 
 }  // namespace
@@ -140,6 +170,7 @@ Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, Paralle
     case Method::Awq: return packed_int(tensor, c, style, rank, world);
     case Method::Fp8: return fp8(tensor, c, style, rank, world);
     case Method::CompressedTensors: return compressed_tensors(source, tensor, c, style, rank, world);
+    case Method::Mxfp4: return mxfp4(tensor, style, rank, world);
     case Method::Bnb4:
     case Method::Bnb8: break;
   }

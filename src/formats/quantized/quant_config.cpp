@@ -119,7 +119,7 @@ void read_compressed_tensors(const json& j, QuantConfig& c) {
     c.bits = bits, c.ct_strategy = strategy, c.ct_format = format;
     c.sym = bool_key(w, "symmetric", true, c.origin);
     c.group_size = int_key(w, "group_size", -1, c.origin);
-    if (type == "float" && bits != 8) invalid(c.origin, fmt::format("config_groups.{}: float weights of {} bits", name, bits));
+    if (type == "float" && bits != 8 && bits != 4) invalid(c.origin, fmt::format("config_groups.{}: float weights of {} bits", name, bits));
     if (w.contains("block_structure") && w["block_structure"].is_array() && w["block_structure"].size() == 2)
       c.fp8_block = {w["block_structure"][0].get<int64_t>(), w["block_structure"][1].get<int64_t>()};
   }
@@ -140,6 +140,7 @@ std::string QuantConfig::method_name() const {
     case Method::Bnb8: return "bitsandbytes-int8";
     case Method::Fp8: return "fp8";
     case Method::CompressedTensors: return "compressed-tensors";
+    case Method::Mxfp4: return "mxfp4";
   }
   return "?";
 }
@@ -163,6 +164,7 @@ std::string QuantConfig::describe() const {
                          group_size > 0 ? fmt::format(", group {}", group_size) : "",
                          ct_sparsity.empty() ? "" : fmt::format(", {} sparsity", ct_sparsity),
                          ignore.empty() ? "" : fmt::format(", ignore {}", fmt::join(ignore, ",")));
+    case Method::Mxfp4: return "mxfp4 (E2M1 values, an E8M0 scale per block of 32)";
   }
   return "?";
 }
@@ -179,10 +181,11 @@ QuantConfig parse_quant_config(const json& block, const std::string& origin) {
   else if (method == "bitsandbytes") read_bnb(block, c);
   else if (method == "fp8") c.method = Method::Fp8, read_fp8(block, c);
   else if (method == "compressed-tensors") c.method = Method::CompressedTensors, read_compressed_tensors(block, c);
+  else if (method == "mxfp4") c.method = Method::Mxfp4, c.bits = 4, c.ignore = string_list(block, "modules_to_not_convert", origin);
   else if (method.empty()) invalid(origin, "no quant_method");
   else
     throw Error(ErrorCode::QuantUnsupported,
-                fmt::format("quant_method '{}' (known: gptq, awq, bitsandbytes, fp8, compressed-tensors)", method), origin);
+                fmt::format("quant_method '{}' (known: gptq, awq, bitsandbytes, fp8, compressed-tensors, mxfp4)", method), origin);
   return c;
 }
 

@@ -10,13 +10,13 @@
 
 namespace wl::quant {
 
-enum class Method { Gptq, Awq, Bnb4, Bnb8, Fp8, CompressedTensors };
+enum class Method { Gptq, Awq, Bnb4, Bnb8, Fp8, CompressedTensors, Mxfp4 };
 
 struct QuantConfig {
   Method method = Method::Gptq;
   std::string origin;          // the file it came from, for messages
   std::string block_json;      // the quantization_config block itself, as JSON text
-  int bits = 0;                // 4 / 8 (GPTQ, AWQ, bnb), 8 (FP8)
+  int bits = 0;                // 4 / 8 (GPTQ, AWQ, bnb), 8 (FP8), 4 (MXFP4)
   int64_t group_size = -1;     // GPTQ/AWQ: input features per group; -1: one group per layer
   bool desc_act = false;       // GPTQ act-order: groups follow g_idx, not the input order
   bool sym = true;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/microscaling.hpp"
 #include "weightloader/dtype_convert.hpp"
 
 namespace wl::gguf::decoders {
@@ -67,9 +68,13 @@ inline int nibble_at(const uint8_t* scales, int i) { return (scales[i / 2] >> (4
 
 // The sixteen 4-bit codes of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl) and, doubled, of MXFP4 / NVFP4's
 // E2M1 values (kvalues_mxfp4): ggml's int8 tables as floats (each exact), so a decoder looks the
-// float up instead of converting it.
+// float up instead of converting it. An int8 table has no -0: adding +0 makes E2M1's -0 code +0.
 inline constexpr float kIq4nlFloats[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-inline constexpr float kE2m1Floats[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+inline constexpr std::array<float, 16> kE2m1Floats = [] {
+  std::array<float, 16> t{};
+  for (size_t c = 0; c < t.size(); ++c) t[c] = 2 * mx::kE2m1[c] + 0.0f;
+  return t;
+}();
 
 #define WL_GGML_DECODER(TYPE, fn) void fn(const uint8_t* block, float* out);
 #include "formats/gguf/decoders/list.inc"
