@@ -201,6 +201,9 @@ class WL_API WeightSource {
   const std::shared_ptr<const Opener>& opener() const noexcept;
   // The same catalogue with more metadata (config.json found beside it), sharing its sources.
   std::unique_ptr<WeightSource> with_metadata(std::map<std::string, std::string> metadata) const;
+  // The same catalogue with only the tensors `names` lists (TensorNotFound for one it lacks), sharing
+  // its sources: a load of it reads those alone.
+  std::unique_ptr<WeightSource> only(const std::vector<std::string>& names) const;
   const TensorInfo* find(std::string_view name) const;
   const TensorInfo& at(std::string_view name) const;  // throws TensorNotFound
   uint64_t total_bytes() const;                        // bytes stored for all tensors

@@ -164,6 +164,9 @@ void register_sources(pyb::module_& m) {
       .def("info", [](const WeightSource& s, const std::string& n) { return tensor_info(s.at(n)); })
       .def("metadata", &WeightSource::metadata)
       .def("total_bytes", &WeightSource::total_bytes)
+      .def("only", [](const WeightSource& s, const std::vector<std::string>& names) {
+        return std::shared_ptr<WeightSource>(s.only(names));
+      }, pyb::arg("names"), "the same catalogue with only these tensors (a load of it reads them alone)")
       .def("read_into", &read_into, pyb::arg("name"), pyb::arg("dtype"), pyb::arg("ptr"), pyb::arg("nbytes"),
            pyb::arg("slice") = pyb::none(), pyb::arg("device") = "cpu");
   register_private_views(m);
@@ -171,6 +174,8 @@ void register_sources(pyb::module_& m) {
   m.def("from_bytes", &from_bytes, pyb::arg("label"), pyb::arg("data"));
   m.def("safetensors_with_c64", &safetensors_with_c64, pyb::arg("label"), pyb::arg("data") = pyb::none());
   m.def("safetensors_metadata", &safetensors_metadata, pyb::arg("path"));
+  m.def("recorded_tensor_digests", &recorded_tensor_digests, pyb::arg("source"),
+        "{tensor: sha256} as the writer recorded them in the files' __metadata__ (save_file(tensor_digests=True))");
   m.def("dtype_size", [](const std::string& dtype) { return dtype_size(dtype_from_name(dtype)); }, pyb::arg("dtype"),
         "bytes per element of a dtype (\"F32\": 4)");
   m.def("dtype_name", [](const std::string& spelling) -> std::optional<std::string> {

@@ -16,7 +16,8 @@ namespace {
 
 // entries: (name, dtype, shape, data pointer, nbytes) for every tensor, contiguous, in the order
 // they are to be stored. The owners of the memory must outlive the call (the caller's list does).
-void write_file(const std::string& path, const pyb::list& entries, const std::map<std::string, std::string>& metadata) {
+void write_file(const std::string& path, const pyb::list& entries, const std::map<std::string, std::string>& metadata,
+                bool tensor_digests) {
   std::vector<std::pair<std::string, TensorView>> tensors;
   tensors.reserve(entries.size());
   for (const pyb::handle h : entries) {
@@ -34,15 +35,17 @@ void write_file(const std::string& path, const pyb::list& entries, const std::ma
     auto storage = std::make_shared<BorrowedStorage>(const_cast<std::byte*>(data), nbytes, false);  // read only
     tensors.emplace_back(name, TensorView(std::move(storage), dtype, shape));
   }
-  Interruptible().run([&] { write_safetensors(path, tensors, metadata); });  // Ctrl-C is raised once the file is whole
+  // Ctrl-C is raised once the file is whole.
+  Interruptible().run([&] { write_safetensors(path, tensors, metadata, tensor_digests); });
 }
 
 }  // namespace
 
 void register_writers(pyb::module_& m) {
   m.def("write_safetensors", &write_file, pyb::arg("path"), pyb::arg("entries"),
-        pyb::arg("metadata") = std::map<std::string, std::string>{},
-        "Writes a safetensors file from (name, dtype, shape, data pointer, nbytes) entries, in their order.");
+        pyb::arg("metadata") = std::map<std::string, std::string>{}, pyb::arg("tensor_digests") = false,
+        "Writes a safetensors file from (name, dtype, shape, data pointer, nbytes) entries, in their order; "
+        "tensor_digests: and each tensor's sha256 in its __metadata__ (what refresh compares).");
 }
 
 }  // namespace wl::py

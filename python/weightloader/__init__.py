@@ -21,6 +21,7 @@ from .errors import (CancelledError, Error, FormatError, InvalidArgumentError, I
 from .llm import LLM, CompletionOutput, EngineModule, RequestOutput, SamplingParams  # noqa: F401
 from .load_into import IncompatibleKeys, load_into  # noqa: F401
 from .plan import plan  # noqa: F401
+from .refresh import RefreshReport, refresh  # noqa: F401
 from .safe_open import (TensorNotFoundError, UnknownFormatError, load, load_file, safe_open, save,  # noqa: F401
                         save_file)
 from . import safetensors  # noqa: F401,E402  (the drop-in for the safetensors package: weightloader.safetensors)
@@ -30,6 +31,7 @@ from .loaders import (BaseWeightLoader, CoreWeightLoader, CustomBinaryWeightLoad
 
 __all__ = ["BaseWeightLoader", "CoreWeightLoader", "CustomBinaryWeightLoader", "GgufWeightLoader", "HfWeightLoader",
            "Llama2cWeightLoader", "LocalWeightLoader", "MetaWeightLoader", "detect_name_scheme", "LoadReport", "Weights", "WeightLoaderRegistry", "load_into", "plan",
+           "refresh", "RefreshReport",
            "IncompatibleKeys", "Error", "FormatError", "NotFoundError", "InvalidArgumentError", "IoError",
            "CancelledError", "LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "EngineModule",
            "safe_open", "load_file", "load", "save_file", "save", "TensorNotFoundError", "UnknownFormatError"]

@@ -6,6 +6,7 @@ from .llm import (LLM as LLM, CompletionOutput as CompletionOutput, EngineModule
                   RequestOutput as RequestOutput, SamplingParams as SamplingParams)
 from .load_into import IncompatibleKeys as IncompatibleKeys, load_into as load_into
 from .plan import plan as plan
+from .refresh import RefreshReport as RefreshReport, refresh as refresh
 from .safe_open import (TensorNotFoundError as TensorNotFoundError, UnknownFormatError as UnknownFormatError,
                         load as load, load_file as load_file, safe_open as safe_open, save as save,
                         save_file as save_file)
@@ -18,6 +19,7 @@ from .loaders import (BaseWeightLoader as BaseWeightLoader, CoreWeightLoader as 
 
 __all__ = ["BaseWeightLoader", "CoreWeightLoader", "CustomBinaryWeightLoader", "GgufWeightLoader", "HfWeightLoader",
            "Llama2cWeightLoader", "LocalWeightLoader", "MetaWeightLoader", "detect_name_scheme", "LoadReport", "Weights", "WeightLoaderRegistry", "load_into", "plan",
+           "refresh", "RefreshReport",
            "IncompatibleKeys", "Error", "FormatError", "NotFoundError", "InvalidArgumentError", "IoError",
            "CancelledError", "LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "EngineModule",
            "safe_open", "load_file", "load", "save_file", "save", "TensorNotFoundError", "UnknownFormatError"]

@@ -1,11 +1,12 @@
 """load_into(module, path): an existing torch module's parameters and buffers filled in place,
 straight from the checkpoint into each tensor's memory, as load_state_dict would leave them."""
+import re
 from collections import namedtuple
 
 from . import _core, materialize, tensor_parallel
 from ._params import module_tensors
 from .errors import _from_core
-from .loaders import WeightLoaderRegistry, CoreWeightLoader, BaseWeightLoader
+from .loaders import WeightLoaderRegistry, CoreWeightLoader, BaseWeightLoader, Weights
 
 
 class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -27,7 +28,7 @@ def _name_map_kwargs(name_map):
     renames, regex = [], []
     for old, new in name_map.items():
         if old.endswith("."):
-            regex.append(f"^{old.replace('.', chr(92) + '.')}=>{new}")
+            regex.append(f"^{re.escape(old)}=>{new}")
         else:
             renames.append(f"{old}={new}")
     out = {}
@@ -85,14 +86,7 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     kwargs.update(_name_map_kwargs(name_map))
     ranks = tensor_parallel.Ranks(tp_rank, tp_size, tp_group)
     def make_loader(choice):  # choice: (name, kwargs) another rank detected for `path`, or None
-        if isinstance(loader, BaseWeightLoader):
-            return loader, None
-        name, chosen, detected = loader, kwargs, None
-        if name == "auto":
-            detected = choice or _core.detect_loader(str(path))
-            name, chosen = detected[0], {**detected[1], **kwargs}
-        cls = WeightLoaderRegistry.get(name) if isinstance(name, str) else name
-        return cls(**chosen), detected
+        return make_path_loader(path, loader, kwargs, choice)
 
     with ranks.agreement("opening the checkpoint") as opened:
         instance, weights = tensor_parallel.open_weights(make_loader, str(path), ranks)
@@ -115,7 +109,22 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
         report["tp_rank"], report["tp_size"] = ranks.rank, ranks.size
     out = IncompatibleKeys(list(report["missing"]), list(report["unexpected"]))
     out._report = report
+    if isinstance(weights, Weights):
+        module._wl_loaded_from = weights._source  # what refresh() compares a newer checkpoint with
     return out
+
+
+def make_path_loader(path, loader, kwargs, choice=None):
+    """(loader instance, (name, kwargs) detected or None) for reading `path`: `loader` a registered
+    name, "auto" (by content; `choice` what another rank detected), a class or an instance."""
+    if isinstance(loader, BaseWeightLoader):
+        return loader, None
+    name, chosen, detected = loader, kwargs, None
+    if name == "auto":
+        detected = choice or _core.detect_loader(str(path))
+        name, chosen = detected[0], {**detected[1], **kwargs}
+    cls = WeightLoaderRegistry.get(name) if isinstance(name, str) else name
+    return cls(**chosen), detected
 
 
 def _fills_by_default(instance):

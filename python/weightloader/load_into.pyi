@@ -26,3 +26,6 @@ def load_into(module: torch.nn.Module, path: Union[str, os.PathLike[str]],
     """Fills `module` from `path` in place and returns (missing_keys, unexpected_keys), with the
     load's report as `.report`; tp_rank/tp_size (default: torch.distributed's) load one rank's slices.
     A module on the meta device (or any, with assign=True) gets memory allocated by the loader."""
+
+def make_path_loader(path: Any, loader: Any, kwargs: dict[str, Any],
+                     choice: tuple[str, dict[str, Any]] | None = None) -> tuple[BaseWeightLoader, Any]: ...

@@ -471,10 +471,12 @@ def _metadata_arg(metadata):
     return dict(metadata)
 
 
-def save_file(tensors, filename, metadata=None):
-    """Writes `tensors` (a dict of torch tensors or NumPy arrays) as a safetensors file, atomically."""
+def save_file(tensors, filename, metadata=None, tensor_digests=False):
+    """Writes `tensors` (a dict of torch tensors or NumPy arrays) as a safetensors file, atomically.
+    tensor_digests: also each tensor's sha256 in __metadata__ ("weightloader.tensor_sha256"), so that
+    weightloader.refresh() finds the tensors a later checkpoint changed without reading them."""
     entries, owners = _entries(tensors)
-    _core.write_safetensors(os.fspath(filename), entries, _metadata_arg(metadata))
+    _core.write_safetensors(os.fspath(filename), entries, _metadata_arg(metadata), tensor_digests)
     del owners  # the memory had to live until the write was done
 
 

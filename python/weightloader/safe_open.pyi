@@ -61,8 +61,9 @@ def load(data: Union[bytes, bytearray, memoryview]) -> dict[str, torch.Tensor]:
     """Every tensor of a checkpoint given as bytes (found by content: safetensors, GGUF, ...)."""
 
 def save_file(tensors: Mapping[str, Union[torch.Tensor, np.ndarray[Any, Any]]], filename: _Path,
-              metadata: Mapping[str, str] | None = None) -> None:
-    """Writes `tensors` (a dict of torch tensors or NumPy arrays) as a safetensors file, atomically."""
+              metadata: Mapping[str, str] | None = None, tensor_digests: bool = False) -> None:
+    """Writes `tensors` (a dict of torch tensors or NumPy arrays) as a safetensors file, atomically;
+    tensor_digests: with each tensor's sha256 in __metadata__ (what refresh compares)."""
 
 def save(tensors: Mapping[str, Union[torch.Tensor, np.ndarray[Any, Any]]],
          metadata: Mapping[str, str] | None = None) -> bytes:

@@ -47,6 +47,13 @@ std::unique_ptr<WeightSource> WeightSource::with_metadata(std::map<std::string, 
   return std::make_unique<WeightSource>(format_, origin_, tensors_, std::move(metadata), opener());
 }
 
+std::unique_ptr<WeightSource> WeightSource::only(const std::vector<std::string>& names) const {
+  std::vector<TensorInfo> kept;
+  kept.reserve(names.size());
+  for (const std::string& name : names) kept.push_back(at(name));
+  return std::make_unique<WeightSource>(format_, origin_, std::move(kept), metadata_, opener());
+}
+
 std::unique_ptr<WeightSource> WeightSource::from_memory(std::string label, std::vector<MemoryTensor> tensors,
                                                         std::map<std::string, std::string> metadata) {
   auto opener = std::make_shared<MemoryOpener>();

@@ -86,9 +86,21 @@ class WL_API SafetensorsStreamWriter {
   std::unique_ptr<State> state_;
 };
 
-// Writes `tensors` in the order given, with `metadata` as "__metadata__" (omitted when empty).
+// The __metadata__ key under which write_safetensors(record_digests) records each tensor's sha256
+// (of its bytes as written), as JSON text {"name": "hex", ...}: what a refresh compares to find
+// the tensors a newer checkpoint changed without reading them.
+inline constexpr const char* kTensorDigestsKey = "weightloader.tensor_sha256";
+
+// The tensor digests the writer recorded (kTensorDigestsKey) in the __metadata__ of each safetensors
+// file `source` reads from, by tensor name; a tensor whose file recorded none is absent. Reads the
+// files' headers again, never tensor data. InvalidMetadata naming the file for a value that is
+// not such a JSON object.
+WL_API std::map<std::string, std::string> recorded_tensor_digests(const WeightSource& source);
+
+// Writes `tensors` in the order given, with `metadata` as "__metadata__" (omitted when empty);
+// record_digests: and each tensor's sha256 under kTensorDigestsKey (hashed before the write).
 WL_API void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, TensorView>>& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+                              const std::map<std::string, std::string>& metadata = {}, bool record_digests = false);
 
 // A sharded checkpoint: reads `model.safetensors.index.json` and the files its weight_map names
 // (only those; paths are relative to the index's directory), checks that the index and the files

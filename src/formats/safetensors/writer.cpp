@@ -7,6 +7,7 @@
 
 #include "core/atomic_output.hpp"
 #include "core/utf8.hpp"
+#include "weightloader/content_digest.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/safetensors.hpp"
 
@@ -159,14 +160,22 @@ void SafetensorsStreamWriter::finish() {
 }
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, TensorView>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, bool record_digests) {
   std::vector<SafetensorsEntry> entries;
   entries.reserve(tensors.size());
+  nlohmann::json digests = nlohmann::json::object();
   for (const auto& [name, tensor] : tensors) {
     if (!tensor.defined()) throw Error(ErrorCode::InvalidArgument, "tensor has no data", path, name);
     entries.push_back({name, tensor.dtype(), tensor.shape()});
+    if (!record_digests) continue;
+    const TensorView dense = tensor.is_contiguous() ? tensor : tensor.to(tensor.dtype());  // the bytes written
+    ContentDigest digest(DigestKind::Sha256, dense.nbytes(), path);
+    digest.update(dense.raw(), dense.nbytes());
+    digests[name] = digest.hex();
   }
-  SafetensorsStreamWriter writer(path, std::move(entries), metadata);
+  std::map<std::string, std::string> with_digests = metadata;
+  if (record_digests) with_digests[kTensorDigestsKey] = digests.dump();
+  SafetensorsStreamWriter writer(path, std::move(entries), with_digests);
   for (const auto& entry : tensors) writer.write_tensor(entry.second);
   writer.finish();
 }
