@@ -12,6 +12,8 @@ from . import _core, dtypes
 from .engine_module import EngineModule
 from .errors import InvalidArgumentError
 from .loaders import BaseWeightLoader, CoreWeightLoader, LoadReport, WeightLoaderRegistry, _kwarg_value
+from .load_into import make_path_loader
+from .refresh import changed_tensors, refresh_report
 
 
 @dataclass
@@ -114,7 +116,9 @@ class LLM:
             name, core_kwargs = resolved
             self._core = _core.LLM(str(model), name, core_kwargs, progress=progress, **common)
             self.modules = []
+            self._loaded = (name, core_kwargs, str(model))  # what refresh() compares a newer checkpoint with
             return
+        self._loaded = None
         self._core = _core.LLM(str(model), "auto", {}, defer_load=True, **common)
         weights = resolved.get_weights(model)
         if self._core.ranks > 1 and not hasattr(weights, "keys"):
@@ -151,6 +155,29 @@ class LLM:
 
     def load_reports(self):
         return [LoadReport(json.loads(r)) for r in self._core.load_reports()]
+
+    def refresh(self, newer, since=None):
+        """Brings the engine's parameters, every rank's, up to the checkpoint `newer` by reading only
+        the tensors whose recorded sha256 differs from the checkpoint they hold (the one the LLM was
+        built from or last refreshed to; `since` names it otherwise): see weightloader.refresh.
+        Returns a RefreshReport whose bytes_read adds up the ranks' (`ranks`: each rank's report)."""
+        if self._loaded is None:
+            raise InvalidArgumentError("refresh needs an LLM built by a registry loader (by name), not a Python one",
+                                       "InvalidArgument")
+        name, kwargs, held = self._loaded  # held: the source last refreshed to, or the path it was built from
+        def opened(path):
+            return make_path_loader(path, name, kwargs)[0].get_weights(str(path), progress=False)._source
+        new = opened(newer)
+        if since is not None:
+            held = str(since)
+        old = opened(held) if isinstance(held, str) else held
+        changed, unrecorded = changed_tensors(new, old)
+        ranks = [LoadReport(json.loads(self._core.load_rank(r, new.only(changed), False)))
+                 for r in range(self._core.ranks)] if changed else []
+        self._loaded = (name, kwargs, new)
+        report = {"loaded": sorted({n for r in ranks for n in r.loaded}), "bytes_read": sum(r.bytes_read for r in ranks),
+                  "seconds": sum(r.seconds for r in ranks), "missing": [], "unexpected": [], "ranks": ranks}
+        return refresh_report(report, changed, len(new), unrecorded)
 
     def generate(self, prompts, sampling_params=None, stream=None, return_logits=False):
         """prompts: a string, a list of strings, or token id lists. Returns one RequestOutput per

@@ -9,6 +9,7 @@ import torch
 from .dtypes import _DTypeLike
 from .engine_module import EngineModule as EngineModule
 from .loaders import BaseWeightLoader, LoadReport, _Progress, _WeightsLike
+from .refresh import RefreshReport
 
 _Prompt = Union[str, Sequence[int]]
 
@@ -82,6 +83,9 @@ class LLM:
         """The model's configuration (hidden_size, num_layers, num_heads, vocab_size, ...)."""
     def load_reports(self) -> list[LoadReport]:
         """What the load did, one report per tensor-parallel rank."""
+    def refresh(self, newer: Union[str, os.PathLike[str]], since: Union[str, os.PathLike[str], None] = None) -> RefreshReport:
+        """Every rank's parameters brought up to `newer`, reading only the tensors whose recorded
+        sha256 changed (weightloader.refresh)."""
     def generate(self, prompts: Union[_Prompt, Sequence[_Prompt]], sampling_params: SamplingParams | None = None,
                  stream: Callable[[str], Any] | None = None, return_logits: bool = False) -> list[RequestOutput]:
         """prompts: a string, a list of strings, or token id lists. Returns one RequestOutput per

@@ -30,15 +30,25 @@ def refresh(module, newer, since=None, loader="auto", progress=None, **kwargs):
     if old_source is None:
         raise InvalidArgumentError("refresh: this module was not loaded by weightloader.load_into; name the checkpoint "
                                    "it holds with since=", "InvalidArgument")
-    new, old = _core.recorded_tensor_digests(weights._source), _core.recorded_tensor_digests(old_source)
-    names = list(weights.keys())
-    unrecorded = [n for n in names if n not in new or n not in old]
-    changed = [n for n in names if n in unrecorded or new[n] != old[n]]
+    changed, unrecorded = changed_tensors(weights._source, old_source)
     report = {"loaded": [], "bytes_read": 0, "seconds": 0.0, "missing": [], "unexpected": []}
     if changed:
         report = instance.load_weights(module, Weights(weights._source.only(changed), weights._dtype), strict=False,
                                        progress=progress)
     module._wl_loaded_from = weights._source
+    return refresh_report(report, changed, len(weights._source), unrecorded)
+
+
+def changed_tensors(new_source, old_source):
+    """(the tensors of new_source to read, those of them no digest describes on one side): the ones
+    whose recorded sha256 differs from old_source's, and the unrecorded ones."""
+    new, old = _core.recorded_tensor_digests(new_source), _core.recorded_tensor_digests(old_source)
+    names = new_source.keys()
+    unrecorded = [n for n in names if n not in new or n not in old]
+    return [n for n in names if n in unrecorded or new[n] != old[n]], unrecorded
+
+
+def refresh_report(report, changed, total, unrecorded):
     out = RefreshReport(report)
-    out.update(changed=changed, unchanged=len(names) - len(changed), unrecorded=unrecorded)
+    out.update(changed=changed, unchanged=total - len(changed), unrecorded=unrecorded)
     return out

@@ -70,3 +70,29 @@ def test_a_module_weightloader_did_not_load_needs_since(tmp_path):
     wl.save_file(state(0), tmp_path / "m.safetensors", tensor_digests=True)
     with pytest.raises(wl.InvalidArgumentError, match="since="):
         wl.refresh(Stack(), tmp_path / "m.safetensors")
+
+
+def test_an_llm_refreshes_every_rank_and_then_generates_as_one_built_from_the_newer_checkpoint(tmp_path):
+    import os
+    import shutil
+    tiny = os.path.join(os.environ.get("WL_TESTDATA_DIR", ""), "hf-tiny-random-llama-2")
+    if not os.path.isdir(tiny):
+        pytest.skip("shared test data not found")
+    tensors = st_load_file(os.path.join(tiny, "model.safetensors"))
+    steps = []
+    for step, scale in ((1, 1.0), (2, 3.0)):
+        d = tmp_path / f"step-{step}"
+        d.mkdir()
+        shutil.copy(os.path.join(tiny, "config.json"), d / "config.json")
+        changed = dict(tensors, **{"model.norm.weight": tensors["model.norm.weight"] * scale})
+        wl.save_file(changed, d / "model.safetensors", tensor_digests=True)
+        steps.append(d)
+    greedy = wl.SamplingParams(temperature=0.0, max_tokens=8)
+    llm = wl.LLM(str(steps[0]), tensor_parallel_size=2)
+    report = llm.refresh(steps[1])
+    assert report.changed == ["model.norm.weight"] and len(report.ranks) == 2
+    assert report.bytes_read == 2 * tensors["model.norm.weight"].numel() * 2  # BF16, read by both ranks
+    after = llm.generate([[1, 2, 3]], greedy)[0].outputs[0].token_ids
+    fresh = wl.LLM(str(steps[1]), tensor_parallel_size=2).generate([[1, 2, 3]], greedy)[0].outputs[0].token_ids
+    assert after == fresh
+    assert llm.refresh(steps[1]).changed == []
