@@ -12,11 +12,12 @@ namespace wl {
 
 enum class DType : uint8_t {
   BOOL, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64, F8_E4M3, F8_E5M2,
+  F8_E8M0,  // OCP's E8M0 scale (torch's float8_e8m0fnu): 2^(e - 127), 0xFF NaN; no sign, no zero
 };
 
 inline constexpr DType kAllDTypes[] = {
     DType::BOOL, DType::U8,  DType::I8,  DType::U16,  DType::I16, DType::U32,     DType::I32,    DType::U64,
-    DType::I64,  DType::F16, DType::BF16, DType::F32, DType::F64, DType::F8_E4M3, DType::F8_E5M2,
+    DType::I64,  DType::F16, DType::BF16, DType::F32, DType::F64, DType::F8_E4M3, DType::F8_E5M2, DType::F8_E8M0,
 };
 
 WL_API std::string_view dtype_name(DType dtype);   // "BF16"

@@ -31,6 +31,7 @@ constexpr DTypeInfo info(DType dtype) {
     case DType::F64: return {"F64", 8};
     case DType::F8_E4M3: return {"F8_E4M3", 1};
     case DType::F8_E5M2: return {"F8_E5M2", 1};
+    case DType::F8_E8M0: return {"F8_E8M0", 1};
   }
   return {"?", 0};
 }
@@ -52,7 +53,8 @@ constexpr Alias kAliases[] = {
     {"float64", DType::F64},     {"e4m3", DType::F8_E4M3},     {"e4m3fn", DType::F8_E4M3},
     {"fp8_e4m3", DType::F8_E4M3}, {"fp8_e4m3fn", DType::F8_E4M3}, {"f8_e4m3fn", DType::F8_E4M3},
     {"float8_e4m3fn", DType::F8_E4M3}, {"e5m2", DType::F8_E5M2}, {"fp8_e5m2", DType::F8_E5M2},
-    {"float8_e5m2", DType::F8_E5M2},
+    {"float8_e5m2", DType::F8_E5M2}, {"e8m0", DType::F8_E8M0},   {"fp8_e8m0", DType::F8_E8M0},
+    {"f8_e8m0fnu", DType::F8_E8M0}, {"float8_e8m0fnu", DType::F8_E8M0},
 };
 
 }  // namespace
@@ -69,6 +71,7 @@ bool dtype_is_float(DType dtype) {
     case DType::F64:
     case DType::F8_E4M3:
     case DType::F8_E5M2:
+    case DType::F8_E8M0:
       return true;
     default:
       return false;

@@ -4,7 +4,8 @@
 // round-to-nearest-even step; since every source value is exact in double, that single rounding
 // is the correctly rounded result. Integers travel as int64/uint64. NaN outputs are canonical:
 // the sign is kept, the payload is the quiet bit alone (F8_E4M3, which has one NaN per sign,
-// uses S.1111.111). The SIMD kernels in convert_hwy.cpp produce exactly the same bits.
+// uses S.1111.111). The SIMD kernels in convert_hwy.cpp produce exactly the same bits. F8_E8M0 is
+// the exception: it is encoded as torch encodes it (encode_e8m0), which is not round-to-nearest-even.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -119,6 +120,19 @@ struct Value {
   double f = 0;
 };
 
+// F8_E8M0 (torch's float8_e8m0fnu): 2^(e - 127); 0xFF is NaN.
+double decode_e8m0(uint8_t e) { return e == 0xFF ? signed_nan(false) : std::ldexp(1.0, static_cast<int>(e) - 127); }
+
+// As torch encodes it, from the value as F32: its exponent, one up when the mantissa is above half,
+// or at half above the subnormals; NaN, infinities and overflow give 0xFF; the sign is dropped.
+uint8_t encode_e8m0(double value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(static_cast<float>(value));
+  const uint32_t exp = (bits >> 23) & 0xFF, mant = bits & 0x7FFFFF;
+  if (exp == 0xFF) return 0xFF;
+  const uint32_t up = mant > 0x400000 || (mant == 0x400000 && exp != 0) ? 1 : 0;
+  return static_cast<uint8_t>(std::min<uint32_t>(exp + up, 0xFF));
+}
+
 template <typename T>
 T load(const std::byte* p) {
   T v;
@@ -147,6 +161,7 @@ Value read(const std::byte* p) {
   else if constexpr (D == DType::F32) return Value{Value::Kind::Float, 0, 0, decode(load<uint32_t>(p), kF32)};
   else if constexpr (D == DType::F64) return Value{Value::Kind::Float, 0, 0, load<double>(p)};
   else if constexpr (D == DType::F8_E4M3) return Value{Value::Kind::Float, 0, 0, decode(load<uint8_t>(p), kE4M3)};
+  else if constexpr (D == DType::F8_E8M0) return Value{Value::Kind::Float, 0, 0, decode_e8m0(load<uint8_t>(p))};
   else return Value{Value::Kind::Float, 0, 0, decode(load<uint8_t>(p), kE5M2)};
 }
 
@@ -220,6 +235,7 @@ void write(std::byte* p, const Value& v) {
   }
   if constexpr (D == DType::F8_E4M3) store(p, static_cast<uint8_t>(encode(as_double(v), kE4M3)));
   if constexpr (D == DType::F8_E5M2) store(p, static_cast<uint8_t>(encode(as_double(v), kE5M2)));
+  if constexpr (D == DType::F8_E8M0) store(p, encode_e8m0(as_double(v)));
 }
 
 template <DType From, DType To>

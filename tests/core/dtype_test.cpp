@@ -16,7 +16,7 @@ TEST(DType, NamesAndSizes) {
       {DType::I32, {"I32", 4}},         {DType::U64, {"U64", 8}},   {DType::I64, {"I64", 8}},
       {DType::F16, {"F16", 2}},         {DType::BF16, {"BF16", 2}}, {DType::F32, {"F32", 4}},
       {DType::F64, {"F64", 8}},         {DType::F8_E4M3, {"F8_E4M3", 1}},
-      {DType::F8_E5M2, {"F8_E5M2", 1}},
+      {DType::F8_E5M2, {"F8_E5M2", 1}}, {DType::F8_E8M0, {"F8_E8M0", 1}},
   };
   ASSERT_EQ(std::size(expected), std::size(kAllDTypes));
   for (const auto& [dtype, info] : expected) {

@@ -19,7 +19,7 @@ using nlohmann::json;
 // dtypes the reference implementation knows but weightloader cannot hold, with their bit widths.
 // The header is validated with them like any other dtype before the tensor is refused.
 constexpr std::pair<std::string_view, unsigned> kForeignDTypes[] = {
-    {"F4", 4}, {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"C64", 64},
+    {"F4", 4}, {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"C64", 64},
 };
 
 // One tensor entry as the header states it.

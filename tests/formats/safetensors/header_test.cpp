@@ -241,7 +241,6 @@ TEST(SafetensorsHeader, UnsupportedDTypeKnownToSafetensors) {
            {"F4", "[2]", 1},
            {"F6_E2M3", "[4]", 3},
            {"F6_E3M2", "[4]", 3},
-           {"F8_E8M0", "[2]", 2},
            {"F8_E4M3FNUZ", "[2]", 2},
            {"F8_E5M2FNUZ", "[2]", 2},
            {"C64", "[1]", 8}}) {
