@@ -217,9 +217,18 @@ class Nginx:
         return self.url(rel)
 
     def log(self):
-        """The access log so far (nginx writes each line when the request ends), parsed."""
+        """The access log so far, parsed. nginx writes a request's line only after it has sent the
+        answer, which the client may already have used: the file is read until it holds still for
+        50 ms (2 s at most)."""
+        text, deadline = None, time.monotonic() + 2
+        while True:
+            now = _tail(self.prefix / "logs" / "access.log", 10**9)
+            if now == text or time.monotonic() > deadline:
+                break
+            text = now
+            time.sleep(0.05)
         entries = []
-        for line in _tail(self.prefix / "logs" / "access.log", 10**9).splitlines():
+        for line in now.splitlines():
             f = line.split("\t")
             if len(f) >= 5:
                 g = [("" if x == "-" else x) for x in f]
