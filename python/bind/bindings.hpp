@@ -38,6 +38,8 @@ std::shared_ptr<const void> keep_alive(pybind11::object owner);
 
 // Python kwargs (bool, int, float, str values) as the C++ registry takes them; InvalidKwarg otherwise.
 Kwargs to_kwargs(const pybind11::dict& kwargs);
+// And back: a dict of bool, int, float and str values.
+pybind11::dict kwargs_to_python(const Kwargs& kwargs);
 
 // Memory a Python object owns (a tensor's or array's), seen by the library as a Storage; the
 // caller keeps the owner alive for as long as the storage is used.

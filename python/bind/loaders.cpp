@@ -34,6 +34,12 @@ Kwargs to_kwargs(const pyb::dict& kwargs) {
   return out;
 }
 
+pyb::dict kwargs_to_python(const Kwargs& kwargs) {
+  pyb::dict out;
+  for (const auto& entry : kwargs) std::visit([&](const auto& x) { out[pyb::str(entry.first)] = x; }, entry.second);
+  return out;
+}
+
 namespace {
 
 struct Loader {
@@ -204,9 +210,7 @@ void register_loaders(pyb::module_& m) {
   m.def("detect_loader", [](const std::string& path) {
     const Context& context = module_context();  // a remote path means requests: interruptible
     const LoaderChoice c = Interruptible().run([&] { return detect_loader(path, *context.files(), formats_of(context)); });
-    pyb::dict kwargs;
-    for (const auto& [k, v] : c.kwargs) std::visit([&](const auto& x) { kwargs[pyb::str(k)] = x; }, v);
-    return pyb::make_tuple(c.name, kwargs);
+    return pyb::make_tuple(c.name, kwargs_to_python(c.kwargs));
   });
 }
 

@@ -53,10 +53,8 @@ void register_tensor_parallel(pyb::module_& m) {
   m.def("shared_catalogue", [](const std::string& shared, const std::string& path) -> pyb::object {
     const std::optional<SharedCatalogue> received = received_catalogue(shared, path);
     if (!received) return pyb::none();
-    pyb::dict kwargs;
-    for (const auto& [k, v] : received->choice.kwargs) std::visit([&](const auto& x) { kwargs[pyb::str(k)] = x; }, v);
     std::shared_ptr<WeightSource> source(catalogue_from_value(received->catalogue, module_context().files()));
-    return pyb::make_tuple(received->choice.name, kwargs, source);
+    return pyb::make_tuple(received->choice.name, kwargs_to_python(received->choice.kwargs), source);
   });
 }
 
