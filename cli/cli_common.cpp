@@ -30,6 +30,23 @@ void add_name_map_option(CLI::App& app, std::string& name_map) {
 
 }  // namespace
 
+void ReadOptions::add_to(CLI::App& app) {
+  app.add_option("--io", io, "auto, mmap, pread or direct (O_DIRECT); same as --kw io=")
+      ->check(CLI::IsMember({"auto", "mmap", "pread", "direct"}));
+  app.add_option("--staging-bytes", staging, "staging memory bound for conversion, all threads; same as --kw staging_bytes=");
+  app.add_option("--device", device,
+                 "where the parameters live: cpu (default), cuda or cuda:N (read and converted on the host, copied "
+                 "through pinned buffers of --staging-bytes); same as --kw device=");
+  app.add_option("--dtype", dtype, "convert every tensor to this dtype (bf16, f16, f32, ...); same as --kw dtype=");
+}
+
+void ReadOptions::into(Kwargs& kwargs) const {
+  if (!dtype.empty()) kwargs["dtype"] = dtype;
+  if (!io.empty()) kwargs["io"] = io;
+  if (!device.empty()) kwargs["device"] = device;
+  if (staging >= 0) kwargs["staging_bytes"] = std::to_string(staging);
+}
+
 void SourceOptions::add_to(CLI::App& app, const std::string& path_option) {
   app.add_option(
          path_option, path,

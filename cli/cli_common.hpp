@@ -37,6 +37,17 @@ struct SourceOptions {
   Opened open_loader(const Kwargs& extra = {}) const;
 };
 
+// The options of commands that run a load's reads (load, plan): --dtype, --device, --io,
+// --staging-bytes, each the same as its --kw.
+struct ReadOptions {
+  std::string dtype, device, io;
+  int64_t staging = -1;
+
+  void add_to(CLI::App& app);
+  // The ones given, as kwargs added to `kwargs`.
+  void into(Kwargs& kwargs) const;
+};
+
 // What this program's loads reach through: local files, and what the build links — http://,
 // https:// and s3:// names and hub downloads (the remote component), CUDA devices. Made once.
 const Context& program_context();

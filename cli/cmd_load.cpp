@@ -9,18 +9,15 @@ namespace {
 
 struct Args {
   SourceOptions source;
-  std::string dtype, io, device, verify;
-  int64_t staging = -1;
+  ReadOptions reads;
+  std::string verify;
   bool json = false, quiet = false, verbose = false;
 };
 
 void run_load(const Args& a) {
   Kwargs extra;
-  if (!a.dtype.empty()) extra["dtype"] = a.dtype;
-  if (!a.io.empty()) extra["io"] = a.io;
-  if (!a.device.empty()) extra["device"] = a.device;
+  a.reads.into(extra);
   if (!a.verify.empty()) extra["verify"] = a.verify;
-  if (a.staging >= 0) extra["staging_bytes"] = std::to_string(a.staging);
   SourceOptions::Opened opened = a.source.open_loader(extra);
   auto& loader = opened.loader;
   loader->options().io.progress = make_progress_bar(a.quiet);
@@ -50,13 +47,7 @@ void add_load_command(CLI::App& app) {
       "load", "load a checkpoint into a model that mirrors it (converting to --dtype) and print the load report");
   auto a = std::make_shared<Args>();
   a->source.add_to(*cmd);
-  cmd->add_option("--io", a->io, "auto, mmap, pread or direct (O_DIRECT); same as --kw io=")
-      ->check(CLI::IsMember({"auto", "mmap", "pread", "direct"}));
-  cmd->add_option("--staging-bytes", a->staging, "staging memory bound for conversion, all threads; same as --kw staging_bytes=");
-  cmd->add_option("--device", a->device,
-                  "where the parameters live: cpu (default), cuda or cuda:N (read and converted on the host, copied "
-                  "through pinned buffers of --staging-bytes); same as --kw device=");
-  cmd->add_option("--dtype", a->dtype, "convert every tensor to this dtype (bf16, f16, f32, ...); same as --kw dtype=");
+  a->reads.add_to(*cmd);
   cmd->add_option("--verify", a->verify,
                   "sha256: hash each file from the bytes the load reads and fail unless it has the digest its cache "
                   "blob name, ETag, <file>.sha256 or SHA256SUMS names; same as --kw verify=")

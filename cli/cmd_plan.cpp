@@ -10,17 +10,14 @@ struct Args {
   SourceOptions source;
   unsigned tp = 1;
   bool expert_parallel = false, mirror = false, json = false;
-  std::string dtype, device, io, max_host_memory;
-  int64_t staging = -1;
+  ReadOptions reads;
+  std::string max_host_memory;
 };
 
 void run_plan(const Args& a) {
   Kwargs extra;
-  if (!a.dtype.empty()) extra["dtype"] = a.dtype;
-  if (!a.device.empty()) extra["device"] = a.device;
-  if (!a.io.empty()) extra["io"] = a.io;
+  a.reads.into(extra);
   if (!a.max_host_memory.empty()) extra["max_host_memory"] = a.max_host_memory;
-  if (a.staging >= 0) extra["staging_bytes"] = std::to_string(a.staging);
   SourceOptions::Opened opened = a.source.open_loader(extra);
   auto source = opened.loader->get_weights(a.source.path);
   const ModelPlan plan = plan_model(*opened.loader, *source, {a.tp, a.expert_parallel, a.mirror});
@@ -39,11 +36,7 @@ void add_plan_command(CLI::App& app) {
       ->check(CLI::Range(1u, 4096u));
   cmd->add_flag("--expert-parallel", a->expert_parallel, "ranks hold whole experts, not slices of all");
   cmd->add_flag("--mirror", a->mirror, "plan a model that mirrors the checkpoint (what `load` fills), even with a configuration");
-  cmd->add_option("--dtype", a->dtype, "the parameters' dtype (bf16, f16, f32, ...); same as --kw dtype=");
-  cmd->add_option("--device", a->device, "where the parameters live: cpu (default), cuda or cuda:N; same as --kw device=");
-  cmd->add_option("--io", a->io, "auto, mmap, pread or direct; same as --kw io=")
-      ->check(CLI::IsMember({"auto", "mmap", "pread", "direct"}));
-  cmd->add_option("--staging-bytes", a->staging, "staging memory bound, all threads; same as --kw staging_bytes=");
+  a->reads.add_to(*cmd);
   cmd->add_option("--max-host-memory", a->max_host_memory,
                   "the host memory budget to check (2GiB, or 0.5 of RAM); same as --kw max_host_memory=");
   cmd->add_flag("--json", a->json, "print the plan as JSON");
