@@ -13,7 +13,7 @@ from .engine_module import EngineModule
 from .errors import InvalidArgumentError
 from .loaders import BaseWeightLoader, CoreWeightLoader, LoadReport, WeightLoaderRegistry, _kwarg_value
 from .load_into import make_path_loader
-from .refresh import changed_tensors, refresh_report
+from .refresh import changed_tensors, recorded_digests, refresh_report
 
 
 @dataclass
@@ -164,17 +164,18 @@ class LLM:
         if self._loaded is None:
             raise InvalidArgumentError("refresh needs an LLM built by a registry loader (by name), not a Python one",
                                        "InvalidArgument")
-        name, kwargs, held = self._loaded  # held: the source last refreshed to, or the path it was built from
+        name, kwargs, held = self._loaded  # held: the digests last refreshed to, or the path it was built from
         def opened(path):
             return make_path_loader(path, name, kwargs)[0].get_weights(str(path), progress=False)._source
         new = opened(newer)
         if since is not None:
             held = str(since)
-        old = opened(held) if isinstance(held, str) else held
-        changed, unrecorded = changed_tensors(new, old)
+        old = recorded_digests(opened(held)) if isinstance(held, str) else held
+        digests = recorded_digests(new)
+        changed, unrecorded = changed_tensors(new.keys(), digests, old)
         ranks = [LoadReport(json.loads(self._core.load_rank(r, new.only(changed), False)))
                  for r in range(self._core.ranks)] if changed else []
-        self._loaded = (name, kwargs, new)
+        self._loaded = (name, kwargs, digests)
         report = {"loaded": sorted({n for r in ranks for n in r.loaded}), "bytes_read": sum(r.bytes_read for r in ranks),
                   "seconds": sum(r.seconds for r in ranks), "missing": [], "unexpected": [], "ranks": ranks}
         return refresh_report(report, changed, len(new), unrecorded)

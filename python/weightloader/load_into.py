@@ -110,7 +110,8 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     out = IncompatibleKeys(list(report["missing"]), list(report["unexpected"]))
     out._report = report
     if isinstance(weights, Weights):
-        module._wl_loaded_from = weights._source  # what refresh() compares a newer checkpoint with
+        from .refresh import recorded_digests  # noqa: PLC0415 - refresh imports this module
+        module._wl_loaded_digests = recorded_digests(weights._source)  # what refresh() compares with
     return out
 
 

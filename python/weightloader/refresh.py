@@ -6,6 +6,8 @@ from .errors import InvalidArgumentError
 from .load_into import make_path_loader
 from .loaders import LoadReport, Weights
 
+DIGESTS_KEY = "weightloader.tensor_sha256"  # the writer's __metadata__ key (kTensorDigestsKey)
+
 
 class RefreshReport(LoadReport):
     """The load of the changed tensors (bytes_read, seconds, loaded, ...) with `changed` (their
@@ -24,28 +26,33 @@ def refresh(module, newer, since=None, loader="auto", progress=None, **kwargs):
     if not isinstance(weights, Weights):
         raise InvalidArgumentError(f"refresh needs a registry loader (safetensors files), not {type(instance).__name__}",
                                    "InvalidArgument")
-    old_source = getattr(module, "_wl_loaded_from", None)
+    held = getattr(module, "_wl_loaded_digests", None)
     if since is not None:
-        old_source = make_path_loader(since, loader, kwargs)[0].get_weights(str(since))._source
-    if old_source is None:
+        held = recorded_digests(make_path_loader(since, loader, kwargs)[0].get_weights(str(since))._source)
+    if held is None:
         raise InvalidArgumentError("refresh: this module was not loaded by weightloader.load_into; name the checkpoint "
                                    "it holds with since=", "InvalidArgument")
-    changed, unrecorded = changed_tensors(weights._source, old_source)
+    new = recorded_digests(weights._source)
+    changed, unrecorded = changed_tensors(weights._source.keys(), new, held)
     report = {"loaded": [], "bytes_read": 0, "seconds": 0.0, "missing": [], "unexpected": []}
     if changed:
         report = instance.load_weights(module, Weights(weights._source.only(changed), weights._dtype), strict=False,
                                        progress=progress)
-    module._wl_loaded_from = weights._source
+    module._wl_loaded_digests = new
     return refresh_report(report, changed, len(weights._source), unrecorded)
 
 
-def changed_tensors(new_source, old_source):
-    """(the tensors of new_source to read, those of them no digest describes on one side): the ones
-    whose recorded sha256 differs from old_source's, and the unrecorded ones."""
-    new, old = _core.recorded_tensor_digests(new_source), _core.recorded_tensor_digests(old_source)
-    names = new_source.keys()
-    unrecorded = [n for n in names if n not in new or n not in old]
-    return [n for n in names if n in unrecorded or new[n] != old[n]], unrecorded
+def recorded_digests(source):
+    """{tensor: sha256} the writer recorded in the checkpoint's headers; {} without reading when its
+    metadata says it recorded none. Kept instead of the source, which would hold its files open."""
+    return _core.recorded_tensor_digests(source) if DIGESTS_KEY in source.metadata() else {}
+
+
+def changed_tensors(names, new, held):
+    """(the tensors of `names` to read, those of them no digest describes on one side): the ones
+    whose digest in `new` differs from `held`'s, and the unrecorded ones."""
+    unrecorded = [n for n in names if n not in new or n not in held]
+    return [n for n in names if n in unrecorded or new[n] != held[n]], unrecorded
 
 
 def refresh_report(report, changed, total, unrecorded):
