@@ -102,6 +102,14 @@ class WL_API ByteSource {
   // The version the source was opened at (a remote object's ETag, every read pinned to it), for
   // Opener::open_known in another process; empty when it has none.
   virtual std::string version() const { return {}; }
+  // Waits until this source's bytes are final and checked (a file still being downloaded: until
+  // it is whole and matches its digest); throws the error if they are not. The I/O engine calls it
+  // after its reads, so that nothing read from such a file is reported loaded before it passed.
+  virtual void settle() const {}
+  // Wakes the reads waiting on bytes yet to come (a file still downloading) with Cancelled, and
+  // fails later ones that would wait: the I/O engine calls it when it stops early, so that none of
+  // its threads waits on.
+  virtual void interrupt_waits() const {}
 };
 
 // Finds byte sources by name, and names relative to other names. Thread-safe.

@@ -39,14 +39,16 @@ WL_API bool hf_hub_offline();
 WL_API std::string resolve_hf_snapshot(const std::string& model_id, const std::string& revision = "main",
                                        const std::string& cache_dir = {});
 
-// `downloader`'s snapshot; InvalidArgument if there is none (a context without the remote
-// component), and FileNotFound naming what is missing when HF_HUB_OFFLINE forbids requests.
-WL_API std::string download_hf_snapshot(const HfDownload& request, const HfDownloader& downloader);
+// `downloader`'s snapshot, whole (request.stream is ignored); InvalidArgument if there is none (a
+// context without the remote component), and FileNotFound naming what is missing when
+// HF_HUB_OFFLINE forbids requests.
+WL_API std::string download_hf_snapshot(HfDownload request, const HfDownloader& downloader);
 
 // The cached snapshot of request.model_id at request.revision, else (with a downloader, when not
-// offline) a download of what a load needs: also when the cached snapshot holds no weights
-// (another tool fetched only config.json). `include` is ignored for a snapshot already in the cache.
-WL_API std::string find_or_download_hf_snapshot(const HfDownload& request, const HfDownloader& downloader);
+// offline) a download of what a load needs, streamed when request.stream asks: also when the
+// cached snapshot lacks weights (another tool fetched only config.json; an interrupted download
+// left some shards of an index). `include` is ignored for a snapshot already in the cache.
+WL_API HfSnapshot find_or_download_hf_snapshot(const HfDownload& request, const HfDownloader& downloader);
 
 // The files of a repository (its file list, as the hub API gives it) that a load needs:
 // config.json, the tokenizer files and generation_config.json when present, and the weights of

@@ -169,13 +169,14 @@ class CoreWeightLoader(BaseWeightLoader):
 
 class HfWeightLoader(CoreWeightLoader):
     """A Hugging Face directory or a model id (org/name) from the Hugging Face cache, downloaded from
-    the hub when missing (revision, cache_dir, download=False to only read the cache); safetensors
-    preferred, index files honoured."""
+    the hub when missing (revision, cache_dir, download=False to only read the cache) and loaded
+    while it arrives (stream=False: download the whole snapshot first); safetensors preferred,
+    index files honoured."""
     loader_name = "hf"
 
-    def __init__(self, revision=None, cache_dir=None, download=None, **kwargs):
+    def __init__(self, revision=None, cache_dir=None, download=None, stream=None, **kwargs):
         super().__init__(revision=revision, cache_dir=None if cache_dir is None else str(cache_dir), download=download,
-                         **kwargs)
+                         stream=stream, **kwargs)
 
 
 class LocalWeightLoader(CoreWeightLoader):

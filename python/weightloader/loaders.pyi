@@ -100,10 +100,12 @@ class CoreWeightLoader(BaseWeightLoader):
 
 class HfWeightLoader(CoreWeightLoader):
     """A Hugging Face directory or a model id (org/name) from the Hugging Face cache, downloaded from
-    the hub when missing (revision, cache_dir, download=False to only read the cache); safetensors
-    preferred, index files honoured."""
+    the hub when missing (revision, cache_dir, download=False to only read the cache) and loaded
+    while it arrives (stream=False: download the whole snapshot first); safetensors preferred,
+    index files honoured."""
 
-    def __init__(self, revision: str | None = None, cache_dir: _Path | None = None, download: bool | None = None, *,
+    def __init__(self, revision: str | None = None, cache_dir: _Path | None = None, download: bool | None = None,
+                 stream: bool | None = None, *,
                  dtype: _DTypeLike | None = ..., strict: bool = ...,
                  allow_reshape: bool = ..., strip_prefix: _Names = ..., add_prefix: str = ...,
                  rename: _Names = ..., regex_rename: _Names = ..., drop: _Names = ..., concurrency: int = ...,

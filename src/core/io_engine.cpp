@@ -407,6 +407,7 @@ void Executor::halt() {
   stop_ = true;
   for (const auto& d : digests_)
     if (d) d->abandon();
+  for (const ByteSource* s : sources_) s->interrupt_waits();
 }
 
 void Executor::run_item(size_t i, Scratch& scratch) {
@@ -456,7 +457,7 @@ void Executor::worker() {
     }
   } catch (...) {
     std::lock_guard lock(mutex_);
-    if (!error_) error_ = std::current_exception();
+    if (!error_ && !cancelled_) error_ = std::current_exception();  // a read the cancel interrupted is not the cause
     halt();
   }
   staging_peak_ += scratch.bytes();
@@ -564,6 +565,7 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cach
 
   Executor executor(plan, sources, stats.mode, destination, options, digests);
   stats.staging_bytes = executor.run();
+  for (const ByteSource* s : sources) s->settle();
   check_digests(digests, expected, sources);
   stats.bytes_read = executor.bytes_done();
   stats.threads = plan.threads;

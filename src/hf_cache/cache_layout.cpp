@@ -9,6 +9,7 @@
 
 #include "hf_cache/hf_weights_files.hpp"
 #include "weightloader/error.hpp"
+#include "weightloader/format.hpp"
 
 namespace wl {
 
@@ -94,8 +95,10 @@ std::string offline_snapshot(const HfDownload& request) {
 
 }  // namespace
 
-std::string download_hf_snapshot(const HfDownload& request, const HfDownloader& downloader) {
-  if (hf_hub_offline()) return offline_snapshot(request);
+namespace {
+
+HfSnapshot start_download(const HfDownload& request, const HfDownloader& downloader) {
+  if (hf_hub_offline()) return {offline_snapshot(request), nullptr};
   if (!downloader)
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("cannot download '{}': no hub downloader here (it needs the remote component, libcurl)",
@@ -103,27 +106,39 @@ std::string download_hf_snapshot(const HfDownload& request, const HfDownloader& 
   return downloader(request);
 }
 
-namespace {
-
-// A snapshot another tool left with only some files (config.json alone, after reading a config):
-// no weights to load yet.
+// The weights a load would read are all there: some weights file, and every shard its index lists.
+// Another tool may have left only config.json (after reading a config), or an interrupted download
+// only some shards.
 bool holds_weights(const std::string& snapshot) {
-  for (const std::string& name : cache_files().list(snapshot))
-    if (is_hf_weights_file(base_name(name))) return true;
-  return false;
+  const Opener& files = cache_files();
+  bool any = false;
+  for (const std::string& name : files.list(snapshot)) {
+    if (!is_hf_weights_file(base_name(name))) continue;
+    any = true;
+    if (!name.ends_with(".index.json")) continue;
+    const std::shared_ptr<ByteSource> index = files.open(name);
+    for (const std::string& shard : sharded_index_files(index->read_string(0, index->size()), name))
+      if (!files.exists(files.join(snapshot, shard))) return false;
+  }
+  return any;
 }
 
 }  // namespace
 
-std::string find_or_download_hf_snapshot(const HfDownload& request, const HfDownloader& downloader) {
+std::string download_hf_snapshot(HfDownload request, const HfDownloader& downloader) {
+  request.stream = false;
+  return start_download(request, downloader).directory;
+}
+
+HfSnapshot find_or_download_hf_snapshot(const HfDownload& request, const HfDownloader& downloader) {
   try {
     const std::string snapshot = resolve_hf_snapshot(request.model_id, request.revision, request.cache_dir);
-    if (holds_weights(snapshot) || hf_hub_offline() || !downloader) return snapshot;
+    if (holds_weights(snapshot) || hf_hub_offline() || !downloader) return {snapshot, nullptr};
   } catch (const Error& e) {
     if (e.code() != ErrorCode::FileNotFound) throw;
     if (!downloader) throw;  // nothing to download with: where it looked is the answer
   }
-  return download_hf_snapshot(request, downloader);  // what is in the cache already is not fetched again
+  return start_download(request, downloader);  // what is in the cache already is not fetched again
 }
 
 }  // namespace wl

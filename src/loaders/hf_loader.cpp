@@ -1,5 +1,6 @@
 // "hf": a Hugging Face model directory, or a model id resolved through the cache (and downloaded
-// into it when missing, by the downloader the remote component installs).
+// into it when missing, by the downloader the remote component installs: streamed, read as it
+// arrives).
 // Weights: safetensors first (index, else every *.safetensors), then PyTorch .bin (index, else
 // pytorch_model*.bin / model*.bin); training leftovers are never read.
 #include <fmt/format.h>
@@ -37,14 +38,34 @@ std::vector<std::string> files_matching(const Opener& opener, const std::string&
 
 class HfLoader final : public WeightLoader {
  public:
-  HfLoader(std::string revision, std::string cache_dir, bool download, bool as_stored)
-      : revision_(std::move(revision)), cache_dir_(std::move(cache_dir)), download_(download), as_stored_(as_stored) {}
+  HfLoader(std::string revision, std::string cache_dir, bool download, bool stream, bool as_stored)
+      : revision_(std::move(revision)), cache_dir_(std::move(cache_dir)), download_(download), stream_(stream),
+        as_stored_(as_stored) {}
 
   std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path) override {
-    const std::shared_ptr<const Opener> session = session_opener();
-    const Opener& files = *session;
+    std::shared_ptr<const Opener> session = session_opener();
     std::string dir = model_name_or_path;
-    if (!files.exists(dir)) dir = snapshot_of(model_name_or_path);
+    if (!session->exists(dir)) {
+      const HfSnapshot snapshot = snapshot_of(model_name_or_path);
+      if (snapshot.arriving) {
+        session = std::make_shared<CachingOpener>(snapshot.arriving);
+        try {
+          return open_dir(snapshot.directory, session);
+        } catch (const Error&) {
+          // Bytes still arriving may be wrong ones (a header that does not parse): the download's
+          // own failure (their digest) is then the cause to report.
+          for (const std::string& name : session->list(snapshot.directory)) session->open(name)->settle();
+          throw;
+        }
+      }
+      dir = snapshot.directory;
+    }
+    return open_dir(dir, session);
+  }
+
+ private:
+  std::unique_ptr<WeightSource> open_dir(const std::string& dir, const std::shared_ptr<const Opener>& session) const {
+    const Opener& files = *session;
     if (!files.is_directory(dir)) {
       const FileFormat* f = formats().detect(*files.open(dir));
       if (!f) throw Error(ErrorCode::InvalidArgument, "not a Hugging Face model directory nor a checkpoint file", dir);
@@ -53,13 +74,12 @@ class HfLoader final : public WeightLoader {
     return checkpoint_view(open_weights(dir, session), files, as_stored_);
   }
 
- private:
   const FileFormat& format_named(const std::string& name) const {
     if (const FileFormat* f = formats().find(name)) return *f;
     throw Error(ErrorCode::InvalidArgument, fmt::format("format '{}' is not available in this build", name));
   }
 
-  std::unique_ptr<WeightSource> open_weights(const std::string& dir, const std::shared_ptr<const Opener>& session) {
+  std::unique_ptr<WeightSource> open_weights(const std::string& dir, const std::shared_ptr<const Opener>& session) const {
     const Opener& files = *session;
     auto sharded = [&](const std::string& index, const FileFormat& format) {
       Catalogue c = read_sharded_catalogue(files, index, format);
@@ -84,22 +104,25 @@ class HfLoader final : public WeightLoader {
                 dir);
   }
 
-  // The model id's snapshot in the cache, downloaded (with the load's progress callback and
-  // concurrency) when it is missing, downloading is on and HF_HUB_OFFLINE is not set.
-  std::string snapshot_of(const std::string& model_id) const {
-    if (!download_) return resolve_hf_snapshot(model_id, revision_, cache_dir_);
+  // The model id's snapshot in the cache, downloaded (with the load's concurrency, and its
+  // progress callback unless streamed: the load reports the bytes as they arrive) when it is
+  // missing, downloading is on and HF_HUB_OFFLINE is not set.
+  HfSnapshot snapshot_of(const std::string& model_id) const {
+    if (!download_) return {resolve_hf_snapshot(model_id, revision_, cache_dir_), nullptr};
     HfDownload request;
     request.model_id = model_id;
     request.revision = revision_;
     request.cache_dir = cache_dir_;
     if (options_.io.concurrency) request.concurrency = options_.io.concurrency;
     request.progress = options_.io.progress;
+    request.stream = stream_;
     return find_or_download_hf_snapshot(request, options_.context.downloader);
   }
 
   std::string revision_;
   std::string cache_dir_;
   bool download_;
+  bool stream_;
   bool as_stored_;
 };
 
@@ -116,10 +139,12 @@ void register_hf_loader(WeightLoaderRegistry& registry) {
                      {"cache_dir", KwType::String, "the hub cache (default HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)"},
                      {"download", KwType::Bool, "download a model id missing from the cache from HF_ENDPOINT (default true; "
                                                 "HF_HUB_OFFLINE=1 forbids it)"},
+                     {"stream", KwType::Bool, "load a model id's weights while they download, writing them through into "
+                                              "the cache (default true; false: download the whole snapshot, then load)"},
                      {"quantized", KwType::String, kQuantizedKwargHelp}},
           .make = [](const Kwargs& kw) -> std::unique_ptr<WeightLoader> {
             return std::make_unique<HfLoader>(kwarg_string(kw, "revision", "main"), kwarg_string(kw, "cache_dir", ""),
-                                              kwarg_bool(kw, "download", true),
+                                              kwarg_bool(kw, "download", true), kwarg_bool(kw, "stream", true),
                                               quantized_as_stored(kwarg_string(kw, "quantized", "dequantize")));
           },
       });

@@ -77,6 +77,10 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   return bytes;
 }
 
+int on_progress(void* stop, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(stop)->load() ? 1 : 0;  // non-zero aborts
+}
+
 size_t on_header(char* data, size_t size, size_t n, void* user) {
   auto* response = static_cast<HttpResponse*>(user);
   const std::string line(data, size * n);
@@ -114,6 +118,11 @@ HttpResponse perform(const HttpRequest& request, const std::string& name, const 
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response);
   if (request.method == "HEAD") curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, request.stop ? 0L : 1L);
+  if (request.stop) {
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(request.stop));
+  }
   std::string range;
   if (request.range) {
     range = fmt::format("{}-{}", request.range->first, request.range->second);

@@ -2,6 +2,7 @@
 // (connection trouble, timeouts, 5xx, 429) told apart from final ones, each naming the URL.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,6 +28,9 @@ struct HttpRequest {
   // Off: a 3xx is returned as it is (its Location and headers), for a caller that decides itself
   // where to go next and what to send there.
   bool follow_redirects = true;
+  // Once it is true the transfer is abandoned (within about a second, even while the server sends
+  // nothing) and perform() fails.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct HttpResponse {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "test_util.hpp"
 #include "weightloader/error.hpp"
@@ -61,10 +62,10 @@ TEST(HfCacheLayout, AMissingModelGoesToTheGivenDownloaderUnlessOffline) {
   std::string asked;
   const HfDownloader downloader = [&](const HfDownload& r) {
     asked = r.model_id + "@" + r.revision;
-    return std::string("/snapshot");
+    return HfSnapshot{"/snapshot", nullptr};
   };
   ::unsetenv("HF_HUB_OFFLINE");
-  EXPECT_EQ(find_or_download_hf_snapshot(request, downloader), "/snapshot");
+  EXPECT_EQ(find_or_download_hf_snapshot(request, downloader).directory, "/snapshot");
   EXPECT_EQ(asked, "org/missing@main");
   ::setenv("HF_HUB_OFFLINE", "1", 1);
   asked.clear();
@@ -76,6 +77,33 @@ TEST(HfCacheLayout, AMissingModelGoesToTheGivenDownloaderUnlessOffline) {
   test::expect_error(ErrorCode::InvalidArgument, [&] { download_hf_snapshot(request, nullptr); });
   // Without a downloader, a missing model is where the cache was looked in.
   test::expect_error(ErrorCode::FileNotFound, [&] { find_or_download_hf_snapshot(request, nullptr); });
+}
+
+TEST(HfCacheLayout, ASnapshotMissingAShardItsIndexListsIsCompletedByTheDownloader) {
+  test::TempDir cache;
+  const std::string commit(40, 'a');
+  const auto repo = cache.path() / "models--org--sharded";
+  const auto snapshot = repo / "snapshots" / commit;
+  std::filesystem::create_directories(repo / "refs");
+  std::filesystem::create_directories(snapshot);
+  test::write_bytes((repo / "refs" / "main").string(), commit);
+  test::write_bytes((snapshot / "model.safetensors.index.json").string(),
+                   R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})");
+  test::write_bytes((snapshot / "model-00001-of-00002.safetensors").string(), "shard");
+  HfDownload request;
+  request.model_id = "org/sharded";
+  request.cache_dir = cache.path().string();
+  int asked = 0;
+  const HfDownloader downloader = [&](const HfDownload&) {
+    ++asked;
+    return HfSnapshot{snapshot.string(), nullptr};
+  };
+  ::unsetenv("HF_HUB_OFFLINE");
+  EXPECT_EQ(find_or_download_hf_snapshot(request, downloader).directory, snapshot.string());
+  EXPECT_EQ(asked, 1);
+  test::write_bytes((snapshot / "model-00002-of-00002.safetensors").string(), "shard");
+  find_or_download_hf_snapshot(request, downloader);
+  EXPECT_EQ(asked, 1);  // whole now: read from the cache
 }
 
 }  // namespace

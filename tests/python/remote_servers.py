@@ -794,6 +794,8 @@ class _Rule:
     delta: int = 0
     data: bytes = b""
     min_offset: int = 0
+    released: threading.Event | None = None  # hold: set by release()
+    timeout: float = 30.0
 
     def matches(self, path):
         return self.path is None or self.path == path
@@ -862,6 +864,8 @@ class FaultServer:
                                ranged GET of `path` (starting at min_offset or later) is answered,
                                the object is `data` (new bytes, new ETag)
       not_found(path)          404 whatever is there
+      hold(path, at, timeout)  GETs of `path` send the bytes before offset `at`, then wait for
+                               release() (at most `timeout` seconds) before the rest
 
     Counters: requests(path, method), count(path, method), bytes_sent(path), gets(path)."""
 
@@ -948,6 +952,15 @@ class FaultServer:
 
     def not_found(self, path):
         return self._add(_Rule("404", _norm(path), None))
+
+    def hold(self, path, at, timeout=30.0):
+        return self._add(_Rule("hold", _norm(path), None, min_offset=at, released=threading.Event(), timeout=timeout))
+
+    def release(self):
+        with self._lock:
+            for rule in self._rules:
+                if rule.kind == "hold":
+                    rule.released.set()
 
     # -- counters
 
@@ -1131,8 +1144,17 @@ class FaultServer:
         limit = cut[0] if cut else length
         pos = start
         stop = start + limit
+        hold = self._take("hold", path)
         while pos < stop:
             n = min(1 << 18, stop - pos)
+            if hold is not None and pos <= hold.min_offset < pos + n:
+                if pos == hold.min_offset:
+                    h.wfile.flush()
+                    rec.fault = "held"
+                    hold.released.wait(hold.timeout)
+                    hold = None
+                    continue
+                n = hold.min_offset - pos
             chunk = read(pos, pos + n)
             if not chunk:
                 break

@@ -43,7 +43,11 @@ elif kind == "get_tensor":
     reader = wl.safe_open(path, framework="pt")
     run = lambda: reader.get_tensor("w")
 elif kind == "get_weights":  # a model id missing from the cache: downloaded from HF_ENDPOINT over HTTP
-    run = lambda: wl.HfWeightLoader(concurrency=concurrency).get_weights(path)
+    run = lambda: wl.HfWeightLoader(concurrency=concurrency, stream=False).get_weights(path)
+elif kind == "load_streamed":  # the same, loaded while it downloads
+    model = torch.nn.Module()
+    model.register_buffer("w", torch.empty(24 << 20))
+    run = lambda: wl.load_into(model, path, loader=wl.HfWeightLoader(concurrency=concurrency))
 before = threads()
 print("ready", flush=True)
 start = time.monotonic()
@@ -195,5 +199,26 @@ def test_ctrl_c_stops_a_hub_download_in_get_weights(tmp_path, concurrency):
         assert not list(cache.glob("models--org--big/snapshots/*/model.safetensors"))
         whole = [b for b in cache.glob("models--org--big/blobs/*") if b.stat().st_size == 96 << 20 and "partial" not in b.name]
         assert whole == []  # the big file only ever under its partial name
+    finally:
+        hub.stop()
+
+
+def test_ctrl_c_stops_a_load_that_streams_a_hub_download(tmp_path):
+    """load_into of a model id the cache lacks reads it as it arrives (96 MiB from nginx at 16 MB/s):
+    Ctrl-C stops the load and its download, leaving only a partial blob."""
+    from hub_server import FakeHub
+    cdn = Nginx(tmp_path / "nginx", limit_rate=16_000_000)
+    if cdn.exe is None:
+        pytest.skip("nginx is not installed")
+    hub = FakeHub(tmp_path / "cdn", cdn=cdn).start()
+    try:
+        model = write_safetensors(tmp_path / "model.safetensors", {"w": ([24 << 20], 96 << 20)}).read_bytes()
+        hub.add_repo("org/big", {"config.json": b"{}", "model.safetensors": model})
+        cache = tmp_path / "cache"
+        env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(cache), WL_HUB_PIECE_BYTES=str(8 << 20))
+        env.pop("HF_HUB_OFFLINE", None)
+        interrupt("load_streamed", "org/big", 2, env)
+        assert not list(cache.glob("models--org--big/snapshots/*/model.safetensors"))
+        assert list(cache.glob("models--org--big/blobs/*.wl-partial-*"))
     finally:
         hub.stop()

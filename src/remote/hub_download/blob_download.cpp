@@ -57,6 +57,7 @@ BlobDownload::BlobDownload(HubFile file, const HubEndpoint& hub, std::string blo
     resumed_ = 0;
   }
   const uint64_t missing = file_.size - resumed_;
+  piece_bytes_ = piece_bytes;
   piece_count_ = missing == 0 ? 0 : static_cast<size_t>((missing + piece_bytes - 1) / piece_bytes);
   pieces_ = std::make_unique<Piece[]>(piece_count_);
   for (size_t i = 0; i < piece_count_; ++i) {
@@ -70,6 +71,12 @@ BlobDownload::BlobDownload(HubFile file, const HubEndpoint& hub, std::string blo
 BlobDownload::~BlobDownload() {
   follower_.reset();  // its thread reads fd_
   if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t BlobDownload::received_bytes() const noexcept {
+  uint64_t n = 0;
+  for (size_t i = 0; i < piece_count_; ++i) n += pieces_[i].got;
+  return n;
 }
 
 uint64_t BlobDownload::written_prefix() const {
@@ -113,6 +120,7 @@ void BlobDownload::fetch(size_t i, TransferProgress& progress, const RetryPolicy
     request.url = url;
     request.range = std::make_pair(from, piece.end - 1);
     request.headers = hub_.headers_for(url);  // the token goes to the hub only, never to a CDN
+    request.stop = &progress.stop_flag();
     if (const std::string etag = if_range(policy); !etag.empty()) request.headers.push_back("If-Range: " + etag);
     int write_errno = 0;
     const BodySink sink = [&](const char* data, size_t n) {
@@ -129,6 +137,7 @@ void BlobDownload::fetch(size_t i, TransferProgress& progress, const RetryPolicy
         written += static_cast<uint64_t>(w);
       }
       piece.got += take;
+      arrived();
       follower_->advance(written_prefix());
       progress.add(take);
       return take == n;
@@ -182,6 +191,62 @@ void BlobDownload::finish() {
   if (::fdatasync(fd_) != 0) throw errno_error("fdatasync failed", partial_path_);
   if (::rename(partial_path_.c_str(), blob_path_.c_str()) != 0) throw errno_error("cannot rename the download", blob_path_);
   finished_ = true;
+  arrived();
+}
+
+void BlobDownload::arrived() const {
+  { std::lock_guard lock(arrival_mutex_); }  // a reader between its check and its wait sees the change
+  arrival_.notify_all();
+}
+
+uint64_t BlobDownload::arrived_at(uint64_t offset) const {
+  if (offset >= file_.size) return 0;
+  if (finished_ || offset < resumed_) return (finished_ ? file_.size : resumed_) - offset;
+  const Piece& p = pieces_[(offset - resumed_) / piece_bytes_];
+  const uint64_t have = p.begin + p.got;
+  return have > offset ? have - offset : 0;
+}
+
+uint64_t BlobDownload::read_arrived(uint64_t offset, void* dst, uint64_t length) const {
+  if (offset >= file_.size || length == 0) return 0;
+  uint64_t ready = 0;
+  {
+    std::unique_lock lock(arrival_mutex_);
+    arrival_.wait(lock, [&] { return (ready = arrived_at(offset)) > 0 || failure_ || interrupted_; });
+    if (!ready && failure_) std::rethrow_exception(failure_);
+    if (!ready) throw Error(ErrorCode::Cancelled, "the load stopped while waiting for these bytes to arrive", partial_path_);
+  }
+  const uint64_t n = std::min(length, ready);
+  for (uint64_t done = 0; done < n;) {
+    const ssize_t r = ::pread(fd_, static_cast<char*>(dst) + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw errno_error("cannot read the file being downloaded", partial_path_);
+    if (r == 0) return done;
+    done += static_cast<uint64_t>(r);
+  }
+  return n;
+}
+
+void BlobDownload::wait_finished() const {
+  std::unique_lock lock(arrival_mutex_);
+  arrival_.wait(lock, [&] { return finished_ || failure_; });
+  if (!finished_) std::rethrow_exception(failure_);
+}
+
+void BlobDownload::fail(std::exception_ptr error) noexcept {
+  {
+    std::lock_guard lock(arrival_mutex_);
+    if (!failure_) failure_ = std::move(error);
+  }
+  arrival_.notify_all();
+}
+
+void BlobDownload::interrupt_waits() const {
+  {
+    std::lock_guard lock(arrival_mutex_);
+    interrupted_ = true;
+  }
+  arrival_.notify_all();
 }
 
 void BlobDownload::keep_for_resume() noexcept {

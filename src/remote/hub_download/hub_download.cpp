@@ -1,24 +1,19 @@
 #include "remote/hub_download/hub_download.hpp"
 
-#include <fcntl.h>
 #include <fnmatch.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <exception>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "core/atomic_output.hpp"
-#include "core/file.hpp"
-#include "remote/hub_download/blob_download.hpp"
+#include "hf_cache/hf_weights_files.hpp"
+#include "remote/hub_download/arriving_snapshot.hpp"
+#include "remote/hub_download/blob_batch.hpp"
 #include "remote/hub_client.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
@@ -28,25 +23,6 @@ namespace wl::remote {
 namespace {
 
 namespace fs = std::filesystem;
-
-// An exclusive flock on `path`, held for the object's life. Where the file system does not
-// support locks it is not held: the partial files and the atomic rename keep the cache correct.
-class FileLock {
- public:
-  explicit FileLock(const fs::path& path) {
-    fs::create_directories(path.parent_path());
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw_errno("cannot create the lock file", path);
-    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-    }
-  }
-  ~FileLock() { ::close(fd_); }  // closing releases the lock
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 uint64_t piece_bytes() {
   const char* v = std::getenv("WL_HUB_PIECE_BYTES");
@@ -60,67 +36,6 @@ void write_atomically(const fs::path& path, const std::string& text) {
   AtomicFileWriter out(path.string());
   out.write(text.data(), text.size());
   out.commit();
-}
-
-// snapshots/<commit>/<path> → ../../blobs/<etag> (one more ../ per folder in path), replacing a link
-// that was there.
-void link_into_snapshot(const fs::path& snapshot, const std::string& path, const std::string& etag) {
-  const fs::path link = snapshot / path;
-  fs::create_directories(link.parent_path());
-  std::string target = "../../blobs/" + etag;
-  for (char c : path)
-    if (c == '/') target = "../" + target;
-  const fs::path tmp = link.string() + fmt::format(".wl-tmp-{}", ::getpid());
-  fs::remove(tmp);
-  fs::create_symlink(target, tmp);
-  fs::rename(tmp, link);
-}
-
-// Several files and pieces of files at once; the first failure stops every transfer. The worker
-// that fetches a file's last piece checks and renames it (BlobDownload::finish) while the others
-// go on downloading.
-void fetch_all(std::vector<std::unique_ptr<BlobDownload>>& blobs, TransferProgress& progress, unsigned concurrency) {
-  std::vector<std::pair<size_t, size_t>> work;  // (blob, piece)
-  const auto pieces_left = std::make_unique<std::atomic<size_t>[]>(blobs.size());
-  for (size_t b = 0; b < blobs.size(); ++b) {
-    pieces_left[b] = blobs[b]->piece_count();
-    for (size_t i = 0; i < blobs[b]->piece_count(); ++i) work.emplace_back(b, i);
-  }
-  const RetryPolicy policy = RetryPolicy::from_environment();
-  std::atomic<size_t> next{0};
-  std::mutex mutex;
-  std::exception_ptr first;
-  bool first_is_cancel = false;  // a transfer stopped because another failed is not the cause
-  auto worker = [&] {
-    for (size_t i = next++; i < work.size(); i = next++) {
-      try {
-        const auto [b, piece] = work[i];
-        blobs[b]->fetch(piece, progress, policy);
-        if (--pieces_left[b] == 0) blobs[b]->finish();
-      } catch (...) {
-        bool cancel = false;
-        try {
-          throw;
-        } catch (const Error& e) {
-          cancel = e.code() == ErrorCode::Cancelled;
-        } catch (...) {
-        }
-        std::lock_guard lock(mutex);
-        if (!first || (first_is_cancel && !cancel)) {
-          first = std::current_exception();
-          first_is_cancel = cancel;
-        }
-        progress.stop();
-        return;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  const size_t n = std::min<size_t>(std::max(1u, concurrency), work.size());
-  for (size_t t = 1; t < n; ++t) threads.emplace_back(worker);
-  if (n > 0) worker();
-  for (std::thread& t : threads) t.join();
-  if (first) std::rethrow_exception(first);
 }
 
 std::vector<std::string> matching(const std::vector<std::string>& files, const std::vector<std::string>& patterns) {
@@ -143,7 +58,7 @@ class SnapshotDownload {
     check_hf_revision(request.revision);
   }
 
-  std::string run() {
+  HfSnapshot run() {
     const HubRevision revision = hub_revision(hub_, request_.model_id, request_.revision);
     commit_ = revision.commit;
     std::vector<std::string> wanted;
@@ -175,56 +90,92 @@ class SnapshotDownload {
       }
       wanted.erase(std::find(wanted.begin(), wanted.end(), index));
     }
-    fetch(wanted);
-    if (request_.revision != commit_) write_atomically(repo_ / "refs" / request_.revision, commit_);
-    return snapshot().string();
+    if (!request_.stream) {
+      fetch(wanted);
+      write_ref();
+      return {snapshot().string(), nullptr};
+    }
+    std::vector<std::string> weights;
+    std::erase_if(wanted, [&](const std::string& p) {
+      const bool weight = is_hf_weights_file(fs::path(p).filename().string());
+      if (weight) weights.push_back(p);
+      return weight;
+    });
+    fetch(wanted);  // config and tokenizer files: small, and read first
+    return stream(weights);
   }
 
  private:
   fs::path snapshot() const { return repo_ / "snapshots" / commit_; }
 
-  // The files into blobs/ (those not there yet) and their links into the snapshot.
-  void fetch(std::vector<std::string> paths) {
+  void write_ref() const {
+    if (request_.revision != commit_) write_atomically(repo_ / "refs" / request_.revision, commit_);
+  }
+
+  // Each file's metadata, the lock of its blob, and a download for each blob not in the cache yet.
+  BlobBatch prepare(std::vector<std::string> paths) const {
     std::sort(paths.begin(), paths.end());  // every process takes the locks in the same order
     for (const std::string& p : paths)
       if (p.empty() || p.starts_with("/") || fs::path(p).lexically_normal().string().starts_with("..") ||
           p.find("/../") != std::string::npos)
         throw Error(ErrorCode::InvalidArgument, fmt::format("the hub lists file \"{}\", which would lie outside the snapshot", p),
                     request_.model_id);
-    std::vector<HubFile> files;
+    BlobBatch batch;
     for (const std::string& p : paths) {
-      files.push_back(hub_file(hub_, request_.model_id, commit_, p));
-      if (!files.back().commit.empty() && files.back().commit != commit_)
+      batch.files.push_back(hub_file(hub_, request_.model_id, commit_, p));
+      if (!batch.files.back().commit.empty() && batch.files.back().commit != commit_)
         throw Error(ErrorCode::Io,
                     fmt::format("the hub answers '{}' from commit {}, not from {} that its API named", p,
-                                files.back().commit, commit_),
+                                batch.files.back().commit, commit_),
                     hub_resolve_url(hub_, request_.model_id, commit_, p));
     }
-    std::vector<std::unique_ptr<FileLock>> locks;
-    std::vector<std::unique_ptr<BlobDownload>> blobs;
     std::set<std::string> taken;  // two paths with the same content are one blob
     fs::create_directories(repo_ / "blobs");
-    for (const HubFile& f : files) {
+    for (const HubFile& f : batch.files) {
       const fs::path blob = repo_ / "blobs" / f.etag;
       if (taken.contains(f.etag)) continue;
       taken.insert(f.etag);
-      locks.push_back(std::make_unique<FileLock>(cache_ / ".locks" / folder_ / (f.etag + ".lock")));
+      batch.locks.push_back(std::make_unique<FileLock>(cache_ / ".locks" / folder_ / (f.etag + ".lock")));
       std::error_code ec;
       if (fs::is_regular_file(blob, ec) && fs::file_size(blob, ec) == f.size) continue;  // already in the cache
-      blobs.push_back(std::make_unique<BlobDownload>(f, hub_, blob.string(), piece_bytes()));
+      batch.blobs.push_back(std::make_unique<BlobDownload>(f, hub_, blob.string(), piece_bytes()));
     }
-    uint64_t missing = 0;
-    for (const auto& b : blobs) missing += b->missing_bytes();
-    TransferProgress progress(missing, request_.progress);
+    return batch;
+  }
+
+  // The files into blobs/ (those not there yet) and their links into the snapshot.
+  void fetch(const std::vector<std::string>& paths) const {
+    BlobBatch batch = prepare(paths);
+    TransferProgress progress(batch.missing_bytes(), request_.stream ? nullptr : request_.progress);
     try {
-      fetch_all(blobs, progress, request_.concurrency);
-      for (auto& b : blobs)
-        if (!b->finished()) b->finish();  // nothing was missing: resumed whole, or empty
+      transfer(batch, progress, request_.concurrency);
     } catch (...) {
-      for (auto& b : blobs) b->keep_for_resume();
+      for (auto& b : batch.blobs) b->keep_for_resume();
       throw;
     }
-    for (const HubFile& f : files) link_into_snapshot(snapshot(), f.path, f.etag);
+    for (const HubFile& f : batch.files) link_into_snapshot(snapshot(), f.path, f.etag);
+  }
+
+  // The files in the cache already are linked now; the others arrive behind the snapshot's
+  // opener, and are linked (and the ref written) once all of them are in.
+  HfSnapshot stream(const std::vector<std::string>& paths) const {
+    BlobBatch batch = prepare(paths);
+    fs::create_directories(snapshot());
+    for (const HubFile& f : batch.files)
+      if (!batch.download_of(f)) link_into_snapshot(snapshot(), f.path, f.etag);
+    if (batch.blobs.empty()) {
+      write_ref();
+      return {snapshot().string(), nullptr};
+    }
+    std::vector<HubFile> files = batch.files;
+    auto complete = [files = std::move(files), snapshot = snapshot(), ref = repo_ / "refs" / request_.revision,
+                     commit = commit_, by_branch = request_.revision != commit_] {
+      for (const HubFile& f : files) link_into_snapshot(snapshot, f.path, f.etag);
+      if (by_branch) write_atomically(ref, commit);
+    };
+    auto arriving = std::make_shared<ArrivingSnapshot>(std::move(batch), snapshot().string(), request_.concurrency,
+                                                       std::move(complete));
+    return {snapshot().string(), ArrivingSnapshot::opener(std::move(arriving))};
   }
 
   const HfDownload& request_;
@@ -237,6 +188,6 @@ class SnapshotDownload {
 
 }  // namespace
 
-std::string download_from_hub(const HfDownload& request) { return SnapshotDownload(request).run(); }
+HfSnapshot download_from_hub(const HfDownload& request) { return SnapshotDownload(request).run(); }
 
 }  // namespace wl::remote

@@ -11,6 +11,8 @@ namespace wl::remote {
 // Fetches what `request` selects at its revision from HF_ENDPOINT (with HF_TOKEN) into the cache
 // and returns the snapshot directory. Files already in the cache are not fetched again; several
 // files, and ranges of a large one (WL_HUB_PIECE_BYTES, default 64 MiB), download at once.
-std::string download_from_hub(const HfDownload& request);
+// request.stream: returns once the files other than weights are in; the weights arrive behind
+// HfSnapshot::arriving (arriving_snapshot.hpp).
+HfSnapshot download_from_hub(const HfDownload& request);
 
 }  // namespace wl::remote
