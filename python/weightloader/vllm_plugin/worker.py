@@ -40,6 +40,7 @@ class WeightloaderWorkerExtension:
 
 
 def refresh_model(model, vllm_config, newer, since=None):
+    """vLLM's `model` (this worker's) brought up to `newer`; returns this worker's report as a dict."""
     held = getattr(model, "_wl_held", None)
     if held is None:
         raise _invalid(f"refresh: vLLM's {type(model).__name__} was not loaded by load_format='weightloader' from "
