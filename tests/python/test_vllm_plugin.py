@@ -261,3 +261,74 @@ def test_vllm_serve_takes_the_load_format_on_its_command_line(llama, tmp_path):
             server.wait()
         log.close()
     assert answer["choices"][0]["token_ids"] == reference["tokens"][0], answer
+
+
+def test_refresh_closes_over_the_layers_a_changed_tensor_goes_into():
+    from weightloader.vllm_plugin.layers import closure
+    layers = {"a": {"L1", "L2"}, "b": {"L2", "L3"}, "c": {"L3"}, "d": {"L4"}, "skipped": set()}
+    assert closure(layers, ["a"]) == (["L1", "L2", "L3"], ["a", "b", "c"])
+    assert closure(layers, ["d", "skipped"]) == (["L4"], ["d"])
+    assert closure(layers, []) == ([], [])
+
+
+def zero_tensor_bytes(path, name):
+    """Overwrites the stored bytes of tensor `name` with zeros, leaving the header (and the digest
+    it records) as it was: a reader that reads the tensor gets zeros."""
+    with open(path, "r+b") as f:
+        size = int.from_bytes(f.read(8), "little")
+        begin, end = json.loads(f.read(size))[name]["data_offsets"]
+        f.seek(8 + size + begin)
+        f.write(bytes(end - begin))
+
+
+def test_refresh_reads_only_the_changed_layers_and_generates_as_vllm_loading_the_newer_checkpoint(llama, tmp_path):
+    """An engine started from step 1 refreshed to step 2 (3 tensors changed: q_proj, which vLLM fuses
+    into qkv_proj with k and v, down_proj and the final norm): greedy tokens and logprobs equal to
+    vLLM's own loader on step 2. Step 2's file here has the embedding's bytes zeroed under a header
+    that says it did not change, so an engine that read it could not match. Prompts fill a KV block
+    of 32 tokens, which vLLM's prefix cache would serve from the older weights if it were kept."""
+    import shutil
+
+    from safetensors.torch import load_file
+    import weightloader as wl
+    tensors = load_file(llama / "model.safetensors")
+    changed = ["model.layers.0.self_attn.q_proj.weight", "model.layers.1.mlp.down_proj.weight", "model.norm.weight"]
+    fused = ["model.layers.0.self_attn.k_proj.weight", "model.layers.0.self_attn.v_proj.weight"]
+    steps = {}
+    for step, update in (("1", {}), ("2", {n: tensors[n] * 0.5 for n in changed}),
+                         ("3", {"model.norm.weight": torch.ones(255)})):  # a shape the model does not have
+        steps[step] = tmp_path / f"step-{step}"
+        steps[step].mkdir()
+        shutil.copy(llama / "config.json", steps[step] / "config.json")
+        wl.save_file({**tensors, **update}, steps[step] / "model.safetensors", tensor_digests=True)
+    shutil.copytree(steps["2"], tmp_path / "step-2-unread")
+    zero_tensor_bytes(tmp_path / "step-2-unread" / "model.safetensors", "model.embed_tokens.weight")
+    prompts = [list(range(1, 41)), [3, 100, 200] * 12]
+    run = {"prompts": prompts, "logprobs": 3, "block_size": 32}
+    reference, ours, two = run_vllm(
+        spec(steps["2"], **run, refresh=[{"newer": str(steps["2"])}]),
+        spec(steps["1"], **WL, **run, refresh=[{"newer": str(tmp_path / "step-2-unread")},
+                                               {"newer": str(tmp_path / "step-2-unread")}, {"newer": str(steps["3"])}]),
+        spec(steps["1"], **WL, **run, tp=2, refresh=[{"newer": str(steps["2"])}]))
+    for result in (reference, ours, two):
+        assert "error" not in result, result["error"]
+    assert ours["tokens"] != reference["tokens"]  # the change shows in what the engine generates
+
+    first, again, reshaped = ours["refreshes"]
+    report = first["report"]
+    assert report["changed"] == changed and report["unchanged"] == len(tensors) - 3 and report["unrecorded"] == []
+    assert report["loaded"] == sorted(changed + fused)  # all of qkv_proj, and nothing else
+    assert report["layers"] == ["model.layers.0.self_attn.qkv_proj", "model.layers.1.mlp.down_proj", "model.norm"]
+    assert report["bytes_read"] == sum(tensors[n].numel() * 4 for n in changed + fused)  # F32
+    assert first["tokens"] == reference["tokens"] and first["logprobs"] == reference["logprobs"]
+    assert again["report"]["changed"] == [] and again["report"]["bytes_read"] == 0
+    assert again["tokens"] == reference["tokens"]
+
+    assert "ShapeMismatch" in reshaped["error"] and "step-3/model.safetensors" in reshaped["error"] \
+        and "'model.norm.weight'" in reshaped["error"] and "[255]" in reshaped["error"], reshaped["error"]
+    assert reshaped["tokens"] == reference["tokens"]  # refused before anything changed
+
+    assert "load_format='auto'" in reference["refreshes"][0]["error"], reference["refreshes"][0]
+    report = two["refreshes"][0]["report"]
+    assert len(report["ranks"]) == 2 and report["bytes_read"] == 2 * first["report"]["bytes_read"]
+    assert two["refreshes"][0]["tokens"] == reference["tokens"]

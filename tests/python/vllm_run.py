@@ -8,8 +8,11 @@ for its GEMM kernels (process_weights_after_loading, which empties the parameter
     python vllm_run.py '[{"model": DIR, "load_format": "weightloader", "extra": {...}, ...}]'
 
 Spec keys: model, load_format (default "auto"), extra (model_loader_extra_config), config_format,
-dtype (default "float32"), max_model_len, tp (tensor_parallel_size), prompts (lists of token ids), max_tokens,
-setup (Python code run first: a test registers its own loader there).
+dtype (default "float32"), max_model_len, block_size (the KV cache's, which prefix caching reuses whole),
+tp (tensor_parallel_size), prompts (lists of token ids), max_tokens,
+logprobs (top N per generated token), setup (Python code run first: a test registers its own loader there),
+refresh (a list of {"newer": path, "since": path or absent}: weightloader.vllm_plugin.refresh each in
+turn after the first generation, each followed by a generation; results under "refreshes").
 """
 import gc
 import hashlib
@@ -39,13 +42,15 @@ def _record_loaded_parameters():
 
 
 def run(spec):
-    from vllm import LLM, SamplingParams
+    from vllm import LLM
     kwargs = dict(model=spec["model"], skip_tokenizer_init=True, dtype=spec.get("dtype", "float32"),
                   max_model_len=spec.get("max_model_len"), enforce_eager=True, load_format=spec.get("load_format", "auto"),
                   tensor_parallel_size=spec.get("tp", 1), seed=0,
                   distributed_executor_backend="uni" if spec.get("tp", 1) == 1 else "mp")
     if spec.get("extra") is not None:
         kwargs["model_loader_extra_config"] = spec["extra"]
+    if spec.get("block_size"):
+        kwargs["block_size"] = spec["block_size"]
     if spec.get("config_format"):
         kwargs["config_format"] = spec["config_format"]
     if spec.get("tp", 1) > 1:  # vLLM's CPU workers bind to NUMA nodes, one each; this machine may have one
@@ -55,16 +60,40 @@ def run(spec):
             ",".join(str(c) for c in cpus[r * per:(r + 1) * per] or cpus[-1:]) for r in range(spec["tp"]))
     llm = LLM(**kwargs)
     try:
-        prompts = [{"prompt_token_ids": p} for p in spec.get("prompts", [[1, 5, 7, 9]])]
-        outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=spec.get("max_tokens", 8),
-                                                     detokenize=False), use_tqdm=False)
-        result = {"tokens": [list(o.outputs[0].token_ids) for o in outs]}
+        result = generate(llm, spec)
         if spec.get("tp", 1) == 1:
             result["params"] = _LOADED[-1]
+        if spec.get("refresh"):
+            result["refreshes"] = [refresh(llm, spec, step) for step in spec["refresh"]]
         return result
     finally:
         del llm
         gc.collect()
+
+
+def generate(llm, spec):
+    """{"tokens": greedy token ids per prompt} and, when spec asks for logprobs=N, "logprobs": per
+    prompt, per generated token, the top N [token, logprob] pairs vLLM gives."""
+    from vllm import SamplingParams
+    prompts = [{"prompt_token_ids": p} for p in spec.get("prompts", [[1, 5, 7, 9]])]
+    outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=spec.get("max_tokens", 8), detokenize=False,
+                                                 logprobs=spec.get("logprobs")), use_tqdm=False)
+    result = {"tokens": [list(o.outputs[0].token_ids) for o in outs]}
+    if spec.get("logprobs"):
+        result["logprobs"] = [[sorted([t, lp.logprob] for t, lp in step.items()) for step in o.outputs[0].logprobs]
+                              for o in outs]
+    return result
+
+
+def refresh(llm, spec, step):
+    """weightloader.vllm_plugin.refresh to step["newer"] (since step["since"]), then a generation:
+    {"report": the RefreshReport, "tokens", "logprobs"}, or {"error", "tokens", ...} when it refused."""
+    from weightloader.vllm_plugin import refresh as refresh_engine
+    try:
+        report = {"report": refresh_engine(llm, step["newer"], step.get("since"))}
+    except Exception as e:  # noqa: BLE001 (the test reads the error)
+        report = {"error": f"{type(e).__name__}: {e}"}
+    return {**report, **generate(llm, spec)}
 
 
 def main():

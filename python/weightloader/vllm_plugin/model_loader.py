@@ -12,6 +12,7 @@ The loader's get_weights(model) says what to read; vLLM's own model class puts e
 place (its load_weights: fused qkv and gate_up, tied embeddings, tensor-parallel slices). A
 checkpoint that does not fit the model fails with weightloader's error naming the file and tensor.
 """
+import contextlib
 import importlib
 import time
 
@@ -22,7 +23,9 @@ from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 from .. import _core, dtypes
 from ..errors import Error, _from_core
 from ..loaders import BaseWeightLoader, CoreWeightLoader, Weights, WeightLoaderRegistry, detect_name_scheme
+from ..refresh import recorded_digests
 from . import model_dir
+from .layers import LayerRecorder
 
 LOAD_FORMAT = "weightloader"
 _EXTRA_KEYS = ("weight_loader", "weight_loader_kwargs")
@@ -96,12 +99,8 @@ class WeightloaderModelLoader(BaseModelLoader):
         loader = self.make_loader(source, model_config.dtype)
         weights = loader.get_weights(source)
         feed = _Feed(weights, source)
-        try:
-            loaded = model.load_weights(iter(feed))
-        except Error:
-            raise
-        except Exception as e:  # vLLM's model refused a tensor: say which, and from which file
-            raise feed.refused(model, e) from e
+        recorder = LayerRecorder(model)
+        loaded = feed_model(model, feed, lambda pairs: recorder.watch(pairs, lambda: feed.current), recorder)
         missing = _not_loaded(model, loaded)
         if missing:
             raise _from_core("MissingTensors", f"{source}: the checkpoint has no tensor for {len(missing)} parameter(s) "
@@ -111,6 +110,21 @@ class WeightloaderModelLoader(BaseModelLoader):
         logger.info("weightloader: %d tensors from %s with %s in %.2f s%s: %.3f GiB mapped (vLLM copies the "
                     "pages it keeps), %.3f GiB read", feed.count, source, type(loader).__name__,
                     time.perf_counter() - started, _rank_label(), feed.mapped / 2**30, feed.read / 2**30)
+        if isinstance(weights, Weights):  # what a refresh compares a newer checkpoint with (vllm_plugin.refresh)
+            model._wl_held = {"digests": recorded_digests(weights._source), "layers": recorder.layers,
+                              "shapes": {n: list(weights.info(n)["shape"]) for n in weights}}
+
+
+def feed_model(model, feed, watch=lambda pairs: pairs, mode=contextlib.nullcontext()):
+    """model.load_weights over the feed's pairs (through `watch`, under `mode`); vLLM's refusal of a
+    tensor becomes weightloader's VllmRefused naming it and its file. Returns what load_weights did."""
+    try:
+        with mode:
+            return model.load_weights(watch(iter(feed)))
+    except Error:
+        raise
+    except Exception as e:  # vLLM's model refused a tensor: say which, and from which file
+        raise feed.refused(model, e) from e
 
 
 class _Feed:
