@@ -136,8 +136,8 @@ void BlobDownload::fetch(size_t i, TransferProgress& progress, const RetryPolicy
         }
         written += static_cast<uint64_t>(w);
       }
-      piece.got += take;
-      arrived();
+      const uint64_t before = piece.got.fetch_add(take);
+      if (before / kArrivalBatch != (before + take) / kArrivalBatch || piece.begin + before + take == piece.end) arrived();
       follower_->advance(written_prefix());
       progress.add(take);
       return take == n;
@@ -207,12 +207,22 @@ uint64_t BlobDownload::arrived_at(uint64_t offset) const {
   return have > offset ? have - offset : 0;
 }
 
+bool BlobDownload::ended_at(uint64_t offset) const {
+  if (finished_ || offset <= resumed_) return true;
+  const Piece& p = pieces_[(offset - 1 - resumed_) / piece_bytes_];
+  return offset == p.end;
+}
+
 uint64_t BlobDownload::read_arrived(uint64_t offset, void* dst, uint64_t length) const {
   if (offset >= file_.size || length == 0) return 0;
+  const uint64_t want = std::min({length, kArrivalBatch, file_.size - offset});
   uint64_t ready = 0;
   {
     std::unique_lock lock(arrival_mutex_);
-    arrival_.wait(lock, [&] { return (ready = arrived_at(offset)) > 0 || failure_ || interrupted_; });
+    arrival_.wait(lock, [&] {
+      ready = arrived_at(offset);
+      return ready >= want || (ready > 0 && ended_at(offset + ready)) || failure_ || interrupted_;
+    });
     if (!ready && failure_) std::rethrow_exception(failure_);
     if (!ready) throw Error(ErrorCode::Cancelled, "the load stopped while waiting for these bytes to arrive", partial_path_);
   }

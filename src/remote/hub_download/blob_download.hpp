@@ -80,6 +80,10 @@ class BlobDownload {
   void interrupt_waits() const;
 
  private:
+  // Readers are woken each time a piece has this much more, and wait for as much (or a piece's
+  // end): a few wake-ups and copies per MiB, not one per network read, leave the CPU (of a machine
+  // with few cores) to the transfer itself.
+  static constexpr uint64_t kArrivalBatch = 4u << 20;
   struct Piece {
     uint64_t begin = 0, end = 0;
     std::atomic<uint64_t> got{0};
@@ -87,6 +91,7 @@ class BlobDownload {
   std::string if_range(const RetryPolicy& policy);  // the ETag If-Range names (empty: none)
   uint64_t written_prefix() const;  // bytes from the start received without a gap
   uint64_t arrived_at(uint64_t offset) const;  // bytes received without a gap from `offset` on
+  bool ended_at(uint64_t offset) const;  // `offset` ends the resumed prefix or a piece: more come apart
   void arrived() const;  // wakes the readers waiting for bytes
 
   HubFile file_;
