@@ -61,6 +61,7 @@ void add_convert_command(CLI::App& app) {
     } else {
       o.dtype = loader->dtype();  // --kw dtype=
     }
+    o.max_host_memory = loader->options().max_host_memory;  // --kw max_host_memory=
     o.gguf_type = a->gguf_type;
     o.llama2c_version = a->version;
     o.llama2c_group = a->group;

@@ -54,7 +54,15 @@ struct ConvertOptions {
   std::string tokenizer;        // gguf: a tokenizer file (llama2.c, SentencePiece or GGUF) whose
                                 // vocabulary is written as tokenizer.ggml.*; empty: none
   ProgressCallback progress;    // the source's stored bytes read so far, tensor by tensor; may be empty
+  // Host memory the conversion may hold (0: no limit): OverBudget before anything is read or
+  // written when convert_peak_bytes() is above it.
+  uint64_t max_host_memory = 0;
 };
+
+// The most host memory a conversion holds at once: for safetensors and GGUF, the largest tensor as
+// read (stored bytes, staged) and as written (or as F32, quantized from); for llama2.c and the
+// custom format, the whole model in F32 and the largest tensor's stored bytes.
+WL_API uint64_t convert_peak_bytes(const WeightSource& source, const ConvertOptions& options);
 
 // Writes `source` to `out`: a file for GGUF, llama2.c and safetensors when `out` ends in
 // `.safetensors`; otherwise a directory (safetensors with config.json, or the custom format).

@@ -1,5 +1,6 @@
 #include "weightloader/convert_checkpoint.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -155,7 +156,33 @@ LlamaHeads llama_heads_from_metadata(const WeightSource& s, LlamaHeads o) {
   return h;
 }
 
+uint64_t convert_peak_bytes(const WeightSource& s, const ConvertOptions& o) {
+  uint64_t largest = 0, model_f32 = 0, largest_stored = 0;
+  for (const TensorInfo& t : s.tensors()) {
+    const uint64_t f32 = t.numel() * 4;
+    uint64_t held = t.nbytes;
+    if (o.to == CheckpointFormat::Safetensors) held += t.numel() * dtype_size(o.dtype.value_or(t.dtype));
+    if (o.to == CheckpointFormat::Gguf) held += 2 * f32;  // the F32 values, and at most as much quantized
+    largest = std::max(largest, held);
+    largest_stored = std::max(largest_stored, t.nbytes);
+    model_f32 += f32;
+  }
+  const bool whole_model = o.to == CheckpointFormat::Llama2c || o.to == CheckpointFormat::CustomBinary;
+  return whole_model ? model_f32 + largest_stored : largest;
+}
+
 uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const ConvertOptions& o) {
+  if (o.max_host_memory) {
+    if (const uint64_t peak = convert_peak_bytes(s, o); peak > o.max_host_memory)
+      throw Error(ErrorCode::OverBudget,
+                  fmt::format("max_host_memory={} is below the {} bytes converting to {} holds at once ({}); nothing "
+                              "was read or written",
+                              o.max_host_memory, peak, checkpoint_format_name(o.to),
+                              o.to == CheckpointFormat::Llama2c || o.to == CheckpointFormat::CustomBinary
+                                  ? "the whole model in F32"
+                                  : "the largest tensor as read and as written"),
+                  s.origin());
+  }
   uint64_t written = 0;
   if (o.shard_bytes && o.to != CheckpointFormat::Safetensors)
     throw Error(ErrorCode::InvalidArgument,

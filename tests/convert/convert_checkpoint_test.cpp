@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 #include "test_util.hpp"
 #include "weightloader/formats/gguf.hpp"
@@ -39,6 +41,29 @@ class ConvertCheckpoint : public ::testing::Test {
   test::TempDir dir;
   std::unique_ptr<WeightSource> source;
 };
+
+TEST_F(ConvertCheckpoint, AHostMemoryBudgetBelowThePeakIsRefusedBeforeAnythingIsWritten) {
+  ConvertOptions streamed, whole;
+  whole.to = CheckpointFormat::CustomBinary;
+  uint64_t largest = 0, model = 0;
+  for (const TensorInfo& t : source->tensors()) {
+    largest = std::max(largest, 2 * t.nbytes);  // as read and as written, the same dtype
+    model += t.numel() * 4;
+  }
+  EXPECT_EQ(convert_peak_bytes(*source, streamed), largest);
+  EXPECT_GT(convert_peak_bytes(*source, whole), model);  // llama2.c and the custom format hold the model
+  streamed.max_host_memory = largest - 1;
+  const std::string message =
+      test::expect_error(ErrorCode::OverBudget, [&] { convert_checkpoint(*source, dir.file("out.safetensors"), streamed); });
+  EXPECT_NE(message.find("the largest tensor"), std::string::npos) << message;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out.safetensors")));
+  whole.max_host_memory = largest;
+  test::expect_error(ErrorCode::OverBudget, [&] { convert_checkpoint(*source, dir.file("custom"), whole); });
+  EXPECT_FALSE(std::filesystem::exists(dir.file("custom")));
+  streamed.max_host_memory = largest;
+  convert_checkpoint(*source, dir.file("out.safetensors"), streamed);
+  expect_same_tensors(*source, *open(dir.file("out.safetensors")));
+}
 
 TEST_F(ConvertCheckpoint, ToGgufF32AndBackIsExact) {
   ConvertOptions o;
