@@ -99,6 +99,9 @@ class WL_API ByteSource {
   virtual uint64_t bytes_fetched() const { return 0; }
   // The cost of one more request (see RequestCost); nothing for sources read without requests.
   virtual RequestCost request_cost() const { return {}; }
+  // Host memory each concurrent reader of this source holds besides the destination (a network
+  // client's receive buffer, a cached head), for the engine's memory bound (max_host_memory).
+  virtual uint64_t memory_per_reader() const { return 0; }
   // The version the source was opened at (a remote object's ETag, every read pinned to it), for
   // Opener::open_known in another process; empty when it has none.
   virtual std::string version() const { return {}; }

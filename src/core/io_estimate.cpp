@@ -16,6 +16,8 @@ constexpr uint64_t kLeastStagingBytes = 1ull << 20;
 FittedReads estimate_reads(const std::vector<ReadRequest>& requests, const Opener& sources, const IoOptions& options,
                            bool to_device, bool measure) {
   const PreparedReads r = prepare_reads(requests, sources, options, !to_device, measure);
+  uint64_t reader = 0;  // a network client's buffers, per thread
+  for (const ByteSource* s : r.sources) reader = std::max(reader, s->memory_per_reader());
   uint64_t values = 0;  // what a device's pinned ring is sized by
   if (to_device)
     for (const ReadRequest& q : requests) values += shape_numel(WeightSource::slice_shape(*q.tensor, q.slice)) * dtype_size(q.dst_dtype);
@@ -25,6 +27,7 @@ FittedReads estimate_reads(const std::vector<ReadRequest>& requests, const Opene
     params.threads = threads;
     plan = plan_reads(requests, r.source_of, params);
     EngineMemory extra;
+    extra.reader_bytes = reader;
     if (to_device) extra.ring_bytes = std::clamp<uint64_t>(values, 1, std::max<uint64_t>(staging, 1));
     if (options.verify_sha256) extra.digest_bytes = staging * r.sources.size();
     return engine_host_bytes(plan, params, extra);

@@ -70,7 +70,8 @@ uint64_t engine_host_bytes(const IoPlan& plan, const PlanParams& params, const E
   for (const Gather& g : plan.gathers) gathers.push_back(gather_bytes(*g.request, params.in_place));
   std::sort(gathers.begin(), gathers.end(), std::greater<>());
   gathers.resize(std::min<size_t>(gathers.size(), plan.threads));
-  uint64_t total = plan.threads * (peak.total() + kThreadBytes) + kLoadBytes + extra.ring_bytes + extra.digest_bytes;
+  uint64_t total = plan.threads * (peak.total() + kThreadBytes + extra.reader_bytes) + kLoadBytes + extra.ring_bytes +
+                   extra.digest_bytes;
   for (const uint64_t g : gathers) total += g;
   return total;
 }

@@ -12,6 +12,7 @@ namespace wl {
 struct EngineMemory {
   uint64_t ring_bytes = 0;    // pinned buffers of a device destination
   uint64_t digest_bytes = 0;  // verify=sha256: copies kept for hashing, all sources together
+  uint64_t reader_bytes = 0;  // each thread's, besides its scratch: the most any source holds per reader
 };
 
 // Bytes at most, all threads together, for `plan` made with `params`.

@@ -18,6 +18,9 @@ struct AwsSigning {
   std::string source;  // where the keys came from, for messages: "the environment (AWS_ACCESS_KEY_ID)"
 };
 
+// Bytes libcurl receives into per transfer before handing them on (CURLOPT_BUFFERSIZE).
+constexpr uint64_t kReceiveBufferBytes = 512u << 10;
+
 struct HttpRequest {
   std::string method = "GET";  // GET or HEAD
   std::string url;

@@ -51,6 +51,7 @@ class RemoteSource final : public ByteSource {
   unsigned preferred_concurrency() const override { return 8; }
   uint64_t bytes_fetched() const override { return fetched_; }
   RequestCost request_cost() const override { return cost_; }
+  uint64_t memory_per_reader() const override { return kReceiveBufferBytes + head_bytes(); }
   std::string version() const override { return etag_; }
 
   // Small reads within the object's first head_bytes() are served from one request for all of

@@ -56,6 +56,7 @@ class RetryingSource final : public ByteSource {
   unsigned preferred_concurrency() const override { return inner_->preferred_concurrency(); }
   uint64_t bytes_fetched() const override { return inner_->bytes_fetched(); }
   RequestCost request_cost() const override { return inner_->request_cost(); }
+  uint64_t memory_per_reader() const override { return inner_->memory_per_reader(); }
   std::string version() const override { return inner_->version(); }
 
  private:

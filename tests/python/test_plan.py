@@ -90,3 +90,18 @@ def test_a_budget_below_the_least_is_refused_before_anything_is_read(two_files):
     assert out.returncode != 0 and "OverBudget" in out.stderr
     loader = wl.CoreWeightLoader("local", max_host_memory=least)  # the least itself fits
     assert loader.load_weights(m, loader.get_weights(two_files), progress=False).bytes_read == wl.plan(two_files).ranks[0].bytes_read
+
+
+def test_the_planned_peak_bounds_the_rss_of_a_load_over_http(two_files, tmp_path):
+    """Remote reads land in the parameters, but each reader holds a receive buffer (and each object a
+    cached head): the plan counts them."""
+    from remote_servers import FaultServer
+    with FaultServer(tmp_path / "www") as server:
+        url = server.put("part-1.safetensors", two_files / "part-1.safetensors")
+        local = cli_json("plan", str(two_files / "part-1.safetensors"))["ranks"][0]
+        remote = cli_json("plan", url)["ranks"][0]
+        load = cli_json("load", url, "-q")
+    assert remote["bytes_read"] == local["bytes_read"] == load["bytes_read"]
+    assert remote["peak_host"] >= local["peak_host"] + 512 * 1024  # a receive buffer per reader at least
+    grown = load["peak_rss_bytes"] - load["rss_before_load_bytes"]
+    assert load["bytes_read"] <= grown <= remote["peak_host"], (grown, remote["peak_host"])

@@ -88,11 +88,3 @@ def test_cli_load_verify_fails_on_a_corrupted_blob(snapshot):
     bad = subprocess.run([CLI, "load", str(snap), "--verify", "sha256", "-q"], capture_output=True, text=True)
     assert bad.returncode != 0
     assert "ChecksumMismatch" in bad.stderr and got in bad.stderr, bad.stderr
-
-
-def test_vllm_load_format_refuses_verify_rather_than_skipping_it():
-    pytest.importorskip("vllm", reason="vLLM is not installed in this environment")
-    from weightloader.vllm_plugin.model_loader import WeightloaderModelLoader
-    with pytest.raises(wl.InvalidArgumentError, match="verify"):
-        WeightloaderModelLoader.for_extra_config({"weight_loader_kwargs": {"verify": "sha256"}})
-    WeightloaderModelLoader.for_extra_config({"weight_loader_kwargs": {"verify": "none"}})

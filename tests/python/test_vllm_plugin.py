@@ -193,6 +193,25 @@ def test_a_broken_checkpoint_is_weightloaders_error_naming_file_and_tensor(llama
     assert "no loader named 'no_such_loader'" in unknown["error"], unknown
 
 
+def test_verify_sha256_checks_each_file_before_vllm_takes_its_tensors(llama, tmp_path):
+    import hashlib
+    import shutil
+    data = (llama / "model.safetensors").read_bytes()
+    dirs = {}
+    for name, digest in (("good", hashlib.sha256(data).hexdigest()), ("wrong", "0" * 64)):
+        d = dirs[name] = tmp_path / name
+        d.mkdir()
+        for f in ("config.json", "model.safetensors"):
+            shutil.copy(llama / f, d / f)
+        (d / "SHA256SUMS").write_text(f"{digest}  model.safetensors\n")  # as sha256sum writes it
+    verify = {"weight_loader_kwargs": {"verify": "sha256"}}
+    reference, verified, refused = run_vllm(spec(llama, load_format="auto"), spec(dirs["good"], **WL, extra=verify),
+                                            spec(dirs["wrong"], **WL, extra=verify))
+    assert_same(verified, reference, "verify=sha256")
+    assert "wrong/model.safetensors" in refused["error"] and "0" * 64 in refused["error"], refused
+    assert hashlib.sha256(data).hexdigest() in refused["error"], refused
+
+
 def test_models_from_http_s3_and_the_hub_load_as_from_disk(llama, nginx, s3, tmp_path, monkeypatch):
     """The same model served by nginx (http), by moto (S3, signatures checked) and by a hub of the
     tests' own (a model id, downloaded into the standard cache by weightloader's download)."""

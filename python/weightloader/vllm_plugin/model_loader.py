@@ -47,12 +47,7 @@ class WeightloaderModelLoader(BaseModelLoader):
         self.loader_kwargs = dict(extra.get("weight_loader_kwargs") or {})
         if "dtype" in self.loader_kwargs and isinstance(self.loader_kwargs["dtype"], str):
             self.loader_kwargs["dtype"] = _torch_dtype(self.loader_kwargs["dtype"])
-        # vLLM's load_weights pulls tensors one by one; verify=sha256 hashes the reads of one whole
-        # load, so here it would check nothing: refused rather than skipped.
-        if str(self.loader_kwargs.get("verify", "none")) != "none":
-            raise _invalid("weight_loader_kwargs: verify is not available with load_format='weightloader' yet (vLLM "
-                           "reads tensor by tensor; verify=sha256 hashes one whole load's reads): check the files "
-                           "first with `weightloader verify` (cache blobs against their names)")
+        self.verify = str(self.loader_kwargs.get("verify", "none")) != "none"
 
     @classmethod
     def for_extra_config(cls, extra):
@@ -98,7 +93,7 @@ class WeightloaderModelLoader(BaseModelLoader):
         started = time.perf_counter()
         loader = self.make_loader(source, model_config.dtype)
         weights = loader.get_weights(source)
-        feed = _Feed(weights, source)
+        feed = _Feed(weights, source, verified=self.verify)
         recorder = LayerRecorder(model)
         loaded = feed_model(model, feed, lambda pairs: recorder.watch(pairs, lambda: feed.current), recorder)
         missing = _not_loaded(model, loaded)
@@ -134,22 +129,30 @@ class _Feed:
     as they are (a local file, the same dtype, no layout change) is a view of a private mapping of
     its file: vLLM's own copy into the parameter is then the only one, and a tensor-parallel rank
     touches only the pages of the rows it keeps. The others are read (decoded, converted) by the
-    library. Remembers the tensor in flight, for errors."""
+    library. verified (verify=sha256): each file's tensors are read together by the library, which
+    hashes every byte it reads and checks the file's digest, and only then handed to vLLM (one
+    file's tensors in memory at a time). Remembers the tensor in flight, for errors."""
 
-    def __init__(self, weights, source):
+    def __init__(self, weights, source, verified=False):
         self.weights, self.source = weights, source
         self.current, self.count, self.mapped, self.read = None, 0, 0, 0
         names = list(weights) if isinstance(weights, (Weights, dict)) else None
         self.prefix = detect_name_scheme(names)["prefix"] if names else ""
-        self.views = _core.PrivateViews(weights._source) if isinstance(weights, Weights) else None
+        self.verified = verified
+        if verified and not isinstance(weights, Weights):
+            raise _invalid(f"weight_loader_kwargs: verify=sha256 needs a registry loader, whose reads the library "
+                           f"hashes; {source} came as Python tensors")
+        self.views = _core.PrivateViews(weights._source) if isinstance(weights, Weights) and not verified else None
 
     def __iter__(self):
-        items = ((n, None) for n in self.weights) if isinstance(self.weights, Weights) else (
-            self.weights.items() if isinstance(self.weights, dict) else self.weights)
+        items = self._verified_files() if self.verified else ((n, None) for n in self.weights) if isinstance(
+            self.weights, Weights) else (self.weights.items() if isinstance(self.weights, dict) else self.weights)
         for name, tensor in items:
             self.current = name
             if tensor is None:
                 tensor = self._tensor(name)
+            elif self.verified:
+                pass  # read (and counted) by _verified_files
             elif not isinstance(tensor, torch.Tensor):
                 raise _from_core("InvalidArgument", f"{self.source}: '{name}' is a {type(tensor).__name__}, "
                                  "not a torch tensor", self.source, name, False)
@@ -159,6 +162,24 @@ class _Feed:
             yield (name[len(self.prefix):] if self.prefix and name.startswith(self.prefix) else name), tensor
         self.current = None
         self.views = None  # the mappings go with the last view vLLM keeps
+
+    def _verified_files(self):
+        """(name, tensor) of every tensor, file by file, each file read in one load with verify=sha256."""
+        by_file = {}
+        for name in self.weights:
+            by_file.setdefault(self.weights.info(name).get("file", ""), []).append(name)
+        core = _core.create_loader("local", {"verify": "sha256", "name_map": "explicit"})
+        for names in by_file.values():
+            tensors = {}
+            for name in names:
+                info = self.weights.info(name)
+                tensors[name] = torch.empty(info["shape"], dtype=dtypes.to_torch(self.weights._dtype or info["dtype"]))
+            params = [(n, dtypes.name_of(t.dtype), list(t.shape), t.data_ptr(), t.numel() * t.element_size())
+                      for n, t in tensors.items()]
+            core.load(self.weights._source.only(names), params, True, None, "cpu")
+            for name in names:
+                self.read += tensors[name].numel() * tensors[name].element_size()
+                yield name, tensors.pop(name)
 
     def _tensor(self, name):
         info = self.weights.info(name)
