@@ -38,6 +38,11 @@ void write_atomically(const fs::path& path, const std::string& text) {
   out.commit();
 }
 
+// refs/<revision> names the commit a branch or tag pointed at (a commit needs none).
+void write_ref(const fs::path& repo, const std::string& revision, const std::string& commit) {
+  if (revision != commit) write_atomically(repo / "refs" / revision, commit);
+}
+
 std::vector<std::string> matching(const std::vector<std::string>& files, const std::vector<std::string>& patterns) {
   std::vector<std::string> out;
   for (const std::string& f : files)
@@ -92,7 +97,7 @@ class SnapshotDownload {
     }
     if (!request_.stream) {
       fetch(wanted);
-      write_ref();
+      write_ref(repo_, request_.revision, commit_);
       return {snapshot().string(), nullptr};
     }
     std::vector<std::string> weights;
@@ -107,10 +112,6 @@ class SnapshotDownload {
 
  private:
   fs::path snapshot() const { return repo_ / "snapshots" / commit_; }
-
-  void write_ref() const {
-    if (request_.revision != commit_) write_atomically(repo_ / "refs" / request_.revision, commit_);
-  }
 
   // Each file's metadata, the lock of its blob, and a download for each blob not in the cache yet.
   BlobBatch prepare(std::vector<std::string> paths) const {
@@ -164,14 +165,14 @@ class SnapshotDownload {
     for (const HubFile& f : batch.files)
       if (!batch.download_of(f)) link_into_snapshot(snapshot(), f.path, f.etag);
     if (batch.blobs.empty()) {
-      write_ref();
+      write_ref(repo_, request_.revision, commit_);
       return {snapshot().string(), nullptr};
     }
     std::vector<HubFile> files = batch.files;
-    auto complete = [files = std::move(files), snapshot = snapshot(), ref = repo_ / "refs" / request_.revision,
-                     commit = commit_, by_branch = request_.revision != commit_] {
+    auto complete = [files = std::move(files), snapshot = snapshot(), repo = repo_, revision = request_.revision,
+                     commit = commit_] {
       for (const HubFile& f : files) link_into_snapshot(snapshot, f.path, f.etag);
-      if (by_branch) write_atomically(ref, commit);
+      write_ref(repo, revision, commit);
     };
     auto arriving = std::make_shared<ArrivingSnapshot>(std::move(batch), snapshot().string(), request_.concurrency,
                                                        std::move(complete));
