@@ -134,7 +134,7 @@ def test_a_cancelled_streamed_load_stops_the_download_and_keeps_what_arrived(hub
     assert not (blobs / sha).exists()
     (partial,) = [p for p in blobs.iterdir() if p.name.startswith(sha + ".wl-partial-")]
     kept = partial.stat().st_size
-    assert kept == len(data) * 3 // 4
+    assert 8 << 20 <= kept <= len(data) * 3 // 4  # what the load had read, at most what the CDN had sent
     hub.cdn.reset()
     module = empty_module()
     wl.load_into(module, "org/big", loader=wl.HfWeightLoader())
