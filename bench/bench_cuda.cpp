@@ -120,7 +120,7 @@ int main(int argc, char** argv) try {
   if (reps == 0) return 0;  // --synth only
   const wl::Context context = wl::with_cuda_devices({});
   const wl::LoaderChoice choice = wl::detect_loader(dir);
-  auto probe = wl::WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+  auto probe = wl::WeightLoaderRegistry::with_builtins()->create(choice.name, choice.kwargs);
   auto source = probe->get_weights(dir);
   std::vector<std::string> files;
   uint64_t file_bytes = 0;
@@ -135,7 +135,7 @@ int main(int argc, char** argv) try {
   print("page_cache_limit", file_bytes, page_cache_seconds(files, reps),
         fmt::format("pread, {} threads, 8 MiB", std::thread::hardware_concurrency()));
   for (wl::DType dtype : {wl::DType::F32, wl::DType::BF16}) {
-    auto loader = wl::WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+    auto loader = wl::WeightLoaderRegistry::with_builtins()->create(choice.name, choice.kwargs);
     loader->dtype() = dtype;
     loader->options().context = context;
     loader->options().io.device = wl::Device::parse("cuda:0");

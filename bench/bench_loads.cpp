@@ -44,7 +44,7 @@ std::unique_ptr<wl::WeightSource> open(const std::string& path, std::unique_ptr<
                                        wl::Kwargs extra = {}) {
   wl::LoaderChoice choice = wl::detect_loader(path);
   for (auto& [k, v] : extra) choice.kwargs[k] = v;
-  loader = wl::WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+  loader = wl::WeightLoaderRegistry::with_builtins()->create(choice.name, choice.kwargs);
   return loader->get_weights(path);
 }
 

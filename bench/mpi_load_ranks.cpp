@@ -42,7 +42,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // memory through the LLM's own loader (the same names, slices and fused shards).
 wl::LoadReport load_whole_then_slice(wl::LLM& llm, unsigned rank, const std::string& path) {
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<wl::WeightLoader> loader = wl::WeightLoaderRegistry::global().create("hf");
+  std::unique_ptr<wl::WeightLoader> loader = wl::WeightLoaderRegistry::with_builtins()->create("hf");
   std::unique_ptr<wl::WeightSource> file = loader->get_weights(path);
   wl::LoadReport whole;
   std::unique_ptr<wl::WeightSource> memory;

@@ -80,15 +80,18 @@ const Context& program_context() {
   return context;
 }
 
+const WeightLoaderRegistry& program_registry() {
+  static const std::unique_ptr<WeightLoaderRegistry> registry = WeightLoaderRegistry::with_builtins(program_context());
+  return *registry;
+}
+
 SourceOptions::Opened SourceOptions::open_loader(const Kwargs& extra) const {
   Context session = program_context();
   session.opener = std::make_shared<CachingOpener>(session.files());
   LoaderChoice c = loader == "auto" ? detect_loader(path, *session.opener, formats_of(session)) : LoaderChoice{loader, {}};
   for (auto& [k, v] : kwargs()) c.kwargs[k] = v;
   for (const auto& [k, v] : extra) c.kwargs[k] = v;
-  Opened out{c.name, WeightLoaderRegistry::global().create(c.name, c.kwargs)};
-  out.loader->options().context = std::move(session);
-  return out;
+  return {c.name, program_registry().create(c.name, c.kwargs, std::move(session))};
 }
 
 uint64_t peak_rss_bytes() {
@@ -135,7 +138,7 @@ ProgressCallback make_progress_bar(bool quiet) {
   };
 }
 
-std::unique_ptr<WeightSource> normalised_weights(WeightLoader& loader, const std::string& path) {
+std::unique_ptr<WeightSource> normalised_weights(const WeightLoader& loader, const std::string& path) {
   const auto source = loader.get_weights(path);
   if (loader.options().auto_names) return loader.canonical_source(*source);
   return with_normalised_names(*source, loader.options().names);

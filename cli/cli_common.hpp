@@ -32,7 +32,7 @@ struct SourceOptions {
   // its get_weights, so that each file is opened (over a network: a HEAD) once.
   struct Opened {
     std::string name;  // the loader chosen
-    std::unique_ptr<WeightLoader> loader;
+    std::unique_ptr<const WeightLoader> loader;  // given this command's session; never changed
   };
   Opened open_loader(const Kwargs& extra = {}) const;
 };
@@ -51,11 +51,13 @@ struct ReadOptions {
 // What this program's loads reach through: local files, and what the build links — http://,
 // https:// and s3:// names and hub downloads (the remote component), CUDA devices. Made once.
 const Context& program_context();
+// The loaders this program knows: the built-ins, given program_context(). Made once.
+const WeightLoaderRegistry& program_registry();
 
 // The checkpoint at `path` under the names a comparison or a conversion should see: with
 // name_map=auto the loader's canonical (Hugging Face) names and rotary rows; otherwise its explicit
 // mapping over the names the formats present (a GGUF Llama's as Hugging Face's: with_normalised_names).
-std::unique_ptr<WeightSource> normalised_weights(WeightLoader& loader, const std::string& path);
+std::unique_ptr<WeightSource> normalised_weights(const WeightLoader& loader, const std::string& path);
 
 // --kw items (key=value) as kwargs; InvalidArgument for an item without '='.
 Kwargs parse_kw_items(const std::vector<std::string>& items);

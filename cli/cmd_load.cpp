@@ -19,12 +19,13 @@ void run_load(const Args& a) {
   a.reads.into(extra);
   if (!a.verify.empty()) extra["verify"] = a.verify;
   SourceOptions::Opened opened = a.source.open_loader(extra);
-  auto& loader = opened.loader;
-  loader->options().io.progress = make_progress_bar(a.quiet);
-  auto source = loader->get_weights(a.source.path);
-  Model model = loader->mirror_model(*source);
+  const WeightLoader& loader = *opened.loader;
+  LoadOptions call = loader.options();
+  call.io.progress = make_progress_bar(a.quiet);
+  auto source = loader.get_weights(a.source.path, call);
+  Model model = loader.mirror_model(*source);
   const uint64_t rss_before = peak_rss_bytes();
-  LoadReport report = loader->load_weights(model, *source);
+  LoadReport report = loader.load_weights(model, *source, call);
   const uint64_t rss = peak_rss_bytes();
   if (a.json) {
     nlohmann::json j = nlohmann::json::parse(report.to_json());

@@ -10,7 +10,7 @@ struct Args {
 };
 
 void run_loaders(const Args& a) {
-  const WeightLoaderRegistry& registry = WeightLoaderRegistry::global();
+  const WeightLoaderRegistry& registry = program_registry();
   for (const std::string& name : registry.list_available()) {
     const LoaderSpec spec = registry.spec(name);
     fmt::print("{:<16} {}\n", name, spec.description);

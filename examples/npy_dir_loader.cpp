@@ -188,20 +188,21 @@ std::string tensor_name(const fs::path& relative) {
 
 class NpyDirLoader : public wl::WeightLoader {
  public:
-  std::unique_ptr<wl::WeightSource> get_weights(const std::string& path) override {
+  std::unique_ptr<wl::WeightSource> get_weights(const std::string& path, const wl::LoadOptions&) const override {
     wl::Catalogue catalogue = read_npy_dir(path);
     return std::make_unique<wl::WeightSource>("npy_dir", path, std::move(catalogue.tensors));
   }
 };
 
-// Registered when the program starts; the registry then lists and creates it like a built-in.
-const wl::LoaderRegistration registration(
-    "npy_dir", wl::LoaderSpec{"A directory of NumPy .npy files, one tensor per file; layers/0/w.npy is layers.0.w "
-                              "(example: examples/npy_dir_loader.cpp).",
-                              {},
-                              [](const wl::Kwargs&) { return std::make_unique<NpyDirLoader>(); }});
-
 }  // namespace
+
+void register_npy_dir_loader(wl::WeightLoaderRegistry& registry) {
+  registry.register_loader(
+      "npy_dir", wl::LoaderSpec{"A directory of NumPy .npy files, one tensor per file; layers/0/w.npy is layers.0.w "
+                                "(example: examples/npy_dir_loader.cpp).",
+                                {},
+                                [](const wl::Kwargs&) { return std::make_unique<NpyDirLoader>(); }});
+}
 
 NpyHeader read_npy_header(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,7 +1,9 @@
 // Example of a user-defined loader: `npy_dir`, a directory of NumPy .npy files, one tensor per file.
 // The tensor name is the file's path below the directory without `.npy`, '/' becoming '.':
-// `layers/0/w.npy` is `layers.0.w`. npy_dir_loader.cpp registers it at static initialisation, so
-// linking that file in is all it takes: WeightLoaderRegistry::global().create("npy_dir").
+// `layers/0/w.npy` is `layers.0.w`. A program registers it in the registry it owns:
+//   auto registry = wl::WeightLoaderRegistry::with_builtins();
+//   npy_example::register_npy_dir_loader(*registry);
+//   registry->create("npy_dir")->get_weights("weights/");
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 
 #include "weightloader/dtype.hpp"
 #include "weightloader/format.hpp"
+#include "weightloader/registry.hpp"
 #include "weightloader/tensor.hpp"
 
 namespace npy_example {
@@ -32,5 +35,8 @@ NpyHeader read_npy_header(const std::string& path);
 // column-major strides, so they load like any other. NoMatchingFiles if there are none;
 // DuplicateTensorName if two files give one name (`a.b.npy` and `a/b.npy`).
 wl::Catalogue read_npy_dir(const std::string& dir);
+
+// Registers the loader as "npy_dir" (LoaderExists if the name is taken).
+void register_npy_dir_loader(wl::WeightLoaderRegistry& registry);
 
 }  // namespace npy_example

@@ -43,8 +43,14 @@ class WL_API WeightLoader {
  public:
   virtual ~WeightLoader() = default;
 
-  // Where to read: a lazy catalogue of the checkpoint; nothing is read yet.
-  virtual std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path) = 0;
+  // Where to read: a lazy catalogue of the checkpoint; nothing is read yet. Under `call`, the
+  // options of this call: where names are opened and formats detected (its context), a model id's
+  // download's progress and cancellation (io.progress). The loader itself is not changed.
+  virtual std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path, const LoadOptions& call) const = 0;
+  // vLLM's get_weights(model_name_or_path): the same under the loader's own options.
+  std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path) const {
+    return get_weights(model_name_or_path, options_);
+  }
 
   // How to put it in: maps names, checks shapes, reads every tensor once straight into its
   // parameter (converting to the parameter's dtype), under `call` — the options of this call
@@ -68,12 +74,10 @@ class WL_API WeightLoader {
   // The `dtype` kwarg: the dtype weights are converted to when the loader builds the model.
   std::optional<DType>& dtype() noexcept { return dtype_; }
   const std::optional<DType>& dtype() const noexcept { return dtype_; }
-  // The opener and the formats in effect (the context's, else the defaults).
-  std::shared_ptr<const Opener> opener() const { return options_.context.files(); }
-  const FormatList& formats() const { return formats_of(options_.context); }
-  // opener() behind a CachingOpener: what one get_weights call reads through (and the source it
-  // returns keeps), so that detection, catalogue and data see the same version of every file.
-  std::shared_ptr<const Opener> session_opener() const;
+  // The call's opener (its context's, else the local one) behind a CachingOpener: what one
+  // get_weights call reads through (and the source it returns keeps), so that detection,
+  // catalogue and data see the same version of every file.
+  static std::shared_ptr<const Opener> session_opener(const LoadOptions& call);
 
  protected:
   LoadOptions options_;

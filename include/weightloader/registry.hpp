@@ -35,12 +35,10 @@ struct LoaderSpec {
   LoaderFactory make;
 };
 
-// Thread-safe. Registries are values: the Python module, tests and embedders make their own
-// (with_builtins(), or empty) instead of relying on static initialisation; global() is the default.
+// Thread-safe. There is no process-wide registry: a program (the CLI, the Python module, a test, an
+// embedder) makes its own, with the built-ins (with_builtins()) or empty, and passes it down.
 class WL_API WeightLoaderRegistry {
  public:
-  // The process-wide registry, with the built-in loaders already registered.
-  static WeightLoaderRegistry& global();
   // A fresh registry holding the built-in loaders, which it gives `context`.
   static std::unique_ptr<WeightLoaderRegistry> with_builtins(Context context = {});
   // An empty registry whose loaders get `context` (where they open names, which formats they detect).
@@ -56,6 +54,8 @@ class WL_API WeightLoaderRegistry {
   // accepted ones), converts string values to the declared type (InvalidKwarg), applies the
   // common ones (LoadOptions, dtype) and calls the factory.
   std::unique_ptr<WeightLoader> create(const std::string& name, const Kwargs& kwargs = {}) const;
+  // The same, the loader getting `context` (the program's, or one session's) instead of the registry's.
+  std::unique_ptr<WeightLoader> create(const std::string& name, const Kwargs& kwargs, Context context) const;
 
   // Kwargs every loader accepts: dtype, strict, allow_reshape, strip_prefix, add_prefix,
   // rename, regex_rename, drop, concurrency.
@@ -83,12 +83,6 @@ struct LoaderChoice {
   Kwargs kwargs;
 };
 WL_API LoaderChoice detect_loader(const std::string& path, const Opener& opener, const FormatList& formats);
-WL_API LoaderChoice detect_loader(const std::string& path);  // local_opener(), the global formats
-
-// Registers a loader into the global registry at static-initialisation time:
-//   static wl::LoaderRegistration reg("my_format", {...});
-struct WL_API LoaderRegistration {
-  LoaderRegistration(const std::string& name, LoaderSpec spec);
-};
+WL_API LoaderChoice detect_loader(const std::string& path);  // local_opener(), the built-in formats
 
 }  // namespace wl

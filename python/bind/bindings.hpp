@@ -32,6 +32,8 @@ void register_plan(pybind11::module_& m);
 // https:// and s3:// names and hub downloads (the remote component), CUDA devices (load_into
 // fills torch CUDA tensors in place). Made once.
 const Context& module_context();
+// The module's C++ loaders: the built-ins, given module_context(). Made once.
+const WeightLoaderRegistry& module_registry();
 
 // A Python object kept alive by C++ (a tensor's or array's owner): released with the GIL held.
 std::shared_ptr<const void> keep_alive(pybind11::object owner);

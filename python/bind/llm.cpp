@@ -45,6 +45,7 @@ std::unique_ptr<Engine> make_llm(const std::string& model, const std::string& lo
   o.threads = threads;
   o.defer_load = defer_load;
   o.context = module_context();
+  o.registry = &module_registry();
   o.io.progress = calls.progress();
   std::unique_ptr<LLM> llm = calls.run([&] { return std::make_unique<LLM>(std::move(o)); });
   return std::make_unique<Engine>(Engine{calls, std::move(llm)});

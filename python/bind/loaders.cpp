@@ -44,22 +44,15 @@ namespace {
 
 struct Loader {
   std::string name;
-  std::unique_ptr<WeightLoader> loader;
+  std::unique_ptr<const WeightLoader> loader;  // never changed: Python threads share it
 };
 
 // progress: called as a model id is downloaded (the hf loader); False from it cancels, as Ctrl-C does.
-std::shared_ptr<WeightSource> get_weights(Loader& l, const std::string& path, pyb::object progress) {
+std::shared_ptr<WeightSource> get_weights(const Loader& l, const std::string& path, pyb::object progress) {
   Interruptible call(std::move(progress));
-  const ProgressCallback saved = l.loader->options().io.progress;
-  l.loader->options().io.progress = call.progress();
-  try {
-    std::shared_ptr<WeightSource> source = call.run([&] { return std::shared_ptr<WeightSource>(l.loader->get_weights(path)); });
-    l.loader->options().io.progress = saved;
-    return source;
-  } catch (...) {
-    l.loader->options().io.progress = saved;
-    throw;
-  }
+  LoadOptions options = l.loader->options();  // this call's
+  options.io.progress = call.progress();
+  return call.run([&] { return std::shared_ptr<WeightSource>(l.loader->get_weights(path, options)); });
 }
 
 pyb::list mirror(const Loader& l, const WeightSource& source) {
@@ -138,7 +131,7 @@ pyb::dict installed_views(const LoadPlan& plan, const LoadReport& report, const 
 // whose stored bytes the rule accepts are then not read but returned as views (installed_views).
 // Without it every parameter is read into the caller's memory, zero_copy or not.
 // Returns (the report as JSON text, {parameter: MappedBytes}).
-pyb::tuple load(Loader& l, const WeightSource& source, const pyb::list& params, std::optional<bool> strict,
+pyb::tuple load(const Loader& l, const WeightSource& source, const pyb::list& params, std::optional<bool> strict,
                 pyb::object progress, std::optional<std::string> device, bool replace) {
   const Device where = device ? Device::parse(*device) : l.loader->options().io.device;
   Model model = to_model(params, where);
@@ -185,13 +178,11 @@ void register_loaders(pyb::module_& m) {
       .def("load", &load, pyb::arg("source"), pyb::arg("params"), pyb::arg("strict") = pyb::none(),
            pyb::arg("progress") = pyb::none(), pyb::arg("device") = pyb::none(), pyb::arg("replace") = false);
   m.def("create_loader", [](const std::string& name, const pyb::dict& kwargs) {
-    Loader made{name, WeightLoaderRegistry::global().create(name, to_kwargs(kwargs))};
-    made.loader->options().context = module_context();
-    return made;
+    return Loader{name, module_registry().create(name, to_kwargs(kwargs))};
   });
-  m.def("list_loaders", [] { return WeightLoaderRegistry::global().list_available(); });
+  m.def("list_loaders", [] { return module_registry().list_available(); });
   m.def("loader_spec", [](const std::string& name) {
-    const LoaderSpec spec = WeightLoaderRegistry::global().spec(name);
+    const LoaderSpec spec = module_registry().spec(name);
     pyb::list kwargs;
     for (const std::vector<KwargSpec>* list : {&spec.kwargs, &WeightLoaderRegistry::common_kwargs()})
       for (const KwargSpec& k : *list) kwargs.append(pyb::make_tuple(k.name, static_cast<int>(k.type), k.help));

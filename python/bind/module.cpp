@@ -21,4 +21,9 @@ const Context& module_context() {
   return context;
 }
 
+const WeightLoaderRegistry& module_registry() {
+  static const std::unique_ptr<WeightLoaderRegistry> registry = WeightLoaderRegistry::with_builtins(module_context());
+  return *registry;
+}
+
 }  // namespace wl::py

@@ -114,13 +114,15 @@ std::unique_ptr<WeightSource> LLM::open(const std::string& shared, std::string* 
   const LoaderChoice detected = choice;
   for (const auto& [k, v] : options_.weight_loader_kwargs) choice.kwargs[k] = v;
   loader_name_ = choice.name;
-  const WeightLoaderRegistry& registry = options_.registry ? *options_.registry : WeightLoaderRegistry::global();
-  std::unique_ptr<WeightLoader> loader = registry.create(choice.name, choice.kwargs);
-  loader->options().context = std::move(context);
-  // Before get_weights: a model id missing from the cache downloads there, with this progress.
-  if (options_.io.progress || options_.io.concurrency) loader->options().io = options_.io;
+  std::unique_ptr<WeightLoaderRegistry> builtins;  // when the options name no registry
+  const WeightLoaderRegistry& registry =
+      options_.registry ? *options_.registry : *(builtins = WeightLoaderRegistry::with_builtins());
+  std::unique_ptr<const WeightLoader> loader = registry.create(choice.name, choice.kwargs, std::move(context));
+  // This LLM's calls: a model id missing from the cache downloads with this progress and concurrency.
+  load_options_ = loader->options();
+  if (options_.io.progress || options_.io.concurrency) load_options_.io = options_.io;
   std::unique_ptr<WeightSource> source =
-      received ? catalogue_from_value(received->catalogue, session) : loader->get_weights(options_.model);
+      received ? catalogue_from_value(received->catalogue, session) : loader->get_weights(options_.model, load_options_);
   if (to_share) *to_share = share(detected, *source, options_.model);
   // Under Hugging Face names (name_map=auto: whatever the checkpoint's scheme), as the configuration reads them.
   config_ = llama_config_from_source(*loader->canonical_source(*source));
@@ -141,7 +143,7 @@ std::unique_ptr<WeightSource> LLM::open(const std::string& shared, std::string* 
           std::make_unique<LlamaEngine>(config_, *own_group_[r], dtype, std::max(1u, cores / tp), options_.expert_parallel));
   }
 
-  drop_unused_by_engine(loader->options().names, config_);
+  drop_unused_by_engine(load_options_.names, config_);
   loader_ = std::move(loader);
   // Beside the weights: origin() is where the loader found them (a model id resolves to its snapshot).
   tokenizer_ = options_.tokenizer.empty() ? find_tokenizer(source->origin(), *source->opener())
@@ -185,7 +187,7 @@ Model& LLM::rank_model(unsigned rank) { return engine(rank).model(); }
 LoadReport LLM::load_rank(unsigned rank, const WeightSource& source, std::optional<bool> strict) {
   Model& model = rank_model(rank);
   // This rank's: the loader is shared by every rank's thread.
-  LoadOptions call = rank_load_options(loader_->options(), config_, engine(rank).partition());
+  LoadOptions call = rank_load_options(load_options_, config_, engine(rank).partition());
   if (strict) call.strict = *strict;
   return loader_->load_weights(model, source, call);
 }

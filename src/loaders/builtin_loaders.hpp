@@ -1,4 +1,4 @@
-// The built-in loaders: each registers itself into a registry; global() calls them all.
+// The built-in loaders: each registers itself into a registry; WeightLoaderRegistry::with_builtins() calls them all.
 #pragma once
 
 #include <string>

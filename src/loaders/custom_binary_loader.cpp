@@ -11,8 +11,8 @@ namespace {
 // Reads the catalogue of a meta.txt + model.bin directory; loading is the default load_weights.
 class CustomBinaryLoader : public WeightLoader {
  public:
-  std::unique_ptr<WeightSource> get_weights(const std::string& path) override {
-    const std::shared_ptr<const Opener> files = session_opener();
+  std::unique_ptr<WeightSource> get_weights(const std::string& path, const LoadOptions& call) const override {
+    const std::shared_ptr<const Opener> files = session_opener(call);
     Catalogue catalogue = read_custom_binary_catalogue(*files, path);
     attach_config_json(*files, path, catalogue.metadata);
     return std::make_unique<WeightSource>("custom_binary", path, std::move(catalogue.tensors),

@@ -42,15 +42,16 @@ class HfLoader final : public WeightLoader {
       : revision_(std::move(revision)), cache_dir_(std::move(cache_dir)), download_(download), stream_(stream),
         as_stored_(as_stored) {}
 
-  std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path) override {
-    std::shared_ptr<const Opener> session = session_opener();
+  std::unique_ptr<WeightSource> get_weights(const std::string& model_name_or_path, const LoadOptions& call) const override {
+    std::shared_ptr<const Opener> session = session_opener(call);
+    const FormatList& formats = formats_of(call.context);
     std::string dir = model_name_or_path;
     if (!session->exists(dir)) {
-      const HfSnapshot snapshot = snapshot_of(model_name_or_path);
+      const HfSnapshot snapshot = snapshot_of(model_name_or_path, call);
       if (snapshot.arriving) {
         session = std::make_shared<CachingOpener>(snapshot.arriving);
         try {
-          return open_dir(snapshot.directory, session);
+          return open_dir(formats, snapshot.directory, session);
         } catch (const Error&) {
           // Bytes still arriving may be wrong ones (a header that does not parse): the download's
           // own failure (their digest) is then the cause to report.
@@ -60,26 +61,28 @@ class HfLoader final : public WeightLoader {
       }
       dir = snapshot.directory;
     }
-    return open_dir(dir, session);
+    return open_dir(formats, dir, session);
   }
 
  private:
-  std::unique_ptr<WeightSource> open_dir(const std::string& dir, const std::shared_ptr<const Opener>& session) const {
+  std::unique_ptr<WeightSource> open_dir(const FormatList& formats, const std::string& dir,
+                                         const std::shared_ptr<const Opener>& session) const {
     const Opener& files = *session;
     if (!files.is_directory(dir)) {
-      const FileFormat* f = formats().detect(*files.open(dir));
+      const FileFormat* f = formats.detect(*files.open(dir));
       if (!f) throw Error(ErrorCode::InvalidArgument, "not a Hugging Face model directory nor a checkpoint file", dir);
       return checkpoint_view(open_files(*f, {dir}, dir, session), files, as_stored_);
     }
-    return checkpoint_view(open_weights(dir, session), files, as_stored_);
+    return checkpoint_view(open_weights(formats, dir, session), files, as_stored_);
   }
 
-  const FileFormat& format_named(const std::string& name) const {
-    if (const FileFormat* f = formats().find(name)) return *f;
+  static const FileFormat& format_named(const FormatList& formats, const std::string& name) {
+    if (const FileFormat* f = formats.find(name)) return *f;
     throw Error(ErrorCode::InvalidArgument, fmt::format("format '{}' is not available in this build", name));
   }
 
-  std::unique_ptr<WeightSource> open_weights(const std::string& dir, const std::shared_ptr<const Opener>& session) const {
+  std::unique_ptr<WeightSource> open_weights(const FormatList& formats, const std::string& dir,
+                                            const std::shared_ptr<const Opener>& session) const {
     const Opener& files = *session;
     auto sharded = [&](const std::string& index, const FileFormat& format) {
       Catalogue c = read_sharded_catalogue(files, index, format);
@@ -93,11 +96,11 @@ class HfLoader final : public WeightLoader {
       return s->with_metadata(std::move(metadata));
     };
     if (const std::string index = files.join(dir, "model.safetensors.index.json"); files.exists(index))
-      return sharded(index, format_named("safetensors"));
-    if (auto names = files_matching(files, dir, is_hf_safetensors_file, "model.safetensors"); !names.empty()) return plain(names, format_named("safetensors"));
+      return sharded(index, format_named(formats, "safetensors"));
+    if (auto names = files_matching(files, dir, is_hf_safetensors_file, "model.safetensors"); !names.empty()) return plain(names, format_named(formats, "safetensors"));
     if (const std::string index = files.join(dir, "pytorch_model.bin.index.json"); files.exists(index))
-      return sharded(index, format_named("pytorch"));
-    if (auto names = files_matching(files, dir, is_hf_pytorch_weights_file, "pytorch_model.bin"); !names.empty()) return plain(names, format_named("pytorch"));
+      return sharded(index, format_named(formats, "pytorch"));
+    if (auto names = files_matching(files, dir, is_hf_pytorch_weights_file, "pytorch_model.bin"); !names.empty()) return plain(names, format_named(formats, "pytorch"));
     throw Error(ErrorCode::NoMatchingFiles,
                 "no weights found: looked for model.safetensors.index.json, *.safetensors, pytorch_model.bin.index.json "
                 "and pytorch_model*.bin / model*.bin",
@@ -107,16 +110,16 @@ class HfLoader final : public WeightLoader {
   // The model id's snapshot in the cache, downloaded (with the load's concurrency, and its
   // progress callback unless streamed: the load reports the bytes as they arrive) when it is
   // missing, downloading is on and HF_HUB_OFFLINE is not set.
-  HfSnapshot snapshot_of(const std::string& model_id) const {
+  HfSnapshot snapshot_of(const std::string& model_id, const LoadOptions& call) const {
     if (!download_) return {resolve_hf_snapshot(model_id, revision_, cache_dir_), nullptr};
     HfDownload request;
     request.model_id = model_id;
     request.revision = revision_;
     request.cache_dir = cache_dir_;
-    if (options_.io.concurrency) request.concurrency = options_.io.concurrency;
-    request.progress = options_.io.progress;
+    if (call.io.concurrency) request.concurrency = call.io.concurrency;
+    request.progress = call.io.progress;
     request.stream = stream_;
-    return find_or_download_hf_snapshot(request, options_.context.downloader);
+    return find_or_download_hf_snapshot(request, call.context.downloader);
   }
 
   std::string revision_;

@@ -252,7 +252,9 @@ LoadReport WeightLoader::load_weights(Model& model, const WeightSource& source, 
   return execute_load(plan_load(model, source, call), source, call);
 }
 
-std::shared_ptr<const Opener> WeightLoader::session_opener() const { return std::make_shared<CachingOpener>(opener()); }
+std::shared_ptr<const Opener> WeightLoader::session_opener(const LoadOptions& call) {
+  return std::make_shared<CachingOpener>(call.context.files());
+}
 
 std::unique_ptr<WeightSource> WeightLoader::canonical_source(const WeightSource& source) const {
   if (!options_.auto_names) return source.with_metadata(source.metadata());

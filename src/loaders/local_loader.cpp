@@ -28,20 +28,22 @@ class LocalLoader final : public WeightLoader {
   LocalLoader(std::string pattern, std::string only_format = {}, bool as_stored = false)
       : pattern_(std::move(pattern)), only_format_(std::move(only_format)), as_stored_(as_stored) {}
 
-  std::unique_ptr<WeightSource> get_weights(const std::string& path) override {
-    const std::shared_ptr<const Opener> files = session_opener();
+  std::unique_ptr<WeightSource> get_weights(const std::string& path, const LoadOptions& call) const override {
+    const std::shared_ptr<const Opener> files = session_opener(call);
+    const FormatList& formats = formats_of(call.context);
     if (!files->exists(path)) throw Error(ErrorCode::FileNotFound, "no such file or directory", path);
-    if (!files->is_directory(path)) return with_config(open_files(checked_format(path, *files), {path}, path, files), *files, as_stored_);
+    if (!files->is_directory(path))
+      return with_config(open_files(checked_format(formats, path, *files), {path}, path, files), *files, as_stored_);
 
     // Each matching file's format, found once by content.
     std::vector<std::pair<std::string, const FileFormat*>> found;
     for (const std::string& name : files->list(path))
-      if (matches(pattern_, name)) found.emplace_back(name, formats().detect(*files->open(name)));
+      if (matches(pattern_, name)) found.emplace_back(name, formats.detect(*files->open(name)));
     if (!only_format_.empty())  // e.g. a llama2.c model beside its tokenizer, both *.bin
       std::erase_if(found, [&](const auto& f) { return !f.second || f.second->name != only_format_; });
     if (found.empty()) throw Error(ErrorCode::NoMatchingFiles, no_match(files->list(path)), path);
 
-    const FileFormat& format = checked_format(found.front().first, *files);
+    const FileFormat& format = checked_format(formats, found.front().first, *files);
     // A sharded checkpoint: `X.index.json` next to files matching the pattern, X itself matching it
     // too (model.safetensors.index.json, pytorch_model.bin.index.json): only listed files are read.
     for (const std::string& name : files->list(path)) {
@@ -58,7 +60,7 @@ class LocalLoader final : public WeightLoader {
     std::erase_if(found, [&](const auto& f) { return std::regex_search(f.first, split, later_split) && split[1] != "00001"; });
     std::vector<std::string> names;
     for (const auto& [name, f] : found) {
-      if (!f) formats().detect_or_throw(*files->open(name));  // says it is in no known format
+      if (!f) formats.detect_or_throw(*files->open(name));  // says it is in no known format
       if (f != &format)
         throw Error(ErrorCode::InvalidArgument,
                     fmt::format("mixes formats: {} is {} but {} is {}; narrow file_pattern", found.front().first, format.name,
@@ -89,8 +91,8 @@ class LocalLoader final : public WeightLoader {
                        fmt::join(shown, ", "), names.size() > shown.size() ? ", ..." : "");
   }
 
-  const FileFormat& checked_format(const std::string& path, const Opener& files) const {
-    const FileFormat& f = formats().detect_or_throw(*files.open(path));
+  const FileFormat& checked_format(const FormatList& formats, const std::string& path, const Opener& files) const {
+    const FileFormat& f = formats.detect_or_throw(*files.open(path));
     if (!only_format_.empty() && f.name != only_format_)
       throw Error(ErrorCode::InvalidArgument,
                   fmt::format("the '{}' loader reads {} files, but this file is {}", only_format_, only_format_, f.name), path);

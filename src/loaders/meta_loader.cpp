@@ -89,8 +89,8 @@ std::optional<size_t> split_dim(const std::string& canonical, const std::vector<
 
 class MetaLoader final : public WeightLoader {
  public:
-  std::unique_ptr<WeightSource> get_weights(const std::string& dir) override {
-    const std::shared_ptr<const Opener> session = session_opener();
+  std::unique_ptr<WeightSource> get_weights(const std::string& dir, const LoadOptions& call) const override {
+    const std::shared_ptr<const Opener> session = session_opener(call);
     const Opener& files = *session;
     if (!files.exists(dir)) throw Error(ErrorCode::FileNotFound, "no such directory", dir);
     const std::string params_file = files.join(dir, "params.json");
@@ -100,7 +100,7 @@ class MetaLoader final : public WeightLoader {
     const std::string params_text = params_source->read_string(0, params_source->size());
     const Params params = read_params(params_text, params_file);
 
-    const FileFormat* pytorch = formats().find("pytorch");
+    const FileFormat* pytorch = formats_of(call.context).find("pytorch");
     if (!pytorch) throw Error(ErrorCode::InvalidArgument, "format 'pytorch' is not available in this build");
     std::vector<std::unique_ptr<WeightSource>> shards;
     for (const std::string& f : shard_files(files, dir)) shards.push_back(open_files(*pytorch, {f}, f, session));

@@ -183,11 +183,6 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
   return specs;
 }
 
-WeightLoaderRegistry& WeightLoaderRegistry::global() {
-  static WeightLoaderRegistry* registry = with_builtins().release();  // never destroyed: used until exit
-  return *registry;
-}
-
 std::unique_ptr<WeightLoaderRegistry> WeightLoaderRegistry::with_builtins(Context context) {
   auto registry = std::make_unique<WeightLoaderRegistry>(std::move(context));
   register_builtin_loaders(*registry);
@@ -232,6 +227,11 @@ LoaderSpec WeightLoaderRegistry::spec(const std::string& name) const {
 }
 
 std::unique_ptr<WeightLoader> WeightLoaderRegistry::create(const std::string& name, const Kwargs& kwargs) const {
+  return create(name, kwargs, context_);
+}
+
+std::unique_ptr<WeightLoader> WeightLoaderRegistry::create(const std::string& name, const Kwargs& kwargs,
+                                                           Context context) const {
   const LoaderSpec s = spec(name);
   Kwargs normalised;
   for (const auto& [key, value] : kwargs) {
@@ -251,7 +251,7 @@ std::unique_ptr<WeightLoader> WeightLoaderRegistry::create(const std::string& na
   }
   std::unique_ptr<WeightLoader> loader = s.make(normalised);
   apply_common(*loader, normalised);
-  loader->options().context = context_;
+  loader->options().context = std::move(context);
   return loader;
 }
 
@@ -274,10 +274,6 @@ bool kwarg_bool(const Kwargs& kwargs, const std::string& name, bool fallback) {
   if (it == kwargs.end()) return fallback;
   if (const auto* v = std::get_if<bool>(&it->second)) return *v;
   throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg '{}' must be true or false", name));
-}
-
-LoaderRegistration::LoaderRegistration(const std::string& name, LoaderSpec spec) {
-  WeightLoaderRegistry::global().register_loader(name, std::move(spec));
 }
 
 }  // namespace wl

@@ -19,7 +19,7 @@ namespace wl {
 namespace {
 
 std::unique_ptr<WeightSource> open(const std::string& path) {
-  return WeightLoaderRegistry::global().create("local")->get_weights(path);
+  return WeightLoaderRegistry::with_builtins()->create("local")->get_weights(path);
 }
 
 TensorView values(Shape shape, float start, DType dtype = DType::F32) {

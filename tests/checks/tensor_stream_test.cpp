@@ -21,7 +21,7 @@ TEST(TensorStream, EveryValueOnceInOrderWithinTheWindow) {
     tensors.emplace_back("t" + std::to_string(tensors.size()), f.to(DType::F16));
   }
   write_safetensors(dir.file("m.safetensors"), tensors);
-  auto a = WeightLoaderRegistry::global().create("local")->get_weights(dir.file("m.safetensors"));
+  auto a = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir.file("m.safetensors"));
   std::vector<StreamGroup> groups;
   for (const TensorInfo& t : a->tensors())
     groups.push_back({{{a.get(), &t}, {a.get(), &t}}, groups.size() == 3 ? DType::F64 : DType::F32});

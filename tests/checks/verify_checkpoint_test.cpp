@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::unique_ptr<WeightSource> open(const std::string& path) {
-  return WeightLoaderRegistry::global().create("local")->get_weights(path);
+  return WeightLoaderRegistry::with_builtins()->create("local")->get_weights(path);
 }
 
 TensorView ramp(Shape shape, DType dtype = DType::F32) {

@@ -16,7 +16,7 @@ namespace wl {
 namespace {
 
 std::unique_ptr<WeightSource> open(const std::string& path, const std::string& loader = "local", Kwargs kw = {}) {
-  return WeightLoaderRegistry::global().create(loader, kw)->get_weights(path);
+  return WeightLoaderRegistry::with_builtins()->create(loader, kw)->get_weights(path);
 }
 
 void expect_same_tensors(const WeightSource& a, const WeightSource& b) {

@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::unique_ptr<WeightSource> open(const std::string& path, const std::string& loader) {
-  return WeightLoaderRegistry::global().create(loader)->get_weights(path);
+  return WeightLoaderRegistry::with_builtins()->create(loader)->get_weights(path);
 }
 
 std::string arch_dir(const std::string& family) { return (test::testdata_dir() / "hf-tiny-arch" / family).string(); }

@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::unique_ptr<WeightSource> open(const std::string& path) {
-  return WeightLoaderRegistry::global().create("local")->get_weights(path);
+  return WeightLoaderRegistry::with_builtins()->create("local")->get_weights(path);
 }
 
 TEST(OutputFormat, FollowsTheExtension) {
@@ -189,7 +189,7 @@ TEST(ConvertProgress, ReportsEveryByteAndCancels) {
   SynthOptions so;
   so.shape = LlamaShape::preset("tiny");
   write_synthetic_llama(dir.file("src"), so);
-  auto source = WeightLoaderRegistry::global().create("local")->get_weights(dir.file("src"));
+  auto source = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir.file("src"));
   uint64_t last = 0, total = 0;
   ConvertOptions o;
   o.progress = [&](uint64_t done, uint64_t all) {

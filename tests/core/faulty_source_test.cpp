@@ -56,13 +56,13 @@ class FaultySourceLoad : public ::testing::Test {
                                           std::move(c.metadata), opener);
   }
   LoadReport load(const WeightSource& source, Model& model, IoOptions io = {}) {
-    auto loader = WeightLoaderRegistry::global().create("local");
+    auto loader = WeightLoaderRegistry::with_builtins()->create("local");
     io.concurrency = 2;
     io.chunk_bytes = 4096;  // many extents, so that failures land in the middle of a load
     loader->options().io = io;
     return loader->load_weights(model, source);
   }
-  Model model_for(const WeightSource& source) { return WeightLoaderRegistry::global().create("local")->mirror_model(source); }
+  Model model_for(const WeightSource& source) { return WeightLoaderRegistry::with_builtins()->create("local")->mirror_model(source); }
 
   std::string bytes_ = checkpoint_bytes();
   std::shared_ptr<FaultySource> faulty_;
@@ -145,7 +145,7 @@ TEST_F(FaultySourceLoad, ATruncatedReadIsTruncatedNamingTheTensor) {
   WeightSource source("safetensors", "short.safetensors", std::move(c.tensors), {}, shrunk);
   Model model = model_for(source);
   for (const char* io : {"pread", "mmap"}) {
-    auto loader = WeightLoaderRegistry::global().create("local", {{"io", std::string(io)}});
+    auto loader = WeightLoaderRegistry::with_builtins()->create("local", {{"io", std::string(io)}});
     try {
       loader->load_weights(model, source);
       FAIL() << io;

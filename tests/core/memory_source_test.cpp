@@ -229,7 +229,7 @@ TEST(MemoryOpener, ListsADirectoryNamedWithATrailingSlash) {
   write_safetensors(dir.file("model.safetensors"), {{"w", counting(DType::F32, {2}, 0)}});
   auto memory = std::make_shared<MemoryOpener>();
   memory->add("m/model.safetensors", MemoryRegion::of_string(test::read_bytes(dir.file("model.safetensors"))));
-  auto loader = WeightLoaderRegistry::global().create("local");
+  auto loader = WeightLoaderRegistry::with_builtins()->create("local");
   EXPECT_EQ(loader->get_weights(dir.path().string() + "/")->tensors().size(), 1u);
   loader->options().context.opener = memory;
   try {

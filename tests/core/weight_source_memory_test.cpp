@@ -36,7 +36,7 @@ MemoryTensor tensor(std::string name, DType dtype, Shape shape, const std::vecto
   return MemoryTensor{std::move(name), dtype, std::move(shape), std::move(strides), data.data(), nullptr};
 }
 
-std::unique_ptr<WeightLoader> local_loader() { return WeightLoaderRegistry::global().create("local"); }
+std::unique_ptr<WeightLoader> local_loader() { return WeightLoaderRegistry::with_builtins()->create("local"); }
 
 template <typename T>
 std::vector<T> values_of(const Parameter& p) {
@@ -249,7 +249,7 @@ TEST(WeightSourceMemory, ZeroCopyBacksParametersByTheCallersMemory) {
     auto source = WeightSource::from_memory(kLabel, std::move(tensors));
     model->add_parameter("w", {8, 4}, DType::F32);
     model->add_parameter("v", {4}, DType::BF16);  // needs converting: copied
-    auto loader = WeightLoaderRegistry::global().create("local", {{"zero_copy", true}});
+    auto loader = WeightLoaderRegistry::with_builtins()->create("local", {{"zero_copy", true}});
     const LoadReport r = loader->load_weights(*model, *source);
     EXPECT_EQ(r.zero_copy, std::vector<std::string>{"w"});
     EXPECT_EQ(r.loaded, (std::vector<std::string>{"w", "v"}));
@@ -270,7 +270,7 @@ TEST(WeightSourceMemory, ZeroCopySkipsStridedTensors) {
   auto source = WeightSource::from_memory(kLabel, {tensor("t", DType::F32, {2, 3}, storage, {1, 2})});
   Model m;
   m.add_parameter("t", {2, 3}, DType::F32);
-  auto loader = WeightLoaderRegistry::global().create("local", {{"zero_copy", true}});
+  auto loader = WeightLoaderRegistry::with_builtins()->create("local", {{"zero_copy", true}});
   const LoadReport r = loader->load_weights(m, *source);
   EXPECT_TRUE(r.zero_copy.empty());
   EXPECT_EQ(values_of<float>(*m.find("t")), (std::vector<float>{1, 3, 5, 2, 4, 6}));
@@ -284,7 +284,7 @@ TEST(WeightSourceMemory, ZeroCopyOfEmptyAndScalarTensors) {
   Model m;
   m.add_parameter("empty", {0, 4}, DType::F32);
   m.add_parameter("s", {}, DType::F32);
-  auto loader = WeightLoaderRegistry::global().create("local", {{"zero_copy", true}});
+  auto loader = WeightLoaderRegistry::with_builtins()->create("local", {{"zero_copy", true}});
   const LoadReport r = loader->load_weights(m, *source);
   EXPECT_EQ(r.zero_copy, (std::vector<std::string>{"empty", "s"}));
   EXPECT_EQ(r.bytes_read, 0u);

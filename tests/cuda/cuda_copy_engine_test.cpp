@@ -68,13 +68,13 @@ TEST_F(Cuda, LoadsIntoDeviceParametersAsOnTheHost) {
   write_synthetic_llama(dir.string(), synth);
   for (DType dtype : {DType::F32, DType::BF16}) {
     const LoaderChoice choice = detect_loader(dir.string());
-    auto host_loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+    auto host_loader = WeightLoaderRegistry::with_builtins()->create(choice.name, choice.kwargs);
     host_loader->dtype() = dtype;
     auto source = host_loader->get_weights(dir.string());
     Model host = host_loader->mirror_model(*source);
     host_loader->load_weights(host, *source);
 
-    auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+    auto loader = WeightLoaderRegistry::with_builtins()->create(choice.name, choice.kwargs);
     loader->dtype() = dtype;
     loader->options().context = context_;
     loader->options().io.device = Device::parse("cuda:0");
@@ -100,7 +100,7 @@ TEST_F(Cuda, HostParametersCannotBeLoadedAsDeviceOnes) {
   synth.shape = LlamaShape::preset("tiny");
   write_synthetic_llama(dir.string(), synth);
   const LoaderChoice choice = detect_loader(dir.string());
-  auto loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+  auto loader = WeightLoaderRegistry::with_builtins()->create(choice.name, choice.kwargs);
   auto source = loader->get_weights(dir.string());
   Model host = loader->mirror_model(*source);
   loader->options().context = context_;

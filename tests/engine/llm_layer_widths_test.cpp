@@ -33,7 +33,7 @@ std::string qwen2_reference() { return qwen2_dir() + "/reference_logits.json"; }
 
 // qwen2: hidden 8, 2 query heads and 1 kv head of 4, 12 FFN units, 2 layers, q/k/v biases.
 Tensors qwen2_tensors() {
-  auto source = WeightLoaderRegistry::global().create("local")->get_weights(qwen2_dir() + "/model.safetensors");
+  auto source = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(qwen2_dir() + "/model.safetensors");
   Tensors out;
   for (const TensorInfo& t : source->tensors()) out[t.name] = source->load(t, DType::F32);
   return out;
@@ -224,7 +224,7 @@ TEST(LlmLayerWidths, ASkippedSubBlockIsTheSameAsOneWhoseOutputIsZero) {
 TEST(LlmLayerWidths, GroupedKvHeadsOfOneLayerReadTheirGroupsHead) {
   WL_REQUIRE_TESTDATA();
   const std::string llama = (test::testdata_dir() / "hf-tiny-random-llama-2").string();
-  auto source = WeightLoaderRegistry::global().create("local")->get_weights(llama + "/model.safetensors");
+  auto source = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(llama + "/model.safetensors");
   Tensors in;
   for (const TensorInfo& t : source->tensors()) in[t.name] = source->load(t, DType::F32);
   Tensors paired = in, grouped = in;
@@ -284,7 +284,7 @@ TEST(LlmLayerWidths, FormatsWithOneWidthPerModelRefuseToStoreIt) {
     ConvertOptions o;
     o.to = to;
     const std::string msg = test::expect_error(ErrorCode::InvalidArgument, [&] {
-      convert_checkpoint(*WeightLoaderRegistry::global().create("hf")->get_weights(model), dir.file("x.out"), o);
+      convert_checkpoint(*WeightLoaderRegistry::with_builtins()->create("hf")->get_weights(model), dir.file("x.out"), o);
     });
     EXPECT_NE(msg.find("per-layer intermediate_size/kv heads"), std::string::npos) << msg;
   }

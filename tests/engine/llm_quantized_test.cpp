@@ -19,7 +19,7 @@ TEST(LlmQuantized, Q8_0GgufUnderTensorParallelism) {
   ConvertOptions to_gguf;
   to_gguf.to = CheckpointFormat::Gguf;
   to_gguf.gguf_type = "q8_0";
-  convert_checkpoint(*WeightLoaderRegistry::global().create("hf")->get_weights(dir.file("hf")), dir.file("m.gguf"), to_gguf);
+  convert_checkpoint(*WeightLoaderRegistry::with_builtins()->create("hf")->get_weights(dir.file("hf")), dir.file("m.gguf"), to_gguf);
 
   SamplingParams greedy;
   greedy.temperature = 0;

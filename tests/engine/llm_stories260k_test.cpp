@@ -110,7 +110,7 @@ TEST(LlmStories260K, TensorParallelRanksReadOnlyTheirSlicesAndAgree) {
 TEST(LlmStories260K, EveryFormatGivesTheSameText) {
   WL_REQUIRE_TESTDATA();
   test::TempDir dir;
-  auto source = WeightLoaderRegistry::global().create("llama2c")->get_weights(stories("stories260K.bin"));
+  auto source = WeightLoaderRegistry::with_builtins()->create("llama2c")->get_weights(stories("stories260K.bin"));
   const std::string want = expected_text();
   struct Case {
     CheckpointFormat format;

@@ -82,17 +82,28 @@ double element(const wl::TensorView& t, uint64_t i) {
   }
 }
 
-TEST(NpyDirLoader, IsInTheGlobalRegistry) {
-  const std::vector<std::string> names = wl::WeightLoaderRegistry::global().list_available();
+// A registry with the built-ins and the example's loader, as a program using it would make.
+std::unique_ptr<wl::WeightLoaderRegistry> registry_with_npy_dir() {
+  auto registry = wl::WeightLoaderRegistry::with_builtins();
+  npy_example::register_npy_dir_loader(*registry);
+  return registry;
+}
+
+TEST(NpyDirLoader, RegistersBesideTheBuiltinsOnce) {
+  auto registry = registry_with_npy_dir();
+  const std::vector<std::string> names = registry->list_available();
   EXPECT_NE(std::find(names.begin(), names.end(), "npy_dir"), names.end());
-  EXPECT_NE(wl::WeightLoaderRegistry::global().create("npy_dir"), nullptr);
+  EXPECT_NE(std::find(names.begin(), names.end(), "local"), names.end());
+  EXPECT_NE(registry->create("npy_dir"), nullptr);
+  wl::test::expect_error(wl::ErrorCode::LoaderExists, [&] { npy_example::register_npy_dir_loader(*registry); });
+  EXPECT_FALSE(wl::WeightLoaderRegistry::with_builtins()->contains("npy_dir"));  // registries are independent
 }
 
 TEST(NpyDirLoader, ReadsEveryDTypeAndValueNumpyWrote) {
   REQUIRE_NUMPY();
   TempDir dir;
   run_python(dir, kGenerate);
-  auto loader = wl::WeightLoaderRegistry::global().create("npy_dir");
+  auto loader = registry_with_npy_dir()->create("npy_dir");
   auto source = loader->get_weights((dir.path() / "npy").string());
   EXPECT_EQ(source->format(), "npy_dir");
 
@@ -140,7 +151,7 @@ TEST(NpyDirLoader, LoadsIntoAModelWithConversion) {
 np.save(os.path.join(d, 'w'), np.asfortranarray((np.arange(12, dtype='<f8') * 0.1).reshape(3, 4)))
 np.save(os.path.join(d, 'ids'), np.arange(5, dtype='<i8') - 2)
 )");
-  auto loader = wl::WeightLoaderRegistry::global().create("npy_dir", {{"dtype", std::string("bf16")}});
+  auto loader = registry_with_npy_dir()->create("npy_dir", {{"dtype", std::string("bf16")}});
   auto source = loader->get_weights((dir.path() / "npy").string());
   wl::Model model = loader->mirror_model(*source);
   const wl::LoadReport report = loader->load_weights(model, *source);

@@ -22,7 +22,7 @@ struct Opened {
 // The loader auto detection picks, and the catalogue it reads (throws what they throw).
 inline Opened open_auto(const std::string& path) {
   const LoaderChoice choice = detect_loader(path);
-  Opened o{WeightLoaderRegistry::global().create(choice.name, choice.kwargs), nullptr};
+  Opened o{WeightLoaderRegistry::with_builtins()->create(choice.name, choice.kwargs), nullptr};
   o.source = o.loader->get_weights(path);
   return o;
 }

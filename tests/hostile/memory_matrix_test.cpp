@@ -87,7 +87,7 @@ TEST_P(HostileMemoryMatrix, FailsWithItsCodeNamingTheLabel) {
   const std::shared_ptr<MemoryOpener> opener = opener_for(c);
   expect_hostile_error(c, [&] {
     const LoaderChoice choice = detect_loader(label_of(c), *opener, builtin_formats());
-    std::unique_ptr<WeightLoader> loader = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+    std::unique_ptr<WeightLoader> loader = WeightLoaderRegistry::with_builtins()->create(choice.name, choice.kwargs);
     loader->options().context.opener = opener;
     const std::unique_ptr<WeightSource> source = loader->get_weights(label_of(c));
     Model model = loader->mirror_model(*source);

@@ -159,7 +159,7 @@ std::vector<float> values_of(const Model& m, const std::string& name) {
 
 std::unique_ptr<WeightLoader> auto_loader(Kwargs extra = {}) {
   extra["name_map"] = std::string("auto");
-  return WeightLoaderRegistry::global().create("local", extra);
+  return WeightLoaderRegistry::with_builtins()->create("local", extra);
 }
 
 // Every parameter holds the values of its checkpoint tensor, in the model scheme's layout.
@@ -347,9 +347,9 @@ TEST(AutoNameMap, MirrorModelUsesHuggingFaceNames) {
 
 TEST(AutoNameMap, TheKwargTakesAutoOrExplicit) {
   EXPECT_TRUE(auto_loader()->options().auto_names);
-  EXPECT_FALSE(WeightLoaderRegistry::global().create("local", {{"name_map", std::string("explicit")}})->options().auto_names);
+  EXPECT_FALSE(WeightLoaderRegistry::with_builtins()->create("local", {{"name_map", std::string("explicit")}})->options().auto_names);
   const std::string msg = test::expect_error(ErrorCode::InvalidKwarg, [] {
-    WeightLoaderRegistry::global().create("local", {{"name_map", std::string("guess")}});
+    WeightLoaderRegistry::with_builtins()->create("local", {{"name_map", std::string("guess")}});
   });
   EXPECT_NE(msg.find("guess"), std::string::npos);
 }
@@ -358,7 +358,7 @@ TEST(AutoNameMap, WithoutItAStrictLoadSaysWhichSchemesItSaw) {
   auto source = checkpoint("gguf", "module.");
   Model m = model_in("torchtune");
   const std::string msg = test::expect_error(ErrorCode::MissingParameters, [&] {
-    WeightLoaderRegistry::global().create("local")->load_weights(m, *source);
+    WeightLoaderRegistry::with_builtins()->create("local")->load_weights(m, *source);
   });
   EXPECT_NE(msg.find("the checkpoint's names are gguf (prefix module.), the model's torchtune: pass name_map=auto"),
             std::string::npos) << msg;

@@ -34,7 +34,7 @@ TEST_F(CustomBinaryLoader, IsRegisteredWithADescription) {
   EXPECT_EQ(registry.list_available(), std::vector<std::string>{"custom_binary"});
   EXPECT_NE(registry.spec("custom_binary").description.find("meta.txt"), std::string::npos);
   EXPECT_TRUE(registry.spec("custom_binary").kwargs.empty());
-  EXPECT_TRUE(WeightLoaderRegistry::global().contains("custom_binary"));
+  EXPECT_TRUE(WeightLoaderRegistry::with_builtins()->contains("custom_binary"));
 }
 
 TEST_F(CustomBinaryLoader, LoadsIntoAModelConvertingToBF16) {

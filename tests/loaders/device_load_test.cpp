@@ -28,7 +28,7 @@ class DeviceLoad : public ::testing::Test {
   std::unique_ptr<WeightLoader> loader(const Kwargs& extra) const {
     LoaderChoice choice = detect_loader(dir_.path().string());
     for (const auto& [k, v] : extra) choice.kwargs[k] = v;
-    auto made = WeightLoaderRegistry::global().create(choice.name, choice.kwargs);
+    auto made = WeightLoaderRegistry::with_builtins()->create(choice.name, choice.kwargs);
     made->options().context = context_;
     return made;
   }
@@ -99,7 +99,7 @@ TEST_F(DeviceLoad, AContextWithoutCudaSaysSo) {
   EXPECT_TRUE(device_available(Device::parse("cpu"), nullptr));
   EXPECT_TRUE(device_available(Device::parse("cuda"), context_.devices.get()));
   // A loader given no context has no devices: its mirror on cuda is refused, naming the device.
-  auto plain = WeightLoaderRegistry::global().create("local", {{"device", "cuda"}});
+  auto plain = WeightLoaderRegistry::with_builtins()->create("local", {{"device", "cuda"}});
   auto source = plain->get_weights(dir_.path().string());
   const std::string message = test::expect_error(ErrorCode::InvalidArgument, [&] { plain->mirror_model(*source); });
   EXPECT_NE(message.find("cuda:0"), std::string::npos) << message;

@@ -59,7 +59,7 @@ class HfCache : public ::testing::Test {
     fs::create_symlink(fs::path("../../blobs") / ("cfg-" + blob), snap / "config.json");
   }
   float load_w(const std::string& id, Kwargs kw = {}) {
-    auto loader = WeightLoaderRegistry::global().create("hf", kw);
+    auto loader = WeightLoaderRegistry::with_builtins()->create("hf", kw);
     auto source = loader->get_weights(id);
     return source->load(source->at("w")).data<float>()[0];
   }
@@ -73,7 +73,7 @@ TEST_F(HfCache, ResolvesBranchTagAndCommit) {
   EXPECT_EQ(load_w("org/tiny"), 2.0f);
   EXPECT_EQ(load_w("org/tiny", {{"revision", std::string("v1")}}), 1.0f);
   EXPECT_EQ(load_w("org/tiny", {{"revision", kOldCommit}}), 1.0f);
-  auto source = WeightLoaderRegistry::global().create("hf")->get_weights("org/tiny");
+  auto source = WeightLoaderRegistry::with_builtins()->create("hf")->get_weights("org/tiny");
   EXPECT_NE(source->metadata().at("config.json").find("LlamaForCausalLM"), std::string::npos);
 }
 
@@ -91,9 +91,9 @@ TEST_F(HfCache, SnapshotPathLoadsThroughItsLinks) {
     EXPECT_EQ(load_w(snap), value);
     EXPECT_EQ(load_w(snap + "/"), value);
     EXPECT_EQ(load_w(snap + "/model.safetensors"), value);
-    auto local = WeightLoaderRegistry::global().create("local")->get_weights(snap);
+    auto local = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(snap);
     EXPECT_EQ(local->load(local->at("w")).data<float>()[0], value);
-    auto source = WeightLoaderRegistry::global().create("hf")->get_weights(snap);
+    auto source = WeightLoaderRegistry::with_builtins()->create("hf")->get_weights(snap);
     EXPECT_NE(source->metadata().at("config.json").find("LlamaForCausalLM"), std::string::npos);
   }
 }
@@ -110,7 +110,7 @@ TEST_F(HfCache, ShardedSnapshotPathLoadsThroughItsLinks) {
   test::write_bytes((repo / "blobs" / "index").string(),
                     R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})");
   fs::create_symlink("../../blobs/index", snap / "model.safetensors.index.json");
-  auto source = WeightLoaderRegistry::global().create("hf")->get_weights(snap.string());
+  auto source = WeightLoaderRegistry::with_builtins()->create("hf")->get_weights(snap.string());
   EXPECT_EQ(source->load(source->at("a")).data<float>()[0], 3.0f);
   EXPECT_EQ(source->load(source->at("b")).data<float>()[0], 4.0f);
 }
@@ -157,7 +157,7 @@ TEST(HfDirectory, PrefersSafetensorsAndIgnoresTrainingLeftovers) {
   write_safetensors(dir.file("model.safetensors"), {{"w", filled(3.0f, {2})}});
   test::write_bytes(dir.file("optimizer.pt"), "not weights");
   test::write_bytes(dir.file("training_args.bin"), "not weights");
-  auto source = WeightLoaderRegistry::global().create("hf")->get_weights(dir.path().string());
+  auto source = WeightLoaderRegistry::with_builtins()->create("hf")->get_weights(dir.path().string());
   EXPECT_EQ(source->format(), "safetensors");
   ASSERT_EQ(source->tensors().size(), 1u);
   EXPECT_EQ(source->tensors()[0].file, dir.file("model.safetensors"));
@@ -171,7 +171,7 @@ TEST(HfDirectory, IndexRestrictsTheFilesRead) {
   test::write_bytes(dir.file("model.safetensors.index.json"),
                     R"({"metadata": {"total_size": 16}, "weight_map": {"a": "model-00001-of-00002.safetensors",
                         "b": "model-00002-of-00002.safetensors"}})");
-  auto source = WeightLoaderRegistry::global().create("hf")->get_weights(dir.path().string());
+  auto source = WeightLoaderRegistry::with_builtins()->create("hf")->get_weights(dir.path().string());
   ASSERT_EQ(source->tensors().size(), 2u);
   EXPECT_EQ(source->load(source->at("b")).data<float>()[1], 2.0f);
 }
@@ -180,14 +180,14 @@ TEST(HfDirectory, NoWeightsSaysWhatItLookedFor) {
   test::TempDir dir;
   test::write_bytes(dir.file("config.json"), "{}");
   const std::string msg = test::expect_error(
-      ErrorCode::NoMatchingFiles, [&] { WeightLoaderRegistry::global().create("hf")->get_weights(dir.path().string()); });
+      ErrorCode::NoMatchingFiles, [&] { WeightLoaderRegistry::with_builtins()->create("hf")->get_weights(dir.path().string()); });
   EXPECT_NE(msg.find("pytorch_model.bin.index.json"), std::string::npos);
 }
 
 TEST(HfDirectory, ReferenceTinyLlamaLoadsIntoBf16AndF32) {
   WL_REQUIRE_TESTDATA();
   const std::string dir = (test::testdata_dir() / "hf-tiny-random-llama-2").string();
-  auto loader = WeightLoaderRegistry::global().create("hf", {{"dtype", std::string("f32")}});
+  auto loader = WeightLoaderRegistry::with_builtins()->create("hf", {{"dtype", std::string("f32")}});
   auto source = loader->get_weights(dir);
   EXPECT_EQ(source->tensors().size(), 21u);  // 2 layers x 9 + embed + norm + lm_head
   const TensorInfo& q = source->at("model.layers.0.self_attn.q_proj.weight");

@@ -1,5 +1,6 @@
 // Formats and loaders added without static initialisation: a FormatList and a registry made and
-// passed by the caller, while the global ones stay as they are.
+// passed by the caller (there is no process-wide one), and a call's context that wins over the
+// loader's for that call only.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -57,10 +58,32 @@ TEST(Injectable, AFormatListPassedToARegistryIsWhatItsLoadersDetect) {
   Model model = loader->mirror_model(*source);
   loader->load_weights(model, *source);
   EXPECT_EQ(model.find("toy")->data.data<float>()[2], 3.5f);
-  // The global registry and formats never saw it.
-  test::expect_error(ErrorCode::UnknownFormat, [&] { WeightLoaderRegistry::global().create("local")->get_weights(path); });
+  // Another registry and the built-in formats never saw it.
+  test::expect_error(ErrorCode::UnknownFormat, [&] { WeightLoaderRegistry::with_builtins()->create("local")->get_weights(path); });
   EXPECT_EQ(builtin_formats().find("toy"), nullptr);
   EXPECT_EQ(detect_loader(dir.path().string(), *local_opener(), *formats).kwargs.at("file_pattern"), KwValue(std::string("*.toy")));
+}
+
+TEST(Injectable, GetWeightsUnderACallsContextLeavesTheLoaderAsItWas) {
+  test::TempDir dir;
+  const std::string path = toy_file(dir);
+  auto formats = std::make_shared<FormatList>(builtin_formats());
+  formats->add(toy_format());
+  const std::unique_ptr<const WeightLoader> loader = WeightLoaderRegistry::with_builtins()->create("local");
+  LoadOptions call = loader->options();
+  call.context.formats = formats;
+  bool asked = false;
+  call.io.progress = [&](uint64_t, uint64_t) { return asked = true; };
+  auto source = loader->get_weights(path, call);
+  EXPECT_EQ(source->format(), "toy");
+  Model model = loader->mirror_model(*source);
+  loader->load_weights(model, *source, call);
+  EXPECT_TRUE(asked);
+  EXPECT_EQ(model.find("toy")->data.data<float>()[1], 2.5f);
+  // The loader's own options were not touched: under them the toy format is unknown.
+  EXPECT_EQ(loader->options().context.formats, nullptr);
+  EXPECT_FALSE(loader->options().io.progress);
+  test::expect_error(ErrorCode::UnknownFormat, [&] { loader->get_weights(path); });
 }
 
 TEST(Injectable, AFormatNameIsTakenOnce) {
@@ -74,10 +97,10 @@ TEST(Injectable, RegistriesAreIndependent) {
   auto a = WeightLoaderRegistry::with_builtins();
   WeightLoaderRegistry empty;
   EXPECT_TRUE(empty.list_available().empty());
-  a->register_loader("mine", {"a test loader", {}, [](const Kwargs&) { return WeightLoaderRegistry::global().create("local"); }});
+  a->register_loader("mine", {"a test loader", {}, [](const Kwargs&) { return WeightLoaderRegistry::with_builtins()->create("local"); }});
   EXPECT_TRUE(a->contains("mine"));
-  EXPECT_FALSE(WeightLoaderRegistry::global().contains("mine"));
-  test::expect_error(ErrorCode::LoaderExists, [&] { a->register_loader("mine", {"again", {}, [](const Kwargs&) { return WeightLoaderRegistry::global().create("local"); }}); });
+  EXPECT_FALSE(WeightLoaderRegistry::with_builtins()->contains("mine"));
+  test::expect_error(ErrorCode::LoaderExists, [&] { a->register_loader("mine", {"again", {}, [](const Kwargs&) { return WeightLoaderRegistry::with_builtins()->create("local"); }}); });
 }
 
 TEST(Injectable, ALoaderReadsThroughTheOpenerItIsGiven) {
@@ -112,7 +135,7 @@ TEST(Injectable, EachLoaderReadsThroughItsOwnContext) {
     return context;
   };
   const Context one = context_holding(1.0f), two = context_holding(2.0f);
-  auto a = WeightLoaderRegistry::global().create("local");
+  auto a = WeightLoaderRegistry::with_builtins()->create("local");
   a->options().context = one;
   auto b = WeightLoaderRegistry::with_builtins(two)->create("local");
   for (auto [loader, expected] : {std::pair{a.get(), 1.0f}, std::pair{b.get(), 2.0f}}) {
@@ -120,7 +143,7 @@ TEST(Injectable, EachLoaderReadsThroughItsOwnContext) {
     EXPECT_EQ(source->load(source->at("w")).data<float>()[1], expected);
   }
   const std::string message = test::expect_error(ErrorCode::InvalidArgument, [] {
-    WeightLoaderRegistry::global().create("local")->get_weights("mem://m/w.safetensors");
+    WeightLoaderRegistry::with_builtins()->create("local")->get_weights("mem://m/w.safetensors");
   });
   EXPECT_NE(message.find("mem://m/w.safetensors"), std::string::npos) << message;
   EXPECT_NE(message.find("no byte source for 'mem://'"), std::string::npos) << message;

@@ -25,7 +25,7 @@ class LoadWeights : public ::testing::Test {
                                                        {"model.norm.weight", iota(DType::F32, {3}, 100)},
                                                        {"lm_head.weight", iota(DType::F16, {4, 3}, 50)}});
   }
-  std::unique_ptr<WeightLoader> loader(Kwargs kw = {}) { return WeightLoaderRegistry::global().create("local", kw); }
+  std::unique_ptr<WeightLoader> loader(Kwargs kw = {}) { return WeightLoaderRegistry::with_builtins()->create("local", kw); }
   test::TempDir dir;
 };
 
@@ -186,12 +186,12 @@ TEST(LocalLoader, NoMatchingFileNamesTheDirectoryAndPattern) {
   test::TempDir dir;
   test::write_bytes(dir.file("notes.txt"), "hello");
   const std::string msg = test::expect_error(ErrorCode::NoMatchingFiles, [&] {
-    WeightLoaderRegistry::global().create("local")->get_weights(dir.path().string());
+    WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir.path().string());
   });
   EXPECT_NE(msg.find(dir.path().string()), std::string::npos);
   EXPECT_NE(msg.find("*.safetensors"), std::string::npos);
   test::expect_error(ErrorCode::FileNotFound, [&] {
-    WeightLoaderRegistry::global().create("local")->get_weights(dir.file("missing"));
+    WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir.file("missing"));
   });
 }
 
@@ -201,9 +201,9 @@ TEST(LocalLoader, FilePatternSelectsFilesAndDuplicatesAcrossFilesAreErrors) {
   write_safetensors(dir.file("b.safetensors"), {{"x", iota(DType::F32, {2})}});
   write_safetensors(dir.file("c.st"), {{"y", iota(DType::F32, {2})}});
   test::expect_error(ErrorCode::TensorInTwoFiles,
-                     [&] { WeightLoaderRegistry::global().create("local")->get_weights(dir.path().string()); });
-  auto src = WeightLoaderRegistry::global()
-                 .create("local", {{"file_pattern", std::string("*.st")}})
+                     [&] { WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir.path().string()); });
+  auto src = WeightLoaderRegistry::with_builtins()
+                 ->create("local", {{"file_pattern", std::string("*.st")}})
                  ->get_weights(dir.path().string());
   ASSERT_EQ(src->tensors().size(), 1u);
   EXPECT_EQ(src->tensors()[0].name, "y");

@@ -40,7 +40,7 @@ class PlanCost : public ::testing::Test {
   }
 
   test::TempDir dir_;
-  std::unique_ptr<WeightLoader> loader_ = WeightLoaderRegistry::global().create("local", {{"io", std::string("pread")}});
+  std::unique_ptr<WeightLoader> loader_ = WeightLoaderRegistry::with_builtins()->create("local", {{"io", std::string("pread")}});
 };
 
 TEST_F(PlanCost, BytesPerFileAreWhatTheLoadReads) {
@@ -97,13 +97,13 @@ TEST_F(PlanCost, ABudgetBelowTheLeastIsRefusedBeforeAnyRead) {
 }
 
 TEST_F(PlanCost, MaxHostMemoryKwargTakesBytesOrAShareOfMemory) {
-  auto two_gib = WeightLoaderRegistry::global().create("local", {{"max_host_memory", std::string("2GiB")}});
+  auto two_gib = WeightLoaderRegistry::with_builtins()->create("local", {{"max_host_memory", std::string("2GiB")}});
   EXPECT_EQ(two_gib->options().max_host_memory, 2ull << 30);
-  auto share = WeightLoaderRegistry::global().create("local", {{"max_host_memory", 0.5}});
+  auto share = WeightLoaderRegistry::with_builtins()->create("local", {{"max_host_memory", 0.5}});
   EXPECT_GT(share->options().max_host_memory, 0u);
-  auto bytes = WeightLoaderRegistry::global().create("local", {{"max_host_memory", int64_t(1000)}});
+  auto bytes = WeightLoaderRegistry::with_builtins()->create("local", {{"max_host_memory", int64_t(1000)}});
   EXPECT_EQ(bytes->options().max_host_memory, 1000u);
-  test::expect_error(ErrorCode::InvalidKwarg, [] { WeightLoaderRegistry::global().create("local", {{"max_host_memory", 1.5}}); });
+  test::expect_error(ErrorCode::InvalidKwarg, [] { WeightLoaderRegistry::with_builtins()->create("local", {{"max_host_memory", 1.5}}); });
 }
 
 }  // namespace

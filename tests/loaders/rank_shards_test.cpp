@@ -200,7 +200,7 @@ std::vector<float> part_of(const Parameter& p, size_t dim, uint64_t begin, uint6
 }
 
 TEST(RankShards, PlansInTheModelsNamesUnderNameMapAutoAndLoadsTheRightSlices) {
-  auto loader = WeightLoaderRegistry::global().create("local", {{"name_map", std::string("auto")}});
+  auto loader = WeightLoaderRegistry::with_builtins()->create("local", {{"name_map", std::string("auto")}});
   const auto source = hf_checkpoint();
   Model whole = meta_model(1);
   loader->load_weights(whole, *source);  // q/k rows in Meta's interleaved layout
@@ -223,7 +223,7 @@ TEST(RankShards, PlansInTheModelsNamesUnderNameMapAutoAndLoadsTheRightSlices) {
 }
 
 TEST(RankShards, PlansUnderExplicitNameMapsAgainstTheMappedNames) {
-  auto loader = WeightLoaderRegistry::global().create("local", {{"strip_prefix", std::string("model.")}});
+  auto loader = WeightLoaderRegistry::with_builtins()->create("local", {{"strip_prefix", std::string("model.")}});
   Model m;
   m.add_parameter("embed_tokens.weight", {3, 8}, DType::F32);
   m.add_parameter("norm.weight", {8}, DType::F32);

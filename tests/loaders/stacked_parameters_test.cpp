@@ -20,7 +20,7 @@ class StackedParameters : public ::testing::Test {
   void SetUp() override {
     write_safetensors(dir.file("model.safetensors"),
                       {{"q.weight", counting({4, 3}, 0)}, {"k.weight", counting({2, 3}, 100)}, {"o.weight", counting({3, 4}, 200)}});
-    loader = WeightLoaderRegistry::global().create("local");
+    loader = WeightLoaderRegistry::with_builtins()->create("local");
     source = loader->get_weights(dir.file("model.safetensors"));
   }
   test::TempDir dir;

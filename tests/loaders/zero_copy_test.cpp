@@ -21,7 +21,7 @@ TensorView iota(DType dtype, Shape shape) {
 TEST(ZeroCopy, SameDtypeTensorsAreMappedTheOthersRead) {
   test::TempDir dir;
   write_safetensors(dir.file("model.safetensors"), {{"a", iota(DType::F32, {64, 8})}, {"b", iota(DType::F16, {16})}});
-  auto l = WeightLoaderRegistry::global().create("local", {{"zero_copy", true}});
+  auto l = WeightLoaderRegistry::with_builtins()->create("local", {{"zero_copy", true}});
   auto src = l->get_weights(dir.path().string());
   Model m;
   m.add_parameter("a", {64, 8}, DType::F32);
@@ -39,7 +39,7 @@ TEST(ZeroCopy, SameDtypeTensorsAreMappedTheOthersRead) {
 TEST(ZeroCopy, OffByDefault) {
   test::TempDir dir;
   write_safetensors(dir.file("model.safetensors"), {{"a", iota(DType::F32, {4})}});
-  auto l = WeightLoaderRegistry::global().create("local");
+  auto l = WeightLoaderRegistry::with_builtins()->create("local");
   auto src = l->get_weights(dir.path().string());
   Model m = l->mirror_model(*src);
   const LoadReport r = l->load_weights(m, *src);
@@ -56,7 +56,7 @@ TEST(ZeroCopy, MisalignedElementsAreReadNotMapped) {
   EXPECT_FALSE(stored_view(w, *source, DType::F32));
   Model m;
   m.add_parameter("w", {3}, DType::F32);
-  const LoadReport r = WeightLoaderRegistry::global().create("local", {{"zero_copy", true}})->load_weights(m, *source);
+  const LoadReport r = WeightLoaderRegistry::with_builtins()->create("local", {{"zero_copy", true}})->load_weights(m, *source);
   EXPECT_TRUE(r.zero_copy.empty());
   EXPECT_EQ(m.find("w")->data.data<float>()[2], 3.25f);
 }
@@ -64,7 +64,7 @@ TEST(ZeroCopy, MisalignedElementsAreReadNotMapped) {
 TEST(ZeroCopy, StoredViewNeedsTheStoredDtype) {
   test::TempDir dir;
   write_safetensors(dir.file("model.safetensors"), {{"a", iota(DType::F16, {4})}});
-  auto src = WeightLoaderRegistry::global().create("local")->get_weights(dir.path().string());
+  auto src = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir.path().string());
   const TensorInfo& a = src->at("a");
   EXPECT_FALSE(stored_view(a, *src, DType::F32));
   const std::optional<TensorView> view = stored_view(a, *src, DType::F16);

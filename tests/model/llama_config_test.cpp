@@ -102,7 +102,7 @@ TEST(LlamaConfig, GgufSlidingLayersOwnRopeBaseIsRefused) {
 
 TEST(LlamaConfig, FromTheLlama2cHeaderAndCheckedAgainstTheTensors) {
   WL_REQUIRE_TESTDATA();
-  auto loader = WeightLoaderRegistry::global().create("llama2c");
+  auto loader = WeightLoaderRegistry::with_builtins()->create("llama2c");
   auto source = loader->get_weights((test::testdata_dir() / "llama2c-stories260K/stories260K.bin").string());
   const LlamaConfig c = llama_config_from_source(*source);
   EXPECT_EQ(c.origin, "llama2c");
@@ -120,7 +120,7 @@ TEST(LlamaConfig, ADirectoryWithoutConfigurationIsConfigMissing) {
   test::TempDir dir;
   TensorView t = TensorView::empty(DType::F32, {2, 2});
   write_safetensors(dir.file("model.safetensors"), {{"model.embed_tokens.weight", t}});
-  auto source = WeightLoaderRegistry::global().create("local")->get_weights(dir.file("model.safetensors"));
+  auto source = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir.file("model.safetensors"));
   test::expect_error(ErrorCode::ConfigMissing, [&] { llama_config_from_source(*source); });
 }
 
@@ -129,7 +129,7 @@ TEST(LlamaConfig, AConfigurationThatDisagreesWithTheTensorsIsRefusedBeforeAlloca
   write_safetensors(dir.file("model.safetensors"), {{"model.embed_tokens.weight", TensorView::empty(DType::F32, {10, 8})}});
   test::write_bytes(dir.file("config.json"),
                     R"({"hidden_size": 1048576, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 10})");
-  auto source = WeightLoaderRegistry::global().create("hf")->get_weights(dir.path().string());
+  auto source = WeightLoaderRegistry::with_builtins()->create("hf")->get_weights(dir.path().string());
   const std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] { llama_config_from_source(*source); });
   EXPECT_NE(msg.find("model.embed_tokens.weight"), std::string::npos) << msg;
 }

@@ -22,7 +22,7 @@ std::string meta_checkpoint(const TempDir& dir, const std::string& params) {
 
 TEST(HeadCountErrors, MetaNamesParamsJsonAndItsField) {
   TempDir dir;
-  auto meta = WeightLoaderRegistry::global().create("meta");
+  auto meta = WeightLoaderRegistry::with_builtins()->create("meta");
   const std::string q = expect_error(ErrorCode::ConfigInvalid, [&] {
     meta->get_weights(meta_checkpoint(dir, R"({"dim": 4, "n_heads": 4, "n_kv_heads": 2})"));
   });
@@ -51,7 +51,7 @@ std::string auto_map_error(ErrorCode code, std::map<std::string, std::string> me
   model.add_parameter("model.layers.0.self_attn.q_proj.weight", {6, 4}, DType::F32);
   Kwargs kwargs;
   kwargs["name_map"] = std::string("auto");
-  auto loader = WeightLoaderRegistry::global().create("local", kwargs);
+  auto loader = WeightLoaderRegistry::with_builtins()->create("local", kwargs);
   return expect_error(code, [&] { loader->load_weights(model, *source); });
 }
 

@@ -40,7 +40,7 @@ struct LLMOptions {
   std::string tokenizer;                // a tokenizer file; empty: the one found beside the model
   unsigned threads = 0;                 // compute threads, shared by the ranks held here; 0 = one per core
   IoOptions io;                         // loading: concurrency, progress
-  const WeightLoaderRegistry* registry = nullptr;  // where weight_loader is looked up; null: global()
+  const WeightLoaderRegistry* registry = nullptr;  // where weight_loader is looked up; null: the built-ins
   // Where the model, its tokenizer and configuration are opened, the formats "auto" detects, the
   // downloader of a model id missing from the cache; the loader is given it (whatever its registry's).
   Context context;
@@ -121,7 +121,8 @@ class WL_API LLM {
 
  private:
   LLMOptions options_;
-  std::unique_ptr<WeightLoader> loader_;
+  std::unique_ptr<const WeightLoader> loader_;
+  LoadOptions load_options_;  // the loader's, with this LLM's context and io: what each rank's load starts from
   LlamaConfig config_;
   std::string loader_name_;
   std::vector<LoadReport> reports_;

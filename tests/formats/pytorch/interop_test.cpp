@@ -114,7 +114,7 @@ TEST_F(PytorchInterop, ShardedCheckpointThroughItsIndex) {
   expect_tensors(read_sharded_catalogue(index, pytorch_format()), sharded["tensors"], "read_sharded_catalogue");
 
   // The local loader finds the index next to the *.bin files.
-  const auto loader = WeightLoaderRegistry::global().create("local", {{"file_pattern", std::string("*.bin")}});
+  const auto loader = WeightLoaderRegistry::with_builtins()->create("local", {{"file_pattern", std::string("*.bin")}});
   const std::unique_ptr<WeightSource> source = loader->get_weights(std::filesystem::path(index).parent_path().string());
   EXPECT_EQ(source->format(), "pytorch");
   const Catalogue c{source->tensors(), source->metadata()};

@@ -20,7 +20,7 @@ TEST(QuantizedDevice, DecodedLayersReachDeviceMemoryAsOnTheHost) {
   io.devices = std::make_shared<DeviceEngines>([&](int) -> std::shared_ptr<CopyEngine> { return device; });
   for (const char* folder : {"gptq-falcon3-1b-int4", "awq-falcon3-1b", "bnb-nf4-dq-llama3.2-1b", "fp8-block-qwen3-1.7b"}) {
     SCOPED_TRACE(folder);
-    auto source = WeightLoaderRegistry::global().create("local")->get_weights(
+    auto source = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(
         (test::testdata_dir() / "quantized" / folder / "quantized.safetensors").string());
     const TensorInfo& t = source->tensors()[0];
     const TensorView host = source->load(t, DType::BF16);

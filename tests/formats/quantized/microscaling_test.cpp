@@ -30,7 +30,7 @@ std::unique_ptr<WeightSource> folder(const test::TempDir& dir, const Tensors& te
   test::write_bytes(dir.file("config.json"), R"({"quantization_config": )" + quantization_config + "}");
   Kwargs options;
   if (as_stored) options["quantized"] = std::string("as_stored");
-  return WeightLoaderRegistry::global().create("local", options)->get_weights(dir.path().string());
+  return WeightLoaderRegistry::with_builtins()->create("local", options)->get_weights(dir.path().string());
 }
 
 void expect_slice(const Slice& s, size_t dim, uint64_t begin, uint64_t end) {

@@ -10,8 +10,8 @@ namespace wl {
 namespace {
 
 std::unique_ptr<WeightSource> as_stored(const std::string& folder) {
-  return WeightLoaderRegistry::global()
-      .create("local", {{"quantized", std::string("as_stored")}})
+  return WeightLoaderRegistry::with_builtins()
+      ->create("local", {{"quantized", std::string("as_stored")}})
       ->get_weights((test::testdata_dir() / "quantized" / folder / "quantized.safetensors").string());
 }
 
@@ -70,7 +70,7 @@ TEST(PackedShard, AwqFp8AndRefusals) {
   test::expect_error(ErrorCode::QuantUnsupported,
                      [&] { packed_shard(*bnb, bnb->at("model.layers.0.mlp.gate_proj.weight"), ParallelStyle::Column, 0, 2); });
   // A dense catalogue has no quantization_config to split by.
-  auto dense = WeightLoaderRegistry::global().create("local")->get_weights(
+  auto dense = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(
       (test::testdata_dir() / "quantized" / "gptq-falcon3-1b-int4" / "quantized.safetensors").string());
   test::expect_error(ErrorCode::QuantConfigInvalid,
                      [&] { packed_shard(*dense, dense->tensors()[0], ParallelStyle::Column, 0, 2); });

@@ -43,7 +43,7 @@ std::unique_ptr<WeightSource> raw_tensors(const std::string& path) {
 
 std::unique_ptr<WeightSource> written(const WeightSource& quantized, const test::TempDir& tmp) {
   convert_checkpoint(quantized, tmp.file("q.safetensors"), {});
-  return WeightLoaderRegistry::global().create("local")->get_weights(tmp.file("q.safetensors"));
+  return WeightLoaderRegistry::with_builtins()->create("local")->get_weights(tmp.file("q.safetensors"));
 }
 
 TEST(Quantize, GptqInt4RoundTripsWithinHalfAStep) {

@@ -21,8 +21,8 @@ TEST_P(QuantizedReference, DequantizesBitExactToBf16) {
   WL_REQUIRE_TESTDATA();
   const std::string dir = (test::testdata_dir() / "quantized" / GetParam()).string();
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no " << dir;
-  auto quantized = WeightLoaderRegistry::global().create("local")->get_weights(dir + "/quantized.safetensors");
-  auto expected = WeightLoaderRegistry::global().create("local")->get_weights(dir + "/expected.safetensors");
+  auto quantized = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir + "/quantized.safetensors");
+  auto expected = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir + "/expected.safetensors");
   ASSERT_EQ(expected->tensors().size(), 1u);
   const TensorInfo& want = expected->tensors()[0];
   // The packed tensors are hidden: the catalogue holds the dense weight and nothing else.
@@ -73,8 +73,8 @@ namespace {
 TEST(QuantizedReferenceSlices, RowsAndColumnsOfADecodedLayer) {
   WL_REQUIRE_TESTDATA();
   const std::string dir = (test::testdata_dir() / "quantized" / "gptq-llama3.2-1b-int4").string();
-  auto quantized = WeightLoaderRegistry::global().create("local")->get_weights(dir + "/quantized.safetensors");
-  auto expected = WeightLoaderRegistry::global().create("local")->get_weights(dir + "/expected.safetensors");
+  auto quantized = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir + "/quantized.safetensors");
+  auto expected = WeightLoaderRegistry::with_builtins()->create("local")->get_weights(dir + "/expected.safetensors");
   const TensorInfo& got = quantized->tensors()[0];
   const TensorView want = expected->load(expected->tensors()[0]);
   const auto* w = reinterpret_cast<const uint16_t*>(want.raw());
