@@ -38,8 +38,8 @@ class WL_API Storage {
   bool writable_ = false;
 };
 
-// An aligned, writable heap buffer. Large buffers come from anonymous mappings with transparent
-// huge pages requested, so a load into them is not dominated by page faults. Not zeroed.
+// An aligned, writable heap buffer. Large buffers are anonymous mappings (given back to the system
+// whole when freed), under the system's huge-page policy: no advice. Not zeroed.
 WL_API std::shared_ptr<Storage> allocate_storage(size_t bytes);
 
 // [offset, offset + length) of a byte source's mapping (a file mapped read-only and private to

@@ -16,11 +16,6 @@ class Destination {
   // Whether readers may write stored bytes and converted values straight to the requests' dst
   // addresses (preadv, O_DIRECT and conversions in place). If not, every chunk is staged.
   virtual bool in_place() const = 0;
-  // Once per request's whole destination [p, p + n), from one thread, before any prefault or read:
-  // advice that changes the mapping (a hint: errors are ignored). Here and not in prefault(),
-  // because such advice takes the address space's lock exclusively and so would stall the page
-  // faults that other threads take in parallel.
-  virtual void prepare(std::byte* /*p*/, uint64_t /*n*/) const {}
   // Faults [p, p + n) in before it is written (a hint: errors are ignored).
   virtual void prefault(std::byte* p, uint64_t n) const = 0;
   // Not in place: `n` bytes of final values at `values` (host staging, reusable once this returns)
@@ -32,7 +27,8 @@ class Destination {
   virtual void drain() const {}
 };
 
-// Ordinary process memory: in place, huge pages asked for, prefaulted with MADV_POPULATE_WRITE.
+// Ordinary process memory: in place, prefaulted with MADV_POPULATE_WRITE. No huge-page advice: the
+// system's own policy stands (asked for, they made whole 1 GB loads 2.2x slower here: README, "Page faults").
 const Destination& host_memory();
 
 }  // namespace wl

@@ -464,7 +464,6 @@ void Executor::worker() {
 }
 
 uint64_t Executor::run() {
-  for (const PrefaultRange& d : plan_.destinations) dest_.prepare(d.begin, d.bytes);
   std::jthread prefaulter;
   if (background_prefault_)  // page faults taken while the readers wait on the device or the network
     prefaulter = std::jthread([&] {

@@ -82,7 +82,6 @@ void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("destination stride {} is shorter than the slice's runs of {} elements", stride, run_elems), t.file, t.name);
   const uint64_t dst_bytes = ((g.outer - 1) * stride + run_elems) * out_size;  // the span, other blocks' gaps included
-  plan.destinations.push_back({dst, dst_bytes});
   if (p.prefault || p.mode == IoMode::Direct)
     for (uint64_t at = 0; at < dst_bytes; at += kPrefaultPieceBytes)
       plan.prefaults.push_back({dst + at, std::min(kPrefaultPieceBytes, dst_bytes - at)});

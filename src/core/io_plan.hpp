@@ -70,8 +70,7 @@ struct IoPlan {
   std::vector<Chunk> chunks;
   std::vector<Gather> gathers;        // run first
   std::vector<Extent> extents;        // then these, in order
-  std::vector<PrefaultRange> destinations;  // each request's whole span, for Destination::prepare
-  std::vector<PrefaultRange> prefaults;     // the same cut into pieces, when prefaulting
+  std::vector<PrefaultRange> prefaults;  // each request's whole span cut into pieces, when prefaulting
   uint64_t total_bytes = 0;           // stored bytes to read
   unsigned threads = 1;               // threads worth running for this much work
   uint64_t thread_staging = 0;        // each thread's share of the staging bound

@@ -33,14 +33,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Anonymous memory as the engine's destinations get it: huge pages asked for, not yet touched.
+// Anonymous memory as the engine's destinations get it: 2 MiB-aligned, not yet touched.
 struct FreshMemory {
   explicit FreshMemory(uint64_t n) : bytes(n + kHuge) {
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     base = p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
     if (!base) return;
     aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(base) + kHuge - 1) / kHuge * kHuge);
-    ::madvise(aligned, n, MADV_HUGEPAGE);
   }
   ~FreshMemory() {
     if (base) ::munmap(base, bytes);
@@ -193,15 +192,19 @@ std::optional<StorageProbe> storage_probe(const ByteSource& file, bool measure) 
   return p;
 }
 
-std::optional<MemoryProbe> memory_probe(const ByteSource& file, bool measure) {
-  const std::string profile = io_profile_path();
-  if (profile.empty() || file.kind() != SourceKind::LocalFile || file.size() < kMinFile || !file.mapping()) return std::nullopt;
+std::string memory_profile_key() {
   utsname u{};
   ::uname(&u);
   std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string thp_mode;
   std::getline(thp, thp_mode);
-  const std::string key = fmt::format("{} thp {}", u.release, thp_mode);  // what changes the answer
+  return fmt::format("{} thp {} unadvised", u.release, thp_mode);
+}
+
+std::optional<MemoryProbe> memory_probe(const ByteSource& file, bool measure) {
+  const std::string profile = io_profile_path();
+  if (profile.empty() || file.kind() != SourceKind::LocalFile || file.size() < kMinFile || !file.mapping()) return std::nullopt;
+  const std::string key = memory_profile_key();
   std::lock_guard lock(profile_mutex);
   if (auto j = recall(profile, "memory", key)) {
     MemoryProbe p{ways_from((*j)["raw"]), ways_from((*j)["converting"])};

@@ -44,6 +44,11 @@ std::string io_profile_path();
 // 32 MiB or refuses O_DIRECT. measure=false: only what the profile remembers (a plan reads nothing).
 std::optional<StorageProbe> storage_probe(const ByteSource& file, bool measure = true);
 
+// The profile's key for this machine's memory: what changes the memory probe's answer (the kernel
+// release, the transparent huge page mode, and "unadvised": profiles measured while the engine still
+// asked for huge pages, until 2026-12, are measured again).
+std::string memory_profile_key();
+
 // This machine's memory profile, measured now if the profile does not remember it: the I/O engine
 // reads the first 64 MiB of `file` (page-cached by a first read) into fresh memory each of the
 // eight ways, three times each, keeping the best; nullopt when probing is off, the file is under

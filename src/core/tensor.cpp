@@ -28,17 +28,16 @@ std::string shape_to_string(const Shape& shape) { return fmt::format("[{}]", fmt
 
 namespace {
 
-constexpr size_t kHugeThreshold = 2u << 20;
+constexpr size_t kMappedThreshold = 2u << 20;
 
 class HeapStorage final : public Storage {
  public:
   explicit HeapStorage(size_t bytes) {
     size_ = bytes;
     writable_ = true;
-    if (bytes >= kHugeThreshold) {
+    if (bytes >= kMappedThreshold) {
       void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw Error(ErrorCode::Io, fmt::format("cannot allocate {} bytes", bytes));
-      ::madvise(p, bytes, MADV_HUGEPAGE);  // fewer page faults when the load fills it
       mapped_ = true;
       data_ = static_cast<std::byte*>(p);
     } else {

@@ -43,32 +43,6 @@ class EmulatedDevice final : public Destination {
   mutable std::atomic<unsigned> deliveries_{0};
 };
 
-// Host memory that records the order of its calls: every request's whole destination is prepared
-// (huge-page advice) once, before the first prefault, so that no advice runs alongside the parallel
-// page faults (it would stall them: it takes the address space's lock exclusively).
-class RecordingHost final : public Destination {
- public:
-  bool in_place() const override { return true; }
-  void prepare(std::byte* p, uint64_t n) const override {
-    std::lock_guard lock(mutex_);
-    if (prefaults_ > 0) prepared_late_ = true;
-    prepared_.push_back({p, n});
-    host_memory().prepare(p, n);
-  }
-  void prefault(std::byte* p, uint64_t n) const override {
-    {
-      std::lock_guard lock(mutex_);
-      ++prefaults_;
-    }
-    host_memory().prefault(p, n);
-  }
-  void deliver(std::byte*, const std::byte*, uint64_t, std::string_view) const override { ADD_FAILURE(); }
-  mutable std::mutex mutex_;
-  mutable std::vector<std::pair<std::byte*, uint64_t>> prepared_;
-  mutable unsigned prefaults_ = 0;
-  mutable bool prepared_late_ = false;
-};
-
 struct Checkpoint {
   std::vector<float> values = std::vector<float>(5000);
   std::shared_ptr<MemoryOpener> memory = std::make_shared<MemoryOpener>();
@@ -131,39 +105,6 @@ TEST(Destination, StridedTensorsAreGatheredAndDelivered) {
   const float* got = reinterpret_cast<const float*>(device.contents());
   EXPECT_EQ(got[1], ck.values[100]);  // element (0, 1) is stored at 1 * 100
   EXPECT_EQ(got[50], ck.values[1]);   // element (1, 0)
-}
-
-TEST(Destination, EachWholeDestinationIsPreparedOnceBeforeAnyPrefault) {
-  test::TempDir dir;
-  Checkpoint ck(dir);
-  ck.tensor.file = dir.file("w.bin");
-  TensorInfo second = ck.tensor;
-  second.name = "w2";
-  CachingOpener cache(local_opener());
-  std::vector<float> a(5000), b(2000);
-  for (IoMode mode : {IoMode::Pread, IoMode::Direct}) {
-    SCOPED_TRACE(io_mode_name(mode));
-    if (mode == IoMode::Direct && !cache.open(ck.tensor.file)->supports_direct()) continue;
-    RecordingHost host;
-    IoOptions io;
-    io.mode = mode;
-    io.concurrency = 2;
-    io.chunk_bytes = 3000;
-    run_reads({ReadRequest{&ck.tensor, Slice{}, DType::F32, a.data()},
-               ReadRequest{&second, Slice{0, 10, 30}, DType::F32, b.data()}},
-              cache, io, host);
-    EXPECT_EQ(a, ck.values);
-    EXPECT_EQ(b[0], 250.0f);
-    ASSERT_EQ(host.prepared_.size(), 2u);
-    EXPECT_EQ(host.prepared_[0], std::make_pair(reinterpret_cast<std::byte*>(a.data()), uint64_t{20000}));
-    EXPECT_EQ(host.prepared_[1], std::make_pair(reinterpret_cast<std::byte*>(b.data()), uint64_t{8000}));
-    // Direct mode prefaults on a thread of its own that stops once the reads are done: on a small load it may
-    // not have started by then, so only the pread pass (which every reader waits for) must have run.
-    if (mode == IoMode::Pread) {
-      EXPECT_GT(host.prefaults_, 0u);
-    }
-    EXPECT_FALSE(host.prepared_late_);
-  }
 }
 
 }  // namespace

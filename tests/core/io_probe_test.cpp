@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -78,15 +77,6 @@ std::string device_key(const std::string& path) {
   return fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
 }
 
-std::string memory_key() {
-  utsname u{};
-  ::uname(&u);
-  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string mode;
-  std::getline(thp, mode);
-  return fmt::format("{} thp {}", u.release, mode);
-}
-
 // A cold (or warm) auto read of the whole file as one F32 tensor.
 ReadStats auto_read(const std::string& path, bool cold) {
   if (cold) evict(path);
@@ -137,7 +127,7 @@ TEST(IoProbe, MeasuresOncePerDeviceAndRemembers) {
   ASSERT_EQ(memory->converting.size(), 4u);
   for (const auto* ways : {&memory->raw, &memory->converting})
     for (const MemoryProbe::Way& w : *ways) EXPECT_GT(w.gbps, 0) << io_mode_name(w.mode) << w.prefault;
-  const nlohmann::json saved_memory = read_json(profile)["memory"][memory_key()];
+  const nlohmann::json saved_memory = read_json(profile)["memory"][memory_profile_key()];
   EXPECT_EQ(saved_memory["converting"]["mmap prefault"].get<double>(), memory->converting[2].gbps);
   EXPECT_EQ(saved_memory["raw"]["pread"].get<double>(), memory->raw[1].gbps);
   EXPECT_EQ(read_json(profile)["storage"][device_key(path)]["direct_gbps"].get<double>(), 123.0);  // kept
@@ -174,7 +164,7 @@ TEST(IoProbe, AutoReadsColdFilesTheWayTheDeviceMeasuredFaster) {
 // and converting reads.
 nlohmann::json memory_profile(double pread_pf, double pread, double mmap_pf, double mmap) {
   const nlohmann::json ways = {{"pread prefault", pread_pf}, {"pread", pread}, {"mmap prefault", mmap_pf}, {"mmap", mmap}};
-  return {{"memory", {{memory_key(), {{"raw", ways}, {"converting", ways}}}}}};
+  return {{"memory", {{memory_profile_key(), {{"raw", ways}, {"converting", ways}}}}}};
 }
 
 TEST(IoProbe, AutoReadsCachedFilesTheWayTheMachineMeasuredFastest) {
@@ -203,9 +193,9 @@ TEST(IoProbe, AnOlderProfileIsMeasuredAgain) {
   const std::string profile = dir.file("io-profile.json");
   const ProfileEnv env(profile);
   File file(big_file(dir));
-  write_json(profile, {{"memory", {{memory_key(), {{"prefault_gbps", 7.0}, {"fault_in_read_gbps", 9.0}}}}}});
+  write_json(profile, {{"memory", {{memory_profile_key(), {{"prefault_gbps", 7.0}, {"fault_in_read_gbps", 9.0}}}}}});
   ASSERT_TRUE(memory_probe(file));
-  EXPECT_TRUE(read_json(profile)["memory"][memory_key()].contains("converting"));
+  EXPECT_TRUE(read_json(profile)["memory"][memory_profile_key()].contains("converting"));
 }
 
 }  // namespace
