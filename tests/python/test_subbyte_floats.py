@@ -76,7 +76,8 @@ def test_every_code_decoded_bit_exact(tmp_path, code, target):
         path, _ = f4_file(tmp_path / "t.safetensors", codes)
         assert b'"dtype":"F4","shape":[' + str(codes.shape[0]).encode() + b',16]' in path.read_bytes()[:200]
     else:
-        path = safetensors_file(tmp_path / "t.safetensors", [("codes", code, list(codes.shape), pack(codes.reshape(-1), bits))])
+        path = safetensors_file(tmp_path / "t.safetensors",
+                                [("codes", code, list(codes.shape), pack(codes.reshape(-1), bits))])
     want = reference(codes, code).to(TARGETS[target])  # every code is exact in BF16 and F16
     assert (want.view(-1)[:(1 << bits)].float() == reference(codes, code).view(-1)[:(1 << bits)]).all()
     with safe_open(path, framework="pt") as f:

@@ -72,10 +72,12 @@ TEST(Fp8E8m0Scales, BlockScalesInF32AndBf16) {
 TEST(Fp8E8m0Scales, ScalesThatDoNotMatchTheBlocksAreNamed) {
   test::TempDir dir;
   const std::string m = test::expect_error(ErrorCode::QuantTensorsInconsistent, [&] {
-    folder(dir, bytes_of(DType::F8_E4M3, {4, 6}, std::vector<uint8_t>(24, 0x38)), bytes_of(DType::F8_E8M0, {2, 2}, {127, 127, 127, 127}));
+    folder(dir, bytes_of(DType::F8_E4M3, {4, 6}, std::vector<uint8_t>(24, 0x38)),
+           bytes_of(DType::F8_E8M0, {2, 2}, {127, 127, 127, 127}));
   });
   EXPECT_NE(m.find(kLinear + "weight_scale_inv"), std::string::npos) << m;
-  EXPECT_NE(m.find("for block2x2 blocks of weight [4, 6], the scales must be BF16/F16/F32/F8_E8M0 [2, 3]"), std::string::npos) << m;
+  EXPECT_NE(m.find("for block2x2 blocks of weight [4, 6], the scales must be BF16/F16/F32/F8_E8M0 [2, 3]"), std::string::npos)
+      << m;
 }
 
 TEST(Fp8E8m0Scales, ConfigShowsScaleFmt) {

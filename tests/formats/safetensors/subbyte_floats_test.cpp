@@ -137,7 +137,8 @@ TEST(SafetensorsSubByteFloats, SlicesOnWholeBlocks) {
   a.source->read(info, DType::F32, cols.data(), Slice{1, 4, 8});
   EXPECT_EQ(cols[1], static_cast<float>(ocp_value(t, a.codes[5])));       // row 0, column 5
   EXPECT_EQ(cols[4 + 1], static_cast<float>(ocp_value(t, a.codes[8 + 5])));  // row 1, column 5
-  const std::string m = expect_error(ErrorCode::SliceOutOfBounds, [&] { a.source->read(info, DType::F32, cols.data(), Slice{1, 2, 6}); });
+  const std::string m =
+      expect_error(ErrorCode::SliceOutOfBounds, [&] { a.source->read(info, DType::F32, cols.data(), Slice{1, 2, 6}); });
   EXPECT_NE(m.find("4-element block"), std::string::npos) << m;
 }
 
