@@ -73,6 +73,28 @@ void read_into(const WeightSource& source, const std::string& name, const std::s
   call.run([&] { source.read_all({ReadRequest{&t, s, to, reinterpret_cast<void*>(ptr)}}, io); });
 }
 
+// The bytes `name` stores, as they are (a sub-byte float's packed codes, say), into [ptr, ptr + nbytes):
+// the tensor read as nbytes U8 from where its catalogue entry says, through the same I/O engine.
+void read_stored_into(const WeightSource& source, const std::string& name, uintptr_t ptr, uint64_t nbytes) {
+  const TensorInfo& t = source.at(name);
+  if (!t.parts.empty() || !t.strides.empty() || !t.row_order.empty() || (t.decoder && t.decoder->aux_block_bytes()))
+    throw Error(ErrorCode::InvalidArgument, "its stored bytes are not one contiguous range", t.file, t.name);
+  if (nbytes != t.nbytes)
+    throw Error(ErrorCode::InvalidArgument, fmt::format("the destination holds {} bytes; {} are stored", nbytes, t.nbytes),
+                t.file, t.name);
+  TensorInfo bytes = t;
+  bytes.decoder = nullptr;
+  bytes.dtype = DType::U8;
+  bytes.shape = {t.nbytes};
+  Interruptible call;
+  IoOptions io;
+  io.concurrency = 1;
+  io.mode = IoMode::Pread;
+  io.prefault = false;
+  io.progress = call.progress();
+  call.run([&] { source.read_all({ReadRequest{&bytes, {}, DType::U8, reinterpret_cast<void*>(ptr)}}, io); });
+}
+
 // entries: (name, dtype, shape, element strides or None, data pointer, owner).
 SourcePtr from_memory(const std::string& label, const pyb::list& entries, const std::map<std::string, std::string>& metadata) {
   std::vector<MemoryTensor> tensors;
@@ -130,6 +152,9 @@ std::optional<std::pair<SourcePtr, std::vector<std::string>>> safetensors_with_c
       info.dtype = DType::F32;
       info.shape.push_back(2);
       pairs.push_back(t.name);
+    } else if (auto decoder = safetensors_subbyte_decoder(t.dtype_name)) {  // as the library catalogues them
+      info.dtype = decoder->output_dtype();
+      info.decoder = std::move(decoder);
     } else {
       return std::nullopt;
     }
@@ -167,6 +192,8 @@ void register_sources(pyb::module_& m) {
       .def("only", [](const WeightSource& s, const std::vector<std::string>& names) {
         return std::shared_ptr<WeightSource>(s.only(names));
       }, pyb::arg("names"), "the same catalogue with only these tensors (a load of it reads them alone)")
+      .def("read_stored_into", &read_stored_into, pyb::arg("name"), pyb::arg("ptr"), pyb::arg("nbytes"),
+           "Reads the tensor's stored bytes as they are (no decoding) into [ptr, ptr + nbytes).")
       .def("read_into", &read_into, pyb::arg("name"), pyb::arg("dtype"), pyb::arg("ptr"), pyb::arg("nbytes"),
            pyb::arg("slice") = pyb::none(), pyb::arg("device") = "cpu");
   register_private_views(m);

@@ -75,6 +75,8 @@ def _recognised(open_fn, *args):
 # F32 (safetensors/_c64.py); the frameworks hold it as complex64.
 _COMPLEX = {"C64": (torch.complex64, np.dtype(np.complex64))}
 _FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np"}
+# safetensors' F4 (the library decodes it; stored_type "F4"): torch's packed dtype when it has one.
+_FLOAT4 = getattr(torch, "float4_e2m1fn_x2", None)
 
 # safetensors' dtype order (its Dtype enum): save_file stores larger types first, then by name.
 _SAVE_ORDER = {name: i for i, name in enumerate(
@@ -278,12 +280,29 @@ class _State:
 
     def tensor(self, name, dtype=None):
         info = self.info(name)
+        if info["stored_type"] == "F4" and _FLOAT4 is not None and self.framework == "pt" and dtype is None \
+                and self.dtype is None:
+            return self.finish(self.packed_f4(info))
         target = self.target(info, dtype)
         self.element_type(target)  # TypeError before any read
         t = self.zero_copy(info, target)
         if t is None:
             t = self.decode(name, info["shape"], target)
         return self.finish(t)
+
+    def packed_f4(self, info):
+        """An F4 tensor as stored, as safetensors hands it to torch: float4_e2m1fn_x2, two codes a byte
+        (the first in the low nibble), the last dimension halved."""
+        shape = list(info["shape"])
+        if not shape or shape[-1] % 2:
+            raise InvalidArgumentError(
+                f"{info['file']}: tensor '{info['name']}': F4 {shape} has an odd last dimension, which "
+                "torch.float4_e2m1fn_x2 (two values a byte along it) cannot hold; pass dtype= to read it decoded "
+                "[InvalidArgument]", "InvalidArgument", info["file"], info["name"])
+        out = torch.empty(shape[:-1] + [shape[-1] // 2], dtype=torch.uint8)
+        if out.numel():
+            self.source.read_stored_into(info["name"], out.data_ptr(), out.numel())
+        return out.view(_FLOAT4)
 
     def slice(self, name, target, index):
         return self.read_ranges(name, target, _normalise_index(index, self.info(name)["shape"]))

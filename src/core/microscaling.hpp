@@ -1,6 +1,7 @@
-// The OCP Microscaling (MX v1.0) element type E2M1 and the power-of-two scales of E8M0, one
-// definition for every decoder that reads them (GGUF's MXFP4 / NVFP4 blocks, Hugging Face MXFP4 /
-// NVFP4 / MXFP8 checkpoints); each decoder states which 2^n its library computes for a code.
+// The OCP Microscaling (MX v1.0) element types E2M1, E2M3 and E3M2 and the power-of-two scales of
+// E8M0, one definition for every decoder that reads them (GGUF's MXFP4 / NVFP4 blocks, Hugging Face
+// MXFP4 / NVFP4 / MXFP8 checkpoints, safetensors' F4 / F6_E2M3 / F6_E3M2 tensors); each decoder
+// states which 2^n its library computes for a code.
 #pragma once
 
 #include <array>
@@ -36,5 +37,7 @@ constexpr std::array<float, N> minifloat_table(int exp_bits, int man_bits) {
 }
 
 inline constexpr std::array<float, 16> kE2m1 = minifloat_table<16>(2, 1);  // FP4: 0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, ...
+inline constexpr std::array<float, 64> kE2m3 = minifloat_table<64>(2, 3);  // FP6 E2M3: bias 1, max 7.5, min 0.125
+inline constexpr std::array<float, 64> kE3m2 = minifloat_table<64>(3, 2);  // FP6 E3M2: bias 3, max 28, min 0.0625
 
 }  // namespace wl::mx

@@ -14,6 +14,7 @@
 #include "formats/offset_decoder.hpp"
 #include "formats/pytorch/byteswap.hpp"
 #include "formats/quantized/dense_view.hpp"
+#include "weightloader/formats/safetensors.hpp"
 #include "weightloader/dtype.hpp"
 
 namespace wl {
@@ -49,12 +50,17 @@ std::shared_ptr<const Decoder> offset_from_spec(const json& j, const std::shared
   return offset_decoder(inner.is_null() ? nullptr : decoder_from_spec(inner.dump(), opener), *d, j.at("offset").get<float>());
 }
 
+std::shared_ptr<const Decoder> subbyte_float_from_spec(const json& j, const std::shared_ptr<const Opener>&) {
+  return safetensors_subbyte_decoder(j.at("dtype").get<std::string>());
+}
+
 const std::map<std::string, SpecFactory> kinds = {
     {"ggml", ggml_from_spec},
     {"llama2c-q8", llama2c_q8_from_spec},
     {"big-endian", big_endian_from_spec},
     {"offset", offset_from_spec},
     {"quantized-layer", quant::layer_decoder_from_spec},
+    {"subbyte-float", subbyte_float_from_spec},
 };
 
 }  // namespace

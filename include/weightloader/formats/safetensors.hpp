@@ -42,6 +42,11 @@ WL_API uint64_t safetensors_header_length(std::span<const std::byte> prefix, uin
 WL_API Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start, uint64_t file_size,
                                    const std::string& file);
 
+// safetensors' sub-byte float dtypes F4 (E2M1), F6_E2M3 and F6_E3M2, which the library has no element
+// type for: a tensor of one is catalogued as F32 with this decoder (its stored type the dtype's
+// name), one shared object per dtype; null for any other name.
+WL_API std::shared_ptr<const Decoder> safetensors_subbyte_decoder(std::string_view dtype_name);
+
 // Reads the length prefix and the header of a source (never the data) and validates them.
 WL_API Catalogue read_safetensors_catalogue(const ByteSource& source);
 WL_API Catalogue read_safetensors_catalogue(const std::string& path);  // by name, through local_opener()

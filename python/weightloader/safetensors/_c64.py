@@ -74,6 +74,9 @@ class C64Source:
     def read_into(self, name, dtype, ptr, nbytes, slice=None, device="cpu"):  # noqa: A002  (the Source API)
         self._source.read_into(name, self.stored(name, dtype), ptr, nbytes, slice, device=device)
 
+    def read_stored_into(self, name, ptr, nbytes):
+        self._source.read_stored_into(name, ptr, nbytes)
+
     def private_views(self):
         return _PairViews(self, _core.PrivateViews(self._source))
 

@@ -150,7 +150,8 @@ class _SafeSlice:
 
 def deserialize(bytes):  # noqa: A002  (safetensors' parameter name)
     """[(name, {"shape": [...], "dtype": "F32", "data": bytearray})] of a whole file given as bytes,
-    in the order of the data."""
+    in the order of the data. F4 comes as its packed bytes (dtype "F4", the logical shape); F6_* decoded
+    to F32 (no framework has a type for them)."""
     with raised_as_safetensors("Error while deserializing: "):
         data = bytes if isinstance(bytes, builtins.bytes) else builtins.bytes(bytes)
         source = _recognised(_c64.with_c64(_core.from_bytes), "<bytes>", data)
@@ -158,6 +159,12 @@ def deserialize(bytes):  # noqa: A002  (safetensors' parameter name)
         out = []
         for name in sorted(state.names, key=lambda n: state.info(n)["offset"]):
             info = state.info(name)
+            if info["stored_type"] == "F4":  # its packed bytes, as safetensors gives them (torch has float4_e2m1fn_x2)
+                buffer = bytearray(info["nbytes"])
+                if buffer:
+                    source.read_stored_into(name, ctypes.addressof(ctypes.c_char.from_buffer(buffer)), len(buffer))
+                out.append((name, {"shape": list(info["shape"]), "dtype": "F4", "data": buffer}))
+                continue
             count = int(np.prod(info["shape"], dtype=np.uint64))
             buffer = bytearray(count * _c64.itemsize(info["dtype"]))
             if buffer:

@@ -5,6 +5,7 @@ from collections import defaultdict
 
 import torch
 
+from ._error import SafetensorError
 from ._open import deserialize, safe_open
 from ._serialize import TensorSpec, save_specs, serialize, serialize_file  # noqa: F401  (the reference module has them too)
 
@@ -166,10 +167,21 @@ def load_file(filename, device="cpu", *, backend="mmap"):
         return f.get_tensors()
 
 
+def _float4(name, t):
+    shape = list(t["shape"])
+    if not hasattr(torch, "float4_e2m1fn_x2") or not shape or shape[-1] % 2:
+        raise SafetensorError(f"tensor '{name}': F4 {shape} needs torch.float4_e2m1fn_x2 and an even last dimension")
+    packed = torch.frombuffer(t["data"], dtype=torch.uint8) if t["data"] else torch.empty(0, dtype=torch.uint8)
+    return packed.reshape(shape[:-1] + [shape[-1] // 2]).view(torch.float4_e2m1fn_x2)
+
+
 def load(data):
     """Every tensor of a safetensors file given as bytes, as CPU tensors of their own memory."""
     out = {}
     for name, t in deserialize(data):
+        if t["dtype"] == "F4":  # two codes a byte: torch's float4_e2m1fn_x2 with the last dimension halved
+            out[name] = _float4(name, t)
+            continue
         dtype = _getdtype(t["dtype"])
         out[name] = torch.frombuffer(t["data"], dtype=dtype).reshape(t["shape"]) if t["data"] else \
             torch.empty(t["shape"], dtype=dtype)  # frombuffer refuses an empty buffer

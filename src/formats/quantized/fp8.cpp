@@ -89,12 +89,12 @@ QuantLayer fp8_layer(const RawSource& raw, const std::string& prefix, const std:
   } else if (!c.fp8_block.empty() && n != 1) {
     rows = static_cast<uint64_t>(c.fp8_block[0]), cols = static_cast<uint64_t>(c.fp8_block[1]);
     kind = fmt::format("block{}x{}", rows, cols);
-    expect_tensor(scale, {(out + rows - 1) / rows, (in + cols - 1) / cols}, {DType::BF16, DType::F16, DType::F32},
+    expect_tensor(scale, {(out + rows - 1) / rows, (in + cols - 1) / cols}, {DType::BF16, DType::F16, DType::F32, DType::F8_E8M0},
                   fmt::format("for {} blocks of weight {}, the scales", kind, shape_to_string(weight.shape)));
   } else if (n == out && n != 1) {
     rows = 1, kind = "channel";
     if (!(scale.shape == Shape{out} || scale.shape == Shape{out, 1}))
-      expect_tensor(scale, {out, 1}, {DType::BF16, DType::F16, DType::F32}, "a per-channel FP8 scale");
+      expect_tensor(scale, {out, 1}, {DType::BF16, DType::F16, DType::F32, DType::F8_E8M0}, "a per-channel FP8 scale");
   } else if (n != 1) {
     throw Error(ErrorCode::QuantTensorsInconsistent,
                 fmt::format("has {} values: neither one per tensor, one per each of the {} output rows, nor one per block "
@@ -102,8 +102,12 @@ QuantLayer fp8_layer(const RawSource& raw, const std::string& prefix, const std:
                             n, out),
                 scale.file, scale.name);
   }
-  if (!e8m0 && scale.dtype != DType::BF16 && scale.dtype != DType::F16 && scale.dtype != DType::F32)
-    expect_tensor(scale, scale.shape, {DType::BF16, DType::F16, DType::F32}, "an FP8 scale");
+  // A float scale is read as F32 through the library's conversion: safetensors' F8_E8M0 (DeepSeek's
+  // ue8m0 weight_scale_inv, torch's float8_e8m0fnu) as 2^(e - 127) exactly, 0xFF as NaN, which is
+  // what torch's scale.float() gives the reference dequantisation.
+  if (!e8m0 && scale.dtype != DType::BF16 && scale.dtype != DType::F16 && scale.dtype != DType::F32 &&
+      scale.dtype != DType::F8_E8M0)
+    expect_tensor(scale, scale.shape, {DType::BF16, DType::F16, DType::F32, DType::F8_E8M0}, "an FP8 scale");
   auto decoder = std::make_shared<Fp8Decoder>("FP8-E4M3-" + kind, weight, rows, cols, e8m0, raw,
                                               std::vector<SideTensor>{{&scale, e8m0 ? DType::U8 : DType::F32}});
   QuantLayer layer{dense_entry(weight.name, weight, weight.shape, decoder), {weight.name, scale.name}};

@@ -91,6 +91,9 @@ void read_fp8(const json& j, QuantConfig& c) {
       invalid(c.origin, fmt::format("weight_block_size {} is not two positive integers", b.dump()));
     c.fp8_block = {b[0].get<int64_t>(), b[1].get<int64_t>()};
   }
+  // DeepSeek's "ue8m0" (V3.1 on): block scales that are powers of two, which checkpoints may store as
+  // safetensors' F8_E8M0; the scale tensor's dtype says how it is read, this only shows in describe().
+  c.fp8_scale_fmt = string_key(j, "scale_fmt", "", c.origin);
   c.ignore = string_list(j, "modules_to_not_convert", c.origin);
 }
 
@@ -157,8 +160,9 @@ std::string QuantConfig::describe() const {
                          bnb_double_quant ? ", double quant (nested absmax)" : "");
     case Method::Bnb8: return "bitsandbytes LLM.int8 8-bit, per-row SCB";
     case Method::Fp8:
-      return fp8_block.empty() ? "fp8 e4m3, per-tensor scale_inv"
-                               : fmt::format("fp8 e4m3, {}x{} block scale_inv", fp8_block[0], fp8_block[1]);
+      return (fp8_block.empty() ? std::string("fp8 e4m3, per-tensor scale_inv")
+                                : fmt::format("fp8 e4m3, {}x{} block scale_inv", fp8_block[0], fp8_block[1])) +
+             (fp8_scale_fmt.empty() ? "" : fmt::format(" ({})", fp8_scale_fmt));
     case Method::CompressedTensors:
       return fmt::format("compressed-tensors {}{}{}{}", bits ? fmt::format("{}, {}-bit, {} scale", ct_format, bits, ct_strategy) : ct_format,
                          group_size > 0 ? fmt::format(", group {}", group_size) : "",

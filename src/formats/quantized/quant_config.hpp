@@ -26,6 +26,7 @@ struct QuantConfig {
   bool bnb_double_quant = false;
   int64_t bnb_block_size = 64; // 4-bit blocks (each layer's quant_state says its own)
   std::vector<int64_t> fp8_block;  // FP8 [rows, cols] per scale; empty: per tensor or per channel
+  std::string fp8_scale_fmt;   // FP8 scale_fmt ("ue8m0": power-of-two scales); empty when not given
   std::string ct_format;       // compressed-tensors: float-quantized, pack-quantized, naive-quantized, ...
   std::string ct_strategy;     // compressed-tensors weights: tensor, channel, group, block
   std::string ct_sparsity;     // compressed-tensors sparsity_config format: sparse-bitmask, ...; empty: dense

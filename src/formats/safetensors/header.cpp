@@ -16,8 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-// dtypes the reference implementation knows but weightloader cannot hold, with their bit widths.
-// The header is validated with them like any other dtype before the tensor is refused.
+// dtypes the reference implementation knows but weightloader has no element type for, with their bit
+// widths. The header is validated with them like any other dtype; then the sub-byte floats are
+// catalogued with their decoder (safetensors_subbyte_decoder) and the others refused.
 constexpr std::pair<std::string_view, unsigned> kForeignDTypes[] = {
     {"F4", 4}, {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"C64", 64},
 };
@@ -245,13 +246,15 @@ Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start,
   catalogue.metadata = std::move(stated.metadata).value_or(std::map<std::string, std::string>{});
   catalogue.tensors.reserve(stated.tensors.size());
   for (SafetensorsHeader::Tensor& t : stated.tensors) {
-    if (!t.dtype)
+    std::shared_ptr<const Decoder> decoder = t.dtype ? nullptr : safetensors_subbyte_decoder(t.dtype_name);
+    if (!t.dtype && !decoder)
       throw Error(ErrorCode::UnsupportedDType,
                   fmt::format("dtype {} is valid safetensors but weightloader does not support it", t.dtype_name),
                   file, t.name);
     TensorInfo info;
     info.name = std::move(t.name);
-    info.dtype = *t.dtype;
+    info.dtype = decoder ? decoder->output_dtype() : *t.dtype;
+    info.decoder = std::move(decoder);
     info.shape = std::move(t.shape);
     info.file = file;
     info.offset = t.offset;

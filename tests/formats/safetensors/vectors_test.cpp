@@ -94,13 +94,16 @@ TEST(SafetensorsVectors, OkSerializeF32AlignedPadded) {
   EXPECT_EQ(tensor_values<float>(c, "attn0"), (std::vector<float>{0, 1, 2, 3, 4, 5}));
 }
 
-// Valid upstream, but weightloader has no F4: a clean "unsupported dtype" error.
-TEST(SafetensorsVectors, OkF4RejectedAsUnsupported) {
+// F4: two E2M1 codes in one byte (0x00: +0, +0), decoded to F32.
+TEST(SafetensorsVectors, OkF4Decoded) {
   WL_REQUIRE_TESTDATA();
-  const std::string message =
-      expect_error(ErrorCode::UnsupportedDType, [] { read_vector("ok_f4_1x2.safetensors"); });
-  EXPECT_NE(message.find("F4"), std::string::npos) << message;
-  EXPECT_NE(message.find("attn.0"), std::string::npos) << message;
+  const Catalogue c = read_vector("ok_f4_1x2.safetensors");
+  ASSERT_EQ(c.tensors.size(), 1u);
+  expect_tensor(c, 0, "attn.0", DType::F32, {1, 2});
+  EXPECT_EQ(c.tensors[0].stored_type(), "F4");
+  EXPECT_EQ(c.tensors[0].nbytes, 1u);
+  const WeightSource source("safetensors", "test", c.tensors, c.metadata);
+  EXPECT_EQ(source.load(source.at("attn.0"), DType::F32).data<float>()[1], 0.0f);
 }
 
 TEST(SafetensorsVectors, OkEmpty) {
