@@ -38,7 +38,7 @@ TensorView bytes_of(DType dtype, Shape shape, const std::vector<uint8_t>& bytes)
 std::unique_ptr<WeightSource> folder(const test::TempDir& dir, const TensorView& weight, const TensorView& scale) {
   write_safetensors(dir.file("model.safetensors"), {{kLinear + "weight", weight}, {kLinear + "weight_scale_inv", scale}});
   test::write_bytes(dir.file("config.json"), std::string(R"({"quantization_config": )") + kDeepSeek + "}");
-  return WeightLoaderRegistry::global().create("local", {})->get_weights(dir.path().string());
+  return WeightLoaderRegistry::with_builtins()->create("local", {})->get_weights(dir.path().string());
 }
 
 TEST(Fp8E8m0Scales, BlockScalesInF32AndBf16) {

@@ -67,7 +67,7 @@ AllCodes all_codes(const TempDir& dir, const Type& t) {
   const std::string data = pack(a.codes, t.bits());
   const std::string shape = "[" + std::to_string(a.codes.size() / 8) + ",8]";
   const std::string path = make_safetensors(dir, "{" + entry("codes", t.name, shape, 0, data.size()) + "}", data);
-  a.source = WeightLoaderRegistry::global().create("local", {})->get_weights(path);
+  a.source = WeightLoaderRegistry::with_builtins()->create("local", {})->get_weights(path);
   return a;
 }
 
@@ -112,7 +112,7 @@ TEST(SafetensorsSubByteFloats, BitOrder) {
   TempDir dir;
   // F4: 0x71 = 0.5 (code 1), then 6 (code 7); 0xA0 = 0 (code 0), then -1 (code 0xA).
   std::string path = make_safetensors(dir, "{" + entry("f4", "F4", "[4]", 0, 2) + "}", "\x71\xA0", "f4.safetensors");
-  auto s = WeightLoaderRegistry::global().create("local", {})->get_weights(path);
+  auto s = WeightLoaderRegistry::with_builtins()->create("local", {})->get_weights(path);
   const TensorView f4 = s->load(s->at("f4"), DType::F32);
   EXPECT_EQ(std::vector<float>(f4.data<float>(), f4.data<float>() + 4), (std::vector<float>{0.5f, 6.0f, 0.0f, -1.0f}));
   // F6_E2M3 codes 0x01 (0.125), 0x0F (1.875), 0x3F (-7.5), 0x08 (1.0).
@@ -120,7 +120,7 @@ TEST(SafetensorsSubByteFloats, BitOrder) {
   const std::string bytes{static_cast<char>((e0 | e1 << 6) & 0xFF), static_cast<char>((e1 >> 2 | e2 << 4) & 0xFF),
                           static_cast<char>((e2 >> 4 | e3 << 2) & 0xFF)};
   path = make_safetensors(dir, "{" + entry("f6", "F6_E2M3", "[4]", 0, 3) + "}", bytes, "f6.safetensors");
-  s = WeightLoaderRegistry::global().create("local", {})->get_weights(path);
+  s = WeightLoaderRegistry::with_builtins()->create("local", {})->get_weights(path);
   const TensorView f6 = s->load(s->at("f6"), DType::F32);
   EXPECT_EQ(std::vector<float>(f6.data<float>(), f6.data<float>() + 4), (std::vector<float>{0.125f, 1.875f, -7.5f, 1.0f}));
 }
