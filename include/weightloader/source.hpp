@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -18,41 +19,7 @@
 
 namespace wl {
 
-// Decodes a stored encoding that is not plain little-endian `dtype` elements (quantised blocks,
-// big-endian data, ...). Data is decoded block by block; a block never straddles a row.
-class WL_API Decoder {
- public:
-  virtual ~Decoder() = default;
-  virtual std::string name() const = 0;           // shown as the stored type, e.g. "Q8_0"
-  virtual uint64_t block_elems() const = 0;       // elements per block
-  virtual uint64_t block_bytes() const = 0;       // stored bytes per block
-  virtual DType output_dtype() const = 0;         // what decode() writes
-  virtual void decode(const std::byte* src, uint64_t nblocks, void* dst) const = 0;
-  // Split encodings keep the last aux_block_bytes() of each block in a second region of the file,
-  // one after the other from TensorInfo::aux_offset (llama2.c v2: a tensor's int8 values, then
-  // all its scales). decode() then receives the blocks' main parts followed by their aux parts.
-  // 0 (the default): each block is contiguous.
-  virtual uint64_t aux_block_bytes() const { return 0; }
-  // Called by WeightSource::read_all before any read, outside the reader threads: a decoder that
-  // needs small tensors beside its own bytes (scales, zero points) reads them here, once.
-  virtual void prepare() const {}
-  // A decoder that can also write `dtype` itself (converting cache-sized pieces of its output as it
-  // goes, so that no full-size intermediate passes through memory) says so here; the I/O engine
-  // then calls decode_as() instead of decode() plus a conversion. The values must be those of
-  // decode() converted to `dtype`.
-  virtual bool decodes_as(DType dtype) const {
-    (void)dtype;
-    return false;
-  }
-  virtual void decode_as(DType dtype, const std::byte* src, uint64_t nblocks, void* dst) const {
-    (void)dtype;
-    decode(src, nblocks, dst);
-  }
-  // What rebuilds this decoder in another process (a rank given the catalogue as a value): a JSON
-  // object naming a registered kind and its parameters, as decoder_from_spec reads it; empty where
-  // the decoder holds more than a value can carry (a quantized layer's side tensors).
-  virtual std::string spec() const { return {}; }
-};
+class Decoder;
 
 // One tensor of a checkpoint. Nothing of its data has been read.
 struct WL_API TensorInfo {
@@ -79,6 +46,56 @@ struct WL_API TensorInfo {
 
   uint64_t numel() const { return shape_numel(shape); }
   std::string stored_type() const;  // decoder name, or dtype name
+};
+
+// A tensor a decoder needs beside its own bytes (Decoder::side_reads), and the dtype to read it as.
+struct SideRead {
+  TensorInfo tensor;  // where its bytes are, in the files of the catalogue that holds the decoder
+  DType as = DType::F32;
+};
+
+// Decodes a stored encoding that is not plain little-endian `dtype` elements (quantised blocks,
+// big-endian data, ...). Data is decoded block by block; a block never straddles a row.
+class WL_API Decoder {
+ public:
+  virtual ~Decoder() = default;
+  virtual std::string name() const = 0;           // shown as the stored type, e.g. "Q8_0"
+  virtual uint64_t block_elems() const = 0;       // elements per block
+  virtual uint64_t block_bytes() const = 0;       // stored bytes per block
+  virtual DType output_dtype() const = 0;         // what decode() writes
+  virtual void decode(const std::byte* src, uint64_t nblocks, void* dst) const = 0;
+  // Split encodings keep the last aux_block_bytes() of each block in a second region of the file,
+  // one after the other from TensorInfo::aux_offset (llama2.c v2: a tensor's int8 values, then
+  // all its scales). decode() then receives the blocks' main parts followed by their aux parts.
+  // 0 (the default): each block is contiguous.
+  virtual uint64_t aux_block_bytes() const { return 0; }
+  // The small tensors this decoder needs beside its own bytes (a quantized layer's scales, zero
+  // points, g_idx, absmax), if any. A decoder holds no source: WeightSource::read_all puts them in
+  // the same I/O plan as the data (so that neighbouring bytes share a request) and hands their values
+  // to prepare() before the first block that needs them is decoded.
+  virtual std::span<const SideRead> side_reads() const { return {}; }
+  // Whether prepare() has had the values of side_reads() (later reads then leave them out).
+  virtual bool prepared() const { return true; }
+  // The values of side_reads(), in its order, each in the dtype its `as` names: what decode() needs
+  // is derived here, once (later calls are ignored). A decoder without side reads is called with
+  // none before any read, outside the reader threads (a type that cannot be decoded refuses here).
+  virtual void prepare(std::span<const TensorView> side) const { (void)side; }
+  // A decoder that can also write `dtype` itself (converting cache-sized pieces of its output as it
+  // goes, so that no full-size intermediate passes through memory) says so here; the I/O engine
+  // then calls decode_as() instead of decode() plus a conversion. The values must be those of
+  // decode() converted to `dtype`.
+  virtual bool decodes_as(DType dtype) const {
+    (void)dtype;
+    return false;
+  }
+  virtual void decode_as(DType dtype, const std::byte* src, uint64_t nblocks, void* dst) const {
+    (void)dtype;
+    decode(src, nblocks, dst);
+  }
+  // What rebuilds this decoder in another process (a rank given the catalogue as a value): a JSON
+  // object naming a registered kind and its parameters, as decoder_from_spec reads it; empty where
+  // the decoder holds more than a value can carry (a quantized layer's side tensors).
+  virtual std::string spec() const { return {}; }
 };
 
 // A range [begin, end) along one dimension of a tensor. The default selects everything.

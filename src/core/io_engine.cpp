@@ -98,8 +98,8 @@ class Executor {
  public:
   // `digests`: per source, the digest its reads feed (verify=sha256), or null; empty when none.
   Executor(const IoPlan& plan, const std::vector<ByteSource*>& sources, IoMode mode, const Destination& dest,
-           const IoOptions& options, const std::vector<std::unique_ptr<OrderedDigest>>& digests)
-      : plan_(plan), sources_(sources), mode_(mode), dest_(dest), options_(options), digests_(digests),
+           const IoOptions& options, const std::vector<std::unique_ptr<OrderedDigest>>& digests, const SideReads* sides)
+      : plan_(plan), sources_(sources), mode_(mode), dest_(dest), options_(options), digests_(digests), sides_(sides),
         background_prefault_(mode == IoMode::Direct || std::all_of(sources.begin(), sources.end(), waits_on_network)),
         prefaulted_(plan.threads) {}
 
@@ -110,6 +110,11 @@ class Executor {
  private:
   void worker();
   void run_item(size_t i, Scratch& scratch);
+  // Work item i: the side extents, then the gathers, then the other extents.
+  const Gather* gather_at(size_t i) const;
+  const Extent& extent_at(size_t i) const;
+  void side_item_done();
+  bool wait_for_sides();
   void run_chunk(const Chunk& c, Scratch& scratch);
   void run_extent(const Chunk* c, const Extent& e, Scratch& scratch);
   void gather_strided(const ReadRequest& r, const ByteSource& source) const;
@@ -134,6 +139,7 @@ class Executor {
   const Destination& dest_;
   const IoOptions& options_;
   const std::vector<std::unique_ptr<OrderedDigest>>& digests_;
+  const SideReads* sides_;  // null: no side reads in the plan
   // Reads that wait on a device or a network: page faults are taken meanwhile, on a thread of their
   // own, rather than before the first read.
   const bool background_prefault_;
@@ -143,6 +149,8 @@ class Executor {
   std::atomic<uint64_t> done_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> staging_peak_{0};
+  std::atomic<size_t> sides_done_{0};    // side extents finished
+  std::atomic<bool> sides_ready_{false};  // all of them, and the waiting decoders prepared (or halted)
   std::mutex mutex_;  // guards error_/cancelled_ and serialises progress callbacks
   std::exception_ptr error_;
   bool cancelled_ = false;
@@ -316,10 +324,16 @@ void Executor::run_extent(const Chunk* c, const Extent& e, Scratch& scratch) {
   const uint64_t staged_at = mode_ == IoMode::Direct ? kBounceBytes + offset % kAlign : 0;
   std::byte* staging = scratch.reserve(staged_at + e.span) + staged_at;
   fetch(c[0], offset, e.span, staging, scratch, kBounceBytes);  // gaps included
-  for (size_t i = 0; i < e.count; ++i) {  // a verified file's extents have no gaps: fillers take them
-    if (!c[i].filler()) finish(c[i], staging + (c[i].src_offset - offset), scratch);
-    hand_in_staged(c[i], staging + (c[i].src_offset - offset));
-  }
+  // An extent that holds side chunks finishes them first, then prepares the decoders waiting for them
+  // (the planner put all their side chunks here) before it decodes their blocks.
+  const bool sides_first = sides_ && std::any_of(c, c + e.count, [](const Chunk& x) { return x.side; });
+  for (int pass = sides_first ? 0 : 1; pass < 2; ++pass)
+    for (size_t i = 0; i < e.count; ++i) {  // a verified file's extents have no gaps: fillers take them
+      if (sides_first && c[i].side != (pass == 0)) continue;
+      if (pass == 1 && sides_first && c[i].tensor->decoder) sides_->prepare(c[i].tensor->decoder.get());
+      if (!c[i].filler()) finish(c[i], staging + (c[i].src_offset - offset), scratch);
+      hand_in_staged(c[i], staging + (c[i].src_offset - offset));
+    }
 }
 
 // A slice of a one-block tensor: the block decoded whole into scratch, then each run of the slice
@@ -382,8 +396,8 @@ void Executor::gather_strided(const ReadRequest& r, const ByteSource& source) co
 // Asks the source to start fetching the extent this thread will probably take next.
 void Executor::hint_ahead(size_t i) const {
   const size_t ahead = i + plan_.threads;
-  if (ahead < plan_.gathers.size() || ahead >= plan_.work_items()) return;
-  const Extent& e = plan_.extents[ahead - plan_.gathers.size()];
+  if (ahead >= plan_.work_items() || gather_at(ahead)) return;
+  const Extent& e = extent_at(ahead);
   if (e.span < (256u << 10)) return;  // not worth a system call
   const Chunk& c = plan_.chunks[e.first];
   if (mode_ == IoMode::Pread) source(c).hint(c.src_offset, e.span, AccessHint::WillNeed);
@@ -405,26 +419,55 @@ void Executor::hand_in_staged(const Chunk& c, const std::byte* staged) const {
 // No more work is taken, and no thread waits on a digest for pieces that will not come.
 void Executor::halt() {
   stop_ = true;
+  sides_ready_ = true;  // no reader waits for side extents that will not finish
+  sides_ready_.notify_all();
   for (const auto& d : digests_)
     if (d) d->abandon();
   for (const ByteSource* s : sources_) s->interrupt_waits();
 }
 
+const Gather* Executor::gather_at(size_t i) const {
+  const size_t k = plan_.side_extents;
+  return i >= k && i < k + plan_.gathers.size() ? &plan_.gathers[i - k] : nullptr;
+}
+
+const Extent& Executor::extent_at(size_t i) const {
+  return plan_.extents[i < plan_.side_extents ? i : i - plan_.gathers.size()];
+}
+
+// The last side extent done: the waiting decoders are prepared, then the other items may run.
+void Executor::side_item_done() {
+  if (++sides_done_ != plan_.side_extents) return;
+  if (sides_) sides_->prepare_all();
+  sides_ready_ = true;
+  sides_ready_.notify_all();
+}
+
+// Items after the side extents wait (blocked) until those are done; every one of them was taken
+// before, by a reader that waits on nothing, so the wait ends (or the load halts: false).
+bool Executor::wait_for_sides() {
+  if (plan_.side_extents == 0) return true;
+  sides_ready_.wait(false);
+  return !stop_;
+}
+
 void Executor::run_item(size_t i, Scratch& scratch) {
-  const size_t ngathers = plan_.gathers.size();
-  const TensorInfo& tensor = i < ngathers ? *plan_.gathers[i].request->tensor : *plan_.chunks[plan_.extents[i - ngathers].first].tensor;
+  const Gather* g = gather_at(i);
+  const TensorInfo& tensor = g ? *g->request->tensor : *plan_.chunks[extent_at(i).first].tensor;
   try {
-    if (i < ngathers) {
-      gather_strided(*plan_.gathers[i].request, *sources_[plan_.gathers[i].source]);
+    if (i >= plan_.side_extents && !wait_for_sides()) return;
+    if (g) {
+      gather_strided(*g->request, *sources_[g->source]);
       done_ += tensor.nbytes;
       return;
     }
-    const Extent& e = plan_.extents[i - ngathers];
+    const Extent& e = extent_at(i);
     if (e.count == 1)
       run_chunk(plan_.chunks[e.first], scratch);
     else
       run_extent(&plan_.chunks[e.first], e, scratch);
     done_ += e.bytes;
+    if (i < plan_.side_extents) side_item_done();
   } catch (const Error& e) {
     if (!e.tensor().empty()) throw;
     // A source's own error (an I/O failure) names the source: add the tensor being read.
@@ -546,7 +589,7 @@ void check_digests(const std::vector<std::unique_ptr<OrderedDigest>>& digests, c
 }  // namespace
 
 ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cache, const IoOptions& options,
-                    const Destination& destination) {
+                    const Destination& destination, const SideTensorReads* side) {
   const PreparedReads prepared = prepare_reads(requests, cache, options, destination.in_place(), true);
   const std::vector<ByteSource*>& sources = prepared.sources;
   ReadStats stats;
@@ -559,10 +602,16 @@ ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cach
   std::vector<std::unique_ptr<OrderedDigest>> digests;
   if (options.verify_sha256)
     for (const ByteSource* s : sources) digests.push_back(std::make_unique<OrderedDigest>(s->size(), s->name(), options.staging_bytes));
-  const IoPlan plan = plan_reads(requests, prepared.source_of, prepared.params);
+  PlanParams params = prepared.params;
+  if (side) {
+    params.side = side->is_side;
+    for (const ReadRequest& r : requests)
+      if (r.tensor->decoder && side->reads.waits(r.tensor->decoder.get())) params.waiting.push_back(r.tensor->decoder.get());
+  }
+  const IoPlan plan = plan_reads(requests, prepared.source_of, params);
   check_bounds(plan, sources);
 
-  Executor executor(plan, sources, stats.mode, destination, options, digests);
+  Executor executor(plan, sources, stats.mode, destination, options, digests, side ? &side->reads : nullptr);
   stats.staging_bytes = executor.run();
   for (const ByteSource* s : sources) s->settle();
   check_digests(digests, expected, sources);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/destination.hpp"
+#include "core/side_reads.hpp"
 #include "weightloader/source.hpp"
 
 namespace wl {
@@ -14,8 +15,15 @@ namespace wl {
 // Runs every request; throws the first error (naming source and tensor) once every reader has
 // stopped. Cancels with ErrorCode::Cancelled when the progress callback returns false.
 // `sources` opens the tensors' files (a CachingOpener, so that every read shares one source per file).
+// `side`: requests[i] with is_side[i] read side tensors into host memory (core/side_reads.hpp), planned
+// with the rest; the decoders waiting for them are prepared once they are read, before any of
+// their blocks is decoded.
+struct SideTensorReads {
+  const SideReads& reads;
+  std::vector<char> is_side;  // per request
+};
 ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& sources, const IoOptions& options,
-                    const Destination& destination = host_memory());
+                    const Destination& destination = host_memory(), const SideTensorReads* side = nullptr);
 
 // What run_reads would do with the same requests, reading nothing (measure=false: nor probing):
 // its plan's bytes per file, threads, staging and own host memory (core/io_memory.hpp). With

@@ -48,10 +48,12 @@ uint64_t staged_granule_bytes(const TensorInfo& t, DType dst) {
 }
 
 // Appends the chunks of one request.
-void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint64_t staging_room, IoPlan& plan) {
+void plan_request(const ReadRequest& r, size_t source, bool side, const PlanParams& p, uint64_t staging_room, IoPlan& plan) {
   const TensorInfo& t = *r.tensor;
   const SliceRuns g = slice_runs(t, r.slice);
   if (g.outer * g.len * g.inner == 0) return;
+  if (side && (!t.strides.empty() || t.decoder || !t.row_order.empty()))
+    throw Error(ErrorCode::InvalidArgument, "a decoder's side tensor must be raw, contiguous and in stored row order", t.file, t.name);
   if (!t.strides.empty()) {
     if (r.dst_outer_stride)
       throw Error(ErrorCode::UnsupportedLayout, "a strided tensor cannot be read into a strided destination", t.file, t.name);
@@ -111,7 +113,7 @@ void plan_request(const ReadRequest& r, size_t source, const PlanParams& p, uint
       const uint64_t src_bytes = stored_bytes_for(t, len) - aux_bytes;
       const uint64_t src_offset = t.offset + stored_bytes_for(t, src_elem) - aux_bytes_for(t, src_elem);
       plan.chunks.push_back({&t, source, src_offset, src_bytes, len, out + e * out_size, r.dst_dtype,
-                             t.aux_offset + aux_bytes_for(t, src_elem), aux_bytes});
+                             t.aux_offset + aux_bytes_for(t, src_elem), aux_bytes, side});
       plan.total_bytes += src_bytes + aux_bytes;
       e += len;
     }
@@ -171,7 +173,7 @@ void merge_extents(const PlanParams& p, uint64_t staging_room, unsigned threads,
   const std::vector<Chunk>& chunks = plan.chunks;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const Chunk& c = chunks[i];
-    const bool staged = p.mode == IoMode::Direct || c.needs_transform() || !p.in_place || c.filler();
+    const bool staged = staged_chunk(c, p);
     if (!plan.extents.empty() && p.mode != IoMode::Mmap) {
       Extent& e = plan.extents.back();
       const Chunk& last = chunks[i - 1];
@@ -196,6 +198,10 @@ void merge_extents(const PlanParams& p, uint64_t staging_room, unsigned threads,
 
 }  // namespace
 
+bool staged_chunk(const Chunk& c, const PlanParams& p) {
+  return p.mode == IoMode::Direct || c.needs_transform() || !p.in_place || c.filler();
+}
+
 bool gap_worth_reading(uint64_t gap, const RequestCost& cost) {
   return gap == 0 || static_cast<double>(gap) < cost.latency_s * cost.bytes_per_s;
 }
@@ -214,10 +220,18 @@ IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<si
   const uint64_t reserved =
       kDecodedPieceBytes + (p.mode == IoMode::Direct ? kBounceBytes + ByteSource::direct_alignment() : 0);
   const uint64_t staging_room = plan.thread_staging > reserved ? plan.thread_staging - reserved : 0;
-  for (size_t i = 0; i < requests.size(); ++i) plan_request(requests[i], source_of[i], p, staging_room, plan);
+  for (size_t i = 0; i < requests.size(); ++i)
+    plan_request(requests[i], source_of[i], i < p.side.size() && p.side[i], p, staging_room, plan);
   const bool whole = std::any_of(p.whole.begin(), p.whole.end(), [](const auto& size) { return size.has_value(); });
   if (whole) plan_fillers(requests, source_of, p, staging_room, plan);
+  // Side reads in file order among the data, so that a layer's packed weight and the scales stored
+  // beside it merge into one read, and each file's scales into one another.
+  if (!whole && std::any_of(p.side.begin(), p.side.end(), [](char s) { return s != 0; }))
+    std::stable_sort(plan.chunks.begin(), plan.chunks.end(), [](const Chunk& a, const Chunk& b) {
+      return a.source != b.source ? a.source < b.source : a.src_offset < b.src_offset;
+    });
   merge_extents(p, staging_room, planned, plan);
+  if (!whole) order_side_extents(p, plan);
   if (whole)
     std::stable_sort(plan.extents.begin(), plan.extents.end(), [&](const Extent& a, const Extent& b) {
       return plan.chunks[a.first].src_offset < plan.chunks[b.first].src_offset;

@@ -23,6 +23,7 @@ struct Chunk {
   DType dst_dtype;
   uint64_t aux_offset;  // split encodings: where the blocks' aux parts are, and their size
   uint64_t aux_bytes;
+  bool side = false;    // a side tensor's (PlanParams::side): read before the blocks that need it
 
   bool needs_transform() const { return tensor->decoder || tensor->dtype != dst_dtype; }
   bool filler() const { return dst == nullptr; }  // read only to be hashed (PlanParams::whole)
@@ -64,12 +65,21 @@ struct PlanParams {
   // verify=sha256, per source: its size when every byte of it is read (and so the digest of its
   // bytes can be computed from the reads), else nullopt.
   std::vector<std::optional<uint64_t>> whole;
+  // Side tensors read with the data (core/side_reads.hpp), never with `whole`: side[i] marks request i
+  // as one; `waiting` are the decoders whose blocks need them. Empty: none.
+  std::vector<char> side;
+  std::vector<const Decoder*> waiting;
 };
 
 struct IoPlan {
   std::vector<Chunk> chunks;
-  std::vector<Gather> gathers;        // run first
+  std::vector<Gather> gathers;        // run first (after the side extents)
   std::vector<Extent> extents;        // then these, in order
+  // Extents [0, side_extents) hold every side chunk: they run first, and the rest only once all of
+  // them are done and the waiting decoders prepared. An extent among them that also holds blocks of
+  // a waiting decoder holds all that decoder's side chunks too (finished first); elsewhere side
+  // chunks and waiting blocks are not merged.
+  size_t side_extents = 0;
   std::vector<PrefaultRange> prefaults;  // each request's whole span cut into pieces, when prefaulting
   uint64_t total_bytes = 0;           // stored bytes to read
   unsigned threads = 1;               // threads worth running for this much work
@@ -110,6 +120,14 @@ uint64_t decoded_piece_blocks(const TensorInfo& t);
 // a source lies in file order (chunks sorted by offset; sources' extents interleaved by offset, so
 // that their digests advance side by side). `source_of[i]` is request i's source. Throws SliceOutOfBounds / InvalidArgument naming the
 // tensor for requests that cannot be read.
+// With side reads (PlanParams::side), chunks are merged in (source, offset) order and the extents
+// that hold side chunks come first (IoPlan::side_extents).
 IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<size_t>& source_of, const PlanParams& params);
+
+// Whether chunk `c` is read into staging rather than straight into place.
+bool staged_chunk(const Chunk& c, const PlanParams& p);
+// The side extents first (IoPlan::side_extents); an extent that mixes side chunks with blocks of a
+// decoder whose side chunks are not all inside it is cut between them (io_plan_sides.cpp).
+void order_side_extents(const PlanParams& p, IoPlan& plan);
 
 }  // namespace wl

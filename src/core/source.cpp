@@ -7,6 +7,7 @@
 #include "core/device_destination.hpp"
 #include "core/device_registry.hpp"
 #include "core/io_engine.hpp"
+#include "core/side_reads.hpp"
 #include "core/tensor_parts.hpp"
 #include "weightloader/error.hpp"
 
@@ -138,11 +139,40 @@ uint64_t WeightSource::read(const TensorInfo& tensor, DType dst_dtype, void* dst
   return read_all({ReadRequest{&tensor, slice, dst_dtype, dst}}, io).bytes_read;
 }
 
+namespace {
+
+// Side tensors ride in the data's plan, unless the values go to a device (the engine delivers one
+// destination's values) or every byte is hashed in file order (verify=sha256): then they are read
+// first, in a plan of their own, into host memory.
+bool sides_with_data(const SideReads& sides, const IoOptions& io) {
+  return io.device.is_cpu() && !io.verify_sha256 && sides.plannable();
+}
+
+// Options for side tensors read apart: host memory, nothing hashed, no progress reported.
+IoOptions side_options(const IoOptions& given) {
+  IoOptions io = given;
+  io.device = Device{};
+  io.verify_sha256 = false;
+  io.progress = nullptr;
+  io.host_budget = 0;
+  return io;
+}
+
+}  // namespace
+
 ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const IoOptions& given) const {
-  for (const ReadRequest& r : requests)
-    if (r.tensor->decoder) r.tensor->decoder->prepare();
   std::deque<TensorInfo> pieces;  // of assembled tensors, for as long as the reads run
-  const std::vector<ReadRequest> expanded = expand_parts(requests, pieces);
+  const std::vector<ReadRequest> data = expand_parts(requests, pieces);
+  prepare_plain_decoders(data);
+  const SideReads sides(data);
+  const bool together = !sides.empty() && sides_with_data(sides, given);
+  uint64_t side_bytes = 0;
+  if (!sides.empty() && !together) {
+    side_bytes = run_reads(sides.requests(), *sources_, side_options(given)).bytes_read;
+    sides.prepare_all();
+  }
+  SideTensorReads side{sides, {}};
+  const std::vector<ReadRequest> expanded = together ? sides.with(data, side.is_side) : data;
   IoOptions io = given;
   if (given.host_budget) {  // staging and threads lowered to fit, before anything is read
     FittedReads fitted = wl::estimate_reads(expanded, *sources_, given, !given.device.is_cpu(), true);
@@ -154,18 +184,35 @@ ReadStats WeightSource::read_all(const std::vector<ReadRequest>& requests, const
                   origin_);
     io = std::move(fitted.options);
   }
-  if (io.device.is_cpu()) return run_reads(expanded, *sources_, io);
+  if (io.device.is_cpu()) {
+    ReadStats stats = run_reads(expanded, *sources_, io, host_memory(), together ? &side : nullptr);
+    stats.bytes_read += side_bytes;
+    return stats;
+  }
   const std::shared_ptr<CopyEngine> engine = copy_engine(io.device, io.devices.get());
   // Pinned memory is slow to allocate: no more than the values need (one small tensor: one small buffer).
   uint64_t bytes = 0;
   for (const ReadRequest& r : expanded) bytes += shape_numel(slice_shape(*r.tensor, r.slice)) * dtype_size(r.dst_dtype);
   const DeviceDestination ring(*engine, std::clamp<uint64_t>(bytes, 1, std::max<uint64_t>(io.staging_bytes, 1)));
-  return run_reads(expanded, *sources_, io, ring);
+  ReadStats stats = run_reads(expanded, *sources_, io, ring);
+  stats.bytes_read += side_bytes;
+  return stats;
 }
 
 ReadEstimate WeightSource::estimate_reads(const std::vector<ReadRequest>& requests, const IoOptions& io) const {
   std::deque<TensorInfo> pieces;
-  return wl::estimate_reads(expand_parts(requests, pieces), *sources_, io, !io.device.is_cpu(), false).estimate;
+  const std::vector<ReadRequest> data = expand_parts(requests, pieces);
+  const SideReads sides(data);
+  if (sides.empty() || sides_with_data(sides, io)) {
+    std::vector<char> is_side;
+    return wl::estimate_reads(sides.empty() ? data : sides.with(data, is_side), *sources_, io, !io.device.is_cpu(), false).estimate;
+  }
+  ReadEstimate estimate = wl::estimate_reads(data, *sources_, io, !io.device.is_cpu(), false).estimate;
+  for (const ReadRequest& r : sides.requests()) {  // read apart, first, whole
+    estimate.file_bytes[r.tensor->file] += r.tensor->nbytes;
+    estimate.bytes_read += r.tensor->nbytes;
+  }
+  return estimate;
 }
 
 TensorView WeightSource::load(const TensorInfo& tensor, std::optional<DType> dtype) const {

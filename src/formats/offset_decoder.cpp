@@ -23,8 +23,10 @@ class OffsetDecoder final : public Decoder {
   uint64_t block_elems() const override { return inner_ ? inner_->block_elems() : 1; }
   uint64_t block_bytes() const override { return inner_ ? inner_->block_bytes() : dtype_size(stored_); }
   DType output_dtype() const override { return DType::F32; }
-  void prepare() const override {
-    if (inner_) inner_->prepare();
+  std::span<const SideRead> side_reads() const override { return inner_ ? inner_->side_reads() : std::span<const SideRead>{}; }
+  bool prepared() const override { return !inner_ || inner_->prepared(); }
+  void prepare(std::span<const TensorView> side) const override {
+    if (inner_) inner_->prepare(side);
   }
   void decode(const std::byte* src, uint64_t nblocks, void* dst) const override {
     const uint64_t n = nblocks * block_elems();

@@ -193,7 +193,7 @@ TEST(CatalogueValue, AnUndecodedGgufTensorComesBackRefusedWhenRead) {
   EXPECT_EQ(back->block_bytes(), 36u);
   EXPECT_EQ(back->spec(), spec);
   try {
-    back->prepare();
+    back->prepare({});
     ADD_FAILURE() << "reading a Q8_1 tensor was not refused";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::GgufUnsupportedTensorType);

@@ -46,6 +46,26 @@ def test_load_into_dense_module_equals_the_reference(testdata, folder):
     assert torch.equal(got.view(torch.int16), want.view(torch.int16))
 
 
+@pytest.mark.parametrize("folder", ["gptq-falcon3-1b-int4", "awq-falcon3-1b", "fp8-channel-llama3.2-1b-redhat",
+                                    "bnb-nf4-dq-llama3.2-1b"])
+def test_a_layer_over_http_comes_with_its_side_tensors_in_one_ranged_get(nginx, testdata, folder):
+    """The packed weight and its scales, zeros, g_idx or absmax, stored side by side, are one ranged
+    GET: the decoder declares them and the load plans them with the weight (read by the decoder one
+    at a time, they were a GET each: 2 to 5)."""
+    path = testdata / "quantized" / folder
+    for f in ("quantized.safetensors", "quantization_config.json"):
+        nginx.put(f"quantized/{folder}/{f}", path / f)
+    name, want = expected_weight(path)
+    loader = wl.LocalWeightLoader(concurrency=1)
+    weights = loader.get_weights(nginx.url(f"quantized/{folder}/quantized.safetensors"))
+    before = len(nginx.log())
+    module = dense_module(name, want)
+    loader.load_weights(module, weights, progress=False)
+    gets = [e for e in nginx.log()[before:] if e.path == f"quantized/{folder}/quantized.safetensors" and e.method == "GET"]
+    assert len(gets) == 1, [(e.range, e.sent) for e in gets]
+    assert torch.equal(module.state_dict()[name].view(torch.int16), want.view(torch.int16))
+
+
 def test_dequantized_layer_computes_what_the_reference_weight_computes(testdata):
     path = testdata / "quantized" / "gptq-llama3.2-1b-int4"
     name, want = expected_weight(path)

@@ -93,7 +93,7 @@ class RefusingDecoder final : public Decoder {
   uint64_t block_elems() const override { return traits_.block_elems; }
   uint64_t block_bytes() const override { return traits_.block_bytes; }
   DType output_dtype() const override { return DType::F32; }
-  void prepare() const override { refuse(); }
+  void prepare(std::span<const TensorView>) const override { refuse(); }
   void decode(const std::byte*, uint64_t, void*) const override { refuse(); }
 
  private:

@@ -53,9 +53,9 @@ QuantState read_state(const WeightSource& raw, const TensorInfo& blob) {
 
 class Bnb4Decoder final : public LayerDecoder {
  public:
-  Bnb4Decoder(std::string name, const TensorInfo& packed, QuantState state, bool nested, RawSource raw, std::vector<SideTensor> side)
+  Bnb4Decoder(std::string name, const TensorInfo& packed, QuantState state, bool nested, std::vector<SideRead> side)
       : LayerDecoder(std::move(name), packed, state.shape.empty() ? 1 : state.shape[0],
-                     state.shape.empty() || state.shape[0] == 0 ? 1 : shape_numel(state.shape) / state.shape[0], std::move(raw),
+                     state.shape.empty() || state.shape[0] == 0 ? 1 : shape_numel(state.shape) / state.shape[0],
                      std::move(side)),
         state_(std::move(state)), nested_(nested),
         row_elems_(state_.shape.empty() || state_.shape[0] == 0 ? 1 : shape_numel(state_.shape) / state_.shape[0]) {}
@@ -97,8 +97,8 @@ class Bnb4Decoder final : public LayerDecoder {
 
 class Bnb8Decoder final : public LayerDecoder {
  public:
-  Bnb8Decoder(const TensorInfo& weight, RawSource raw, std::vector<SideTensor> side)
-      : LayerDecoder("BNB-INT8", weight, weight.shape[0], weight.shape[1], std::move(raw), std::move(side)), out_(weight.shape[0]),
+  Bnb8Decoder(const TensorInfo& weight, std::vector<SideRead> side)
+      : LayerDecoder("BNB-INT8", weight, weight.shape[0], weight.shape[1], std::move(side)), out_(weight.shape[0]),
         in_(weight.shape[1]) {}
 
  private:
@@ -146,7 +146,7 @@ QuantLayer bnb4_layer(const RawSource& raw, const std::string& prefix, const std
   const bool nested = raw->find(w + ".nested_absmax") != nullptr;
   expect_tensor(absmax, {blocks}, {nested ? DType::U8 : DType::F32},
                 fmt::format("for {} elements in blocks of {}, absmax{}", n, state.blocksize, nested ? " (double quant)" : ""));
-  std::vector<SideTensor> side = {{&quant_map, DType::F32}, {&absmax, absmax.dtype}};
+  std::vector<SideRead> side = {{quant_map, DType::F32}, {absmax, absmax.dtype}};
   QuantLayer layer;
   layer.stored = {weight.name, blob.name, absmax.name, quant_map.name};
   if (nested) {
@@ -155,13 +155,13 @@ QuantLayer bnb4_layer(const RawSource& raw, const std::string& prefix, const std
     expect_tensor(nested_absmax, {(blocks + state.nested_blocksize - 1) / state.nested_blocksize}, {DType::F32},
                   fmt::format("for {} absmax codes in nested blocks of {}, nested_absmax", blocks, state.nested_blocksize));
     expect_tensor(nested_map, {256}, {DType::F32}, "a nested_quant_map");
-    side.push_back({&nested_absmax, DType::F32});
-    side.push_back({&nested_map, DType::F32});
+    side.push_back({nested_absmax, DType::F32});
+    side.push_back({nested_map, DType::F32});
     layer.stored.push_back(nested_absmax.name);
     layer.stored.push_back(nested_map.name);
   }
   const std::string name = fmt::format("BNB-{}{}", type == "nf4" ? "NF4" : "FP4", nested ? "-DQ" : "");
-  auto decoder = std::make_shared<Bnb4Decoder>(name, weight, state, nested, raw, std::move(side));
+  auto decoder = std::make_shared<Bnb4Decoder>(name, weight, state, nested, std::move(side));
   layer.dense = dense_entry(w, weight, state.shape, decoder);
   return layer;
 }
@@ -171,7 +171,7 @@ QuantLayer bnb8_layer(const RawSource& raw, const std::string& prefix, const Qua
   const TensorInfo& scb = layer_tensor(*raw, prefix + ".SCB", prefix);
   expect_tensor(weight, {0, 0}, {DType::I8}, "an LLM.int8 weight");
   expect_tensor(scb, {weight.shape[0]}, {DType::F32}, fmt::format("for {} output rows SCB", weight.shape[0]));
-  auto decoder = std::make_shared<Bnb8Decoder>(weight, raw, std::vector<SideTensor>{{&scb, DType::F32}});
+  auto decoder = std::make_shared<Bnb8Decoder>(weight, std::vector<SideRead>{{scb, DType::F32}});
   QuantLayer layer{dense_entry(weight.name, weight, weight.shape, decoder), {weight.name, scb.name}};
   if (const TensorInfo* format = raw->find(prefix + ".weight_format")) layer.stored.push_back(format->name);
   return layer;

@@ -105,7 +105,7 @@ QuantLayer make_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen,
   throw Error(ErrorCode::QuantUnsupported, fmt::format("{} layers are not decoded yet", seen_name(seen)), t.file, t.name);
 }
 
-// A layer's decoder with the spec that rebuilds it (the decoders themselves hold side tensors).
+// A layer's decoder with the spec that rebuilds it (the layer's config and stored tensors).
 class SpecifiedDecoder final : public Decoder {
  public:
   SpecifiedDecoder(std::shared_ptr<const Decoder> inner, std::string spec) : inner_(std::move(inner)), spec_(std::move(spec)) {}
@@ -116,7 +116,9 @@ class SpecifiedDecoder final : public Decoder {
   DType output_dtype() const override { return inner_->output_dtype(); }
   void decode(const std::byte* src, uint64_t nblocks, void* dst) const override { inner_->decode(src, nblocks, dst); }
   uint64_t aux_block_bytes() const override { return inner_->aux_block_bytes(); }
-  void prepare() const override { inner_->prepare(); }
+  std::span<const SideRead> side_reads() const override { return inner_->side_reads(); }
+  bool prepared() const override { return inner_->prepared(); }
+  void prepare(std::span<const TensorView> side) const override { inner_->prepare(side); }
   bool decodes_as(DType dtype) const override { return inner_->decodes_as(dtype); }
   void decode_as(DType dtype, const std::byte* src, uint64_t nblocks, void* dst) const override {
     inner_->decode_as(dtype, src, nblocks, dst);

@@ -11,8 +11,8 @@ namespace {
 
 class Fp4Decoder final : public LayerDecoder {
  public:
-  Fp4Decoder(std::string name, const TensorInfo& packed, uint64_t group, bool e8m0, RawSource raw, std::vector<SideTensor> side)
-      : LayerDecoder(std::move(name), packed, packed.shape[0], packed.shape[1] * 2, std::move(raw), std::move(side)),
+  Fp4Decoder(std::string name, const TensorInfo& packed, uint64_t group, bool e8m0, std::vector<SideRead> side)
+      : LayerDecoder(std::move(name), packed, packed.shape[0], packed.shape[1] * 2, std::move(side)),
         in_(packed.shape[1] * 2), group_(group), e8m0_(e8m0) {}
 
  private:
@@ -60,15 +60,15 @@ QuantLayer fp4_packed_layer(const RawSource& raw, const std::string& prefix, con
                                        mx ? "E8M0" : "FP8");
   if (mx) expect_tensor(scale, {out, in / group}, {DType::U8}, rule);
   else expect_tensor(scale, {out, in / group}, {DType::F8_E4M3, DType::BF16, DType::F16, DType::F32}, rule);
-  std::vector<SideTensor> side{{&scale, mx ? DType::U8 : DType::F32}};
+  std::vector<SideRead> side{{scale, mx ? DType::U8 : DType::F32}};
   QuantLayer layer{{}, {packed.name, scale.name}};
   if (!mx) {
     const TensorInfo& global = layer_tensor(*raw, prefix + ".weight_global_scale", prefix);
     expect_tensor(global, {1}, {DType::F32}, "weight_global_scale, the divisor of the FP8 scales,");
-    side.push_back({&global, DType::F32});
+    side.push_back({global, DType::F32});
     layer.stored.push_back(global.name);
   }
-  auto decoder = std::make_shared<Fp4Decoder>(mx ? "CT-MXFP4" : "CT-NVFP4", packed, group, mx, raw, std::move(side));
+  auto decoder = std::make_shared<Fp4Decoder>(mx ? "CT-MXFP4" : "CT-NVFP4", packed, group, mx, std::move(side));
   layer.dense = dense_entry(prefix + ".weight", packed, {out, in}, decoder);
   for (const char* extra : {".input_global_scale", ".input_scale"})
     if (const TensorInfo* t = raw->find(prefix + extra)) layer.stored.push_back(t->name);

@@ -35,9 +35,9 @@ const std::array<float, 256>& e4m3_table() {
 
 class Fp8Decoder final : public LayerDecoder {
  public:
-  Fp8Decoder(std::string name, const TensorInfo& weight, uint64_t block_rows, uint64_t block_cols, bool e8m0, RawSource raw,
-             std::vector<SideTensor> side)
-      : LayerDecoder(std::move(name), weight, weight.shape[0], weight.shape[1], std::move(raw), std::move(side)),
+  Fp8Decoder(std::string name, const TensorInfo& weight, uint64_t block_rows, uint64_t block_cols, bool e8m0,
+             std::vector<SideRead> side)
+      : LayerDecoder(std::move(name), weight, weight.shape[0], weight.shape[1], std::move(side)),
         in_(weight.shape[1]), block_rows_(block_rows), block_cols_(block_cols), e8m0_(e8m0) {}
 
  private:
@@ -108,8 +108,8 @@ QuantLayer fp8_layer(const RawSource& raw, const std::string& prefix, const std:
   if (!e8m0 && scale.dtype != DType::BF16 && scale.dtype != DType::F16 && scale.dtype != DType::F32 &&
       scale.dtype != DType::F8_E8M0)
     expect_tensor(scale, scale.shape, {DType::BF16, DType::F16, DType::F32, DType::F8_E8M0}, "an FP8 scale");
-  auto decoder = std::make_shared<Fp8Decoder>("FP8-E4M3-" + kind, weight, rows, cols, e8m0, raw,
-                                              std::vector<SideTensor>{{&scale, e8m0 ? DType::U8 : DType::F32}});
+  auto decoder = std::make_shared<Fp8Decoder>("FP8-E4M3-" + kind, weight, rows, cols, e8m0,
+                                              std::vector<SideRead>{{scale, e8m0 ? DType::U8 : DType::F32}});
   QuantLayer layer{dense_entry(weight.name, weight, weight.shape, decoder), {weight.name, scale.name}};
   if (const TensorInfo* input = raw->find(prefix + ".input_scale")) layer.stored.push_back(input->name);
   return layer;

@@ -19,7 +19,8 @@ GroupScales::GroupScales(const WeightSource& raw, const std::string& prefix, con
     : out_(out), in_(in), zero_bits_(packed_zero_bits) {
   const TensorInfo& scale = layer_tensor(raw, prefix + ".weight_scale", prefix);
   const TensorInfo* zero_point = raw.find(prefix + ".weight_zero_point");
-  g_idx_ = raw.find(prefix + ".weight_g_idx");
+  const TensorInfo* g_idx = raw.find(prefix + ".weight_g_idx");
+  has_g_idx_ = g_idx != nullptr;
   // The scales' columns are the groups (one for channel and tensor scales).
   groups_ = scale.shape.size() == 2 ? scale.shape[1] : 1;
   if (!(scale.numel() == 1 || (scale.shape.size() == 2 && scale.shape[0] == out && groups_ > 0)))
@@ -28,30 +29,30 @@ GroupScales::GroupScales(const WeightSource& raw, const std::string& prefix, con
   group_size_ = groups_ == 1 ? in : static_cast<uint64_t>(std::max<int64_t>(c.group_size, 0));
   if (groups_ > 1 && (group_size_ == 0 || group_size_ * groups_ != in))
     inconsistent(scale, fmt::format("{} groups of group_size {} do not cover the {} input features", groups_, c.group_size, in));
-  side_.push_back({&scale, DType::F32});
+  side_.push_back({scale, DType::F32});
   has_zeros_ = zero_point != nullptr;
   if (zero_point && zero_bits_ > 0) {
     const uint64_t words = (out * static_cast<uint64_t>(zero_bits_) + 31) / 32;
     expect_tensor(*zero_point, {words, groups_}, {DType::I32, DType::U32},
                   fmt::format("for {} rows and {} groups of {}-bit values packed down each column, weight_zero_point", out, groups_,
                               zero_bits_));
-    side_.push_back({zero_point, zero_point->dtype});
+    side_.push_back({*zero_point, zero_point->dtype});
   } else if (zero_point) {
     expect_tensor(*zero_point, {out, groups_}, {DType::I8, DType::I32, DType::BF16, DType::F16, DType::F32},
                   fmt::format("for {} rows and {} groups, weight_zero_point", out, groups_));
-    side_.push_back({zero_point, DType::F32});
+    side_.push_back({*zero_point, DType::F32});
   } else if (!c.sym) {
     inconsistent(values, fmt::format("{} says asymmetric, but the layer has no weight_zero_point", c.origin));
   }
-  if (g_idx_) {
-    expect_tensor(*g_idx_, {in}, {DType::I32, DType::I64}, fmt::format("for {} input features weight_g_idx", in));
-    side_.push_back({g_idx_, DType::I32});
+  if (g_idx) {
+    expect_tensor(*g_idx, {in}, {DType::I32, DType::I64}, fmt::format("for {} input features weight_g_idx", in));
+    side_.push_back({*g_idx, DType::I32});
   }
 }
 
 std::vector<std::string> GroupScales::stored() const {
   std::vector<std::string> names;
-  for (const SideTensor& s : side_) names.push_back(s.info->name);
+  for (const SideRead& s : side_) names.push_back(s.tensor.name);
   return names;
 }
 
@@ -71,7 +72,7 @@ void GroupScales::unpack(const std::vector<TensorView>& side, size_t first) {
     zeros_.assign(z, z + out_ * groups_);
   }
   group_.resize(in_);
-  if (!g_idx_) {
+  if (!has_g_idx_) {
     for (uint64_t i = 0; i < in_; ++i) group_[i] = static_cast<uint32_t>(i / group_size_);
     return;
   }
@@ -81,7 +82,7 @@ void GroupScales::unpack(const std::vector<TensorView>& side, size_t first) {
   std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) { return g[a] < g[b]; });
   for (uint64_t j = 0; j < in_; ++j) {
     if (g[order[j]] < 0 || static_cast<uint64_t>(g[order[j]]) >= groups_)
-      inconsistent(*g_idx_, fmt::format("g_idx[{}] = {} names a group outside the {} of the scales", order[j], g[order[j]], groups_));
+      inconsistent(side_.back().tensor, fmt::format("g_idx[{}] = {} names a group outside the {} of the scales", order[j], g[order[j]], groups_));
     group_[order[j]] = static_cast<uint32_t>(j / group_size_);
   }
 }

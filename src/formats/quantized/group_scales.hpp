@@ -17,7 +17,7 @@ class GroupScales {
   GroupScales(const WeightSource& raw, const std::string& prefix, const TensorInfo& values, uint64_t out, uint64_t in,
               const QuantConfig& c, int packed_zero_bits);
   // The tensors to read (scale, then zero point and g_idx where the layer has them) and their names.
-  const std::vector<SideTensor>& side() const { return side_; }
+  const std::vector<SideRead>& side() const { return side_; }
   std::vector<std::string> stored() const;
   // Takes the values of side(), in its order, from side[first] on.
   void unpack(const std::vector<TensorView>& side, size_t first);
@@ -28,8 +28,8 @@ class GroupScales {
   uint64_t out_, in_, groups_, group_size_;
   int zero_bits_;
   bool has_zeros_;
-  const TensorInfo* g_idx_;  // the source's entry (its source outlives the decoder); null: column order
-  std::vector<SideTensor> side_;
+  bool has_g_idx_;  // else column order
+  std::vector<SideRead> side_;
   std::vector<float> scales_, zeros_;  // [out, groups]
   std::vector<uint32_t> group_;        // [in]
 };

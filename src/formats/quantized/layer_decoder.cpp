@@ -10,17 +10,23 @@
 
 namespace wl::quant {
 
-LayerDecoder::LayerDecoder(std::string name, const TensorInfo& packed, uint64_t rows, uint64_t cols, RawSource raw,
-                           std::vector<SideTensor> side)
+LayerDecoder::LayerDecoder(std::string name, const TensorInfo& packed, uint64_t rows, uint64_t cols, std::vector<SideRead> side)
     : name_(std::move(name)), rows_(rows), cols_(cols), dense_elems_(rows * cols), packed_bytes_(packed.nbytes),
-      raw_(std::move(raw)), side_(std::move(side)) {}
+      side_(std::move(side)) {}
 
-void LayerDecoder::prepare() const {
+void LayerDecoder::prepare(std::span<const TensorView> side) const {
   std::call_once(once_, [&] {
-    std::vector<TensorView> values;
-    values.reserve(side_.size());
-    for (const SideTensor& s : side_) values.push_back(raw_->load(*s.info, s.as));
-    unpack_side(values);
+    for (size_t i = 0; i < side_.size() && i < side.size(); ++i)
+      if (side[i].dtype() != side_[i].as || side[i].shape() != side_[i].tensor.shape)
+        throw Error(ErrorCode::InvalidArgument,
+                    fmt::format("{} was handed {} {} for this side tensor, which it reads as {} {}", name_, dtype_name(side[i].dtype()),
+                                shape_to_string(side[i].shape()), dtype_name(side_[i].as), shape_to_string(side_[i].tensor.shape)),
+                    side_[i].tensor.file, side_[i].tensor.name);
+    if (side.size() != side_.size())
+      throw Error(ErrorCode::InvalidArgument,
+                  fmt::format("{} reads {} side tensors but was handed {}", name_, side_.size(), side.size()));
+    unpack_side(std::vector<TensorView>(side.begin(), side.end()));
+    prepared_.store(true, std::memory_order_release);
   });
 }
 

@@ -1,8 +1,9 @@
 // The shared shape of the quantized-layer decoders: one block is the whole dense weight [out, in],
 // decoded from the packed tensor's bytes (the block the I/O engine reads) and small side tensors
-// (scales, zero points, g_idx, absmax) that prepare() reads once through the same source.
+// (scales, zero points, g_idx, absmax) that the read hands to prepare() (Decoder::side_reads).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,30 +15,28 @@
 
 namespace wl::quant {
 
+// The checkpoint as stored, whose tensors a layer's decoder is made from (it keeps none of it).
 using RawSource = std::shared_ptr<const WeightSource>;
-
-// A side tensor to read, and the dtype to read it as.
-struct SideTensor {
-  const TensorInfo* info;
-  DType as;
-};
 
 class LayerDecoder : public Decoder {
  public:
   // The dense weight is `rows` x `cols` (row-major, the layout decode_rows writes).
-  LayerDecoder(std::string name, const TensorInfo& packed, uint64_t rows, uint64_t cols, RawSource raw, std::vector<SideTensor> side);
+  // `side`: what it reads beside the packed bytes, in the order unpack_side() takes their values.
+  LayerDecoder(std::string name, const TensorInfo& packed, uint64_t rows, uint64_t cols, std::vector<SideRead> side);
   std::string name() const override { return name_; }
   uint64_t block_elems() const override { return dense_elems_; }
   uint64_t block_bytes() const override { return packed_bytes_; }
   DType output_dtype() const override { return DType::F32; }
-  void prepare() const override;
+  std::span<const SideRead> side_reads() const override { return side_; }
+  bool prepared() const override { return prepared_.load(std::memory_order_acquire); }
+  void prepare(std::span<const TensorView> side) const override;
   void decode(const std::byte* src, uint64_t nblocks, void* dst) const override;
   // Any other dtype: rows decoded a cache-sized tile at a time into F32, each tile converted once.
   bool decodes_as(DType dtype) const override { return dtype != DType::F32; }
   void decode_as(DType dtype, const std::byte* src, uint64_t nblocks, void* dst) const override;
 
  protected:
-  // Called once, after the side tensors are read: derive what decode_layer needs from them.
+  // Called once, with the side tensors' values: derive what decode_rows needs from them.
   virtual void unpack_side(const std::vector<TensorView>& side) const = 0;
   // Rows [row0, row1) of the dense weight from the packed tensor's bytes, into `out` (row0 first).
   virtual void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const = 0;
@@ -45,9 +44,9 @@ class LayerDecoder : public Decoder {
  private:
   std::string name_;
   uint64_t rows_, cols_, dense_elems_, packed_bytes_;
-  RawSource raw_;
-  std::vector<SideTensor> side_;
+  std::vector<SideRead> side_;
   mutable std::once_flag once_;
+  mutable std::atomic<bool> prepared_{false};
 };
 
 // One dense weight presented in place of a quantized layer's tensors.

@@ -18,9 +18,8 @@ constexpr std::array<float, 16> kDoubled = [] {  // E2M1 values times 2, -0 kept
 
 class Mxfp4Decoder final : public LayerDecoder {
  public:
-  Mxfp4Decoder(const TensorInfo& blocks, RawSource raw, std::vector<SideTensor> side)
-      : LayerDecoder("MXFP4", blocks, blocks.shape[0] * blocks.shape[2] * blocks.shape[3] * 2, blocks.shape[1], std::move(raw),
-                     std::move(side)),
+  Mxfp4Decoder(const TensorInfo& blocks, std::vector<SideRead> side)
+      : LayerDecoder("MXFP4", blocks, blocks.shape[0] * blocks.shape[2] * blocks.shape[3] * 2, blocks.shape[1], std::move(side)),
         rows_(blocks.shape[1]), groups_(blocks.shape[2]), bytes_(blocks.shape[3]) {}
 
  private:
@@ -56,7 +55,7 @@ QuantLayer mxfp4_layer(const RawSource& raw, const std::string& prefix) {
   if (experts * rows * groups * bytes == 0) inconsistent(blocks, fmt::format("is {}: MXFP4 blocks without values", shape_to_string(blocks.shape)));
   expect_tensor(scales, {experts, rows, groups}, {DType::U8},
                 fmt::format("for blocks {} (one E8M0 scale per block of {} values) the scales", shape_to_string(blocks.shape), 2 * bytes));
-  auto decoder = std::make_shared<Mxfp4Decoder>(blocks, raw, std::vector<SideTensor>{{&scales, DType::U8}});
+  auto decoder = std::make_shared<Mxfp4Decoder>(blocks, std::vector<SideRead>{{scales, DType::U8}});
   return {dense_entry(prefix, blocks, {experts, groups * bytes * 2, rows}, decoder), {blocks.name, scales.name}};
 }
 

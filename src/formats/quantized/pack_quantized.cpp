@@ -15,8 +15,8 @@ uint64_t words_for(uint64_t values, int bits) { return (values * static_cast<uin
 // `bits` > 0: rows of packed words; 0: rows of int8.
 class IntDecoder final : public LayerDecoder {
  public:
-  IntDecoder(std::string name, const TensorInfo& stored, uint64_t out, uint64_t in, int bits, RawSource raw, GroupScales scales)
-      : LayerDecoder(std::move(name), stored, out, in, std::move(raw), scales.side()), in_(in), bits_(bits), scales_(std::move(scales)) {}
+  IntDecoder(std::string name, const TensorInfo& stored, uint64_t out, uint64_t in, int bits, GroupScales scales)
+      : LayerDecoder(std::move(name), stored, out, in, scales.side()), in_(in), bits_(bits), scales_(std::move(scales)) {}
 
  private:
   void unpack_side(const std::vector<TensorView>& side) const override { scales_.unpack(side, 0); }
@@ -45,7 +45,7 @@ QuantLayer int_layer(const RawSource& raw, const std::string& prefix, const Quan
   std::vector<std::string> names{stored.name};
   for (std::string& n : also_stored) names.push_back(std::move(n));
   for (std::string& n : scales.stored()) names.push_back(std::move(n));
-  auto decoder = std::make_shared<IntDecoder>(fmt::format("CT-I{}-{}", c.bits, c.ct_strategy), stored, out, in, packed_bits, raw,
+  auto decoder = std::make_shared<IntDecoder>(fmt::format("CT-I{}-{}", c.bits, c.ct_strategy), stored, out, in, packed_bits,
                                               std::move(scales));
   QuantLayer layer{dense_entry(prefix + ".weight", stored, {out, in}, decoder), std::move(names)};
   if (const TensorInfo* input = raw->find(prefix + ".input_scale")) layer.stored.push_back(input->name);

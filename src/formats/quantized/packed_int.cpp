@@ -29,8 +29,8 @@ std::vector<uint32_t> groups_of_inputs(const TensorView* g_idx, const TensorInfo
 class PackedIntDecoder : public LayerDecoder {
  public:
   PackedIntDecoder(std::string name, const TensorInfo& packed, uint64_t out, uint64_t in, uint64_t groups, int bits,
-                   RawSource raw, std::vector<SideTensor> side)
-      : LayerDecoder(std::move(name), packed, out, in, std::move(raw), std::move(side)), out_(out), in_(in), groups_(groups),
+                   std::vector<SideRead> side)
+      : LayerDecoder(std::move(name), packed, out, in, std::move(side)), out_(out), in_(in), groups_(groups),
         bits_(bits) {}
 
  protected:
@@ -57,16 +57,15 @@ class PackedIntDecoder : public LayerDecoder {
 
 class GptqDecoder final : public PackedIntDecoder {
  public:
-  GptqDecoder(const QuantConfig& c, const TensorInfo& packed, uint64_t out, uint64_t in, uint64_t groups, RawSource raw,
-              std::vector<SideTensor> side, const TensorInfo* g_idx)
-      : PackedIntDecoder(fmt::format("GPTQ-I{}-g{}", c.bits, c.group_size), packed, out, in, groups, c.bits, std::move(raw),
-                         std::move(side)),
+  GptqDecoder(const QuantConfig& c, const TensorInfo& packed, uint64_t out, uint64_t in, uint64_t groups,
+              std::vector<SideRead> side, bool g_idx)
+      : PackedIntDecoder(fmt::format("GPTQ-I{}-g{}", c.bits, c.group_size), packed, out, in, groups, c.bits, std::move(side)),
         zero_add_(c.zeros_minus_one ? 1 : 0), group_size_(c.group_size), g_idx_(g_idx) {}
 
  private:
   void unpack_side(const std::vector<TensorView>& side) const override {
     unpack_scales_zeros(side[0], side[1], nullptr, zero_add_);
-    group_ = groups_of_inputs(g_idx_ ? &side[2] : nullptr, g_idx_, in_, group_size_, groups_);
+    group_ = groups_of_inputs(g_idx_ ? &side[2] : nullptr, g_idx_ ? &side_reads()[2].tensor : nullptr, in_, group_size_, groups_);
     uniform_ = words_share_groups(group_.data(), in_, bits_);
   }
   void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const override {
@@ -75,7 +74,7 @@ class GptqDecoder final : public PackedIntDecoder {
   }
   uint32_t zero_add_;
   int64_t group_size_;
-  const TensorInfo* g_idx_;
+  bool g_idx_;  // act-order groups: side[2]
   mutable bool uniform_ = false;
 };
 
@@ -83,9 +82,9 @@ constexpr int kAwqSlot[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // nibble of column 8w + 
 
 class AwqDecoder final : public PackedIntDecoder {
  public:
-  AwqDecoder(const QuantConfig& c, const TensorInfo& packed, uint64_t out, uint64_t in, uint64_t groups, RawSource raw,
-             std::vector<SideTensor> side)
-      : PackedIntDecoder(fmt::format("AWQ-I4-g{}", c.group_size), packed, out, in, groups, 4, std::move(raw), std::move(side)),
+  AwqDecoder(const QuantConfig& c, const TensorInfo& packed, uint64_t out, uint64_t in, uint64_t groups,
+             std::vector<SideRead> side)
+      : PackedIntDecoder(fmt::format("AWQ-I4-g{}", c.group_size), packed, out, in, groups, 4, std::move(side)),
         group_size_(c.group_size) {}
 
  private:
@@ -125,12 +124,12 @@ QuantLayer gptq_layer(const RawSource& raw, const std::string& prefix, const Qua
                 fmt::format("with qweight {} ({}-bit: in {}, out {}) the scales", shape_to_string(qweight.shape), c.bits, in, out));
   if (out % per_word != 0) inconsistent(qweight, fmt::format("{} outputs do not pack into {}-bit qzeros words", out, c.bits));
   expect_tensor(qzeros, {groups, out / per_word}, {DType::I32, DType::U32}, fmt::format("for {} groups of {} outputs qzeros", groups, out));
-  std::vector<SideTensor> side = {{&qzeros, qzeros.dtype}, {&scales, DType::F32}};
+  std::vector<SideRead> side = {{qzeros, qzeros.dtype}, {scales, DType::F32}};
   if (g_idx) {
     expect_tensor(*g_idx, {in}, {DType::I32, DType::I64}, fmt::format("for {} input features g_idx", in));
-    side.push_back({g_idx, DType::I32});
+    side.push_back({*g_idx, DType::I32});
   }
-  auto decoder = std::make_shared<GptqDecoder>(c, qweight, out, in, groups, raw, std::move(side), g_idx);
+  auto decoder = std::make_shared<GptqDecoder>(c, qweight, out, in, groups, std::move(side), g_idx != nullptr);
   QuantLayer layer{dense_entry(prefix + ".weight", qweight, {out, in}, decoder), {qweight.name, qzeros.name, scales.name}};
   if (g_idx) layer.stored.push_back(g_idx->name);
   return layer;
@@ -149,8 +148,8 @@ QuantLayer awq_layer(const RawSource& raw, const std::string& prefix, const Quan
   expect_tensor(scales, {groups, out}, {DType::F16, DType::BF16, DType::F32},
                 fmt::format("with qweight {} (in {}, out {}) the scales", shape_to_string(qweight.shape), in, out));
   expect_tensor(qzeros, {groups, out / 8}, {DType::I32, DType::U32}, fmt::format("for {} groups of {} outputs qzeros", groups, out));
-  auto decoder = std::make_shared<AwqDecoder>(c, qweight, out, in, groups, raw,
-                                              std::vector<SideTensor>{{&qzeros, qzeros.dtype}, {&scales, DType::F32}});
+  auto decoder = std::make_shared<AwqDecoder>(c, qweight, out, in, groups,
+                                              std::vector<SideRead>{{qzeros, qzeros.dtype}, {scales, DType::F32}});
   return {dense_entry(prefix + ".weight", qweight, {out, in}, decoder), {qweight.name, qzeros.name, scales.name}};
 }
 

@@ -14,10 +14,9 @@ namespace {
 
 class SparseDecoder final : public LayerDecoder {
  public:
-  SparseDecoder(std::string name, const TensorInfo& values, uint64_t rows, uint64_t cols, RawSource raw, std::vector<SideTensor> side,
-                const TensorInfo* bitmask, bool two_four, std::optional<GroupScales> scales)
-      : LayerDecoder(std::move(name), values, rows, cols, std::move(raw), std::move(side)), rows_(rows), cols_(cols),
-        total_(values.numel()), dtype_(values.dtype), two_four_(two_four), bitmask_(bitmask), scales_(std::move(scales)) {}
+  SparseDecoder(std::string name, const TensorInfo& values, uint64_t rows, uint64_t cols, std::vector<SideRead> side, bool two_four, std::optional<GroupScales> scales)
+      : LayerDecoder(std::move(name), values, rows, cols, std::move(side)), rows_(rows), cols_(cols),
+        total_(values.numel()), dtype_(values.dtype), two_four_(two_four), scales_(std::move(scales)) {}
 
  private:
   void unpack_side(const std::vector<TensorView>& side) const override {
@@ -34,6 +33,8 @@ class SparseDecoder final : public LayerDecoder {
     if (scales_) scales_->unpack(side, two_four_ ? 1 : 2);
   }
 
+  const TensorInfo& bitmask() const { return side_reads()[0].tensor; }
+
   // Each row's values must start where its offset says and the bitmask must count them all; in
   // 2:4, two of every four.
   void check_mask() const {
@@ -41,7 +42,7 @@ class SparseDecoder final : public LayerDecoder {
     uint64_t at = 0;
     for (uint64_t r = 0; r < rows_; ++r) {
       if (offsets_[r] < 0 || uint64_t(offsets_[r]) != at)
-        inconsistent(*bitmask_, fmt::format("row {}'s values start at {} by {} but at {} by the bitmask", r, offsets_[r],
+        inconsistent(bitmask(), fmt::format("row {}'s values start at {} by {} but at {} by the bitmask", r, offsets_[r],
                                             two_four_ ? "the 2:4 layout" : "row_offsets", at));
       const uint8_t* row = mask_.data() + r * row_bytes;
       for (uint64_t b = 0; b < row_bytes; ++b) {
@@ -50,11 +51,11 @@ class SparseDecoder final : public LayerDecoder {
         at += uint64_t(std::popcount(byte));
         for (int half = 0; two_four_ && half < 2 && b * 8 + half * 4 < cols_; ++half)
           if (std::popcount(uint8_t((byte >> (4 * half)) & 15)) != 2)
-            inconsistent(*bitmask_, fmt::format("keeps {} of the four values at row {}, columns {}..{}: 2:4 keeps two",
+            inconsistent(bitmask(), fmt::format("keeps {} of the four values at row {}, columns {}..{}: 2:4 keeps two",
                                                 std::popcount(uint8_t((byte >> (4 * half)) & 15)), r, b * 8 + half * 4, b * 8 + half * 4 + 3));
       }
     }
-    if (at != total_) inconsistent(*bitmask_, fmt::format("marks {} kept values, but the compressed tensor holds {}", at, total_));
+    if (at != total_) inconsistent(bitmask(), fmt::format("marks {} kept values, but the compressed tensor holds {}", at, total_));
   }
 
   void decode_rows(const std::byte* packed, uint64_t row0, uint64_t row1, float* out) const override {
@@ -73,7 +74,6 @@ class SparseDecoder final : public LayerDecoder {
   uint64_t rows_, cols_, total_;
   DType dtype_;
   bool two_four_;
-  const TensorInfo* bitmask_;  // the source's entry (its source outlives the decoder)
   mutable std::optional<GroupScales> scales_;
   mutable std::vector<uint8_t> mask_;
   mutable std::vector<int64_t> offsets_;
@@ -92,7 +92,7 @@ QuantLayer sparse_layer(const RawSource& raw, const std::string& prefix, const s
   const auto* d = reinterpret_cast<const int64_t*>(dims.raw());
   if (d[0] <= 0 || d[1] <= 0) inconsistent(shape, fmt::format("({}, {}) is not a matrix's shape", d[0], d[1]));
   const uint64_t rows = uint64_t(d[0]), cols = uint64_t(d[1]);
-  std::vector<SideTensor> side{{&bitmask, bitmask.dtype}};
+  std::vector<SideRead> side{{bitmask, bitmask.dtype}};
   std::vector<std::string> stored{values.name, bitmask.name, shape.name};
   if (two_four) {
     if (cols % 4) inconsistent(shape, fmt::format("has {} columns: 2:4 sparsity needs a multiple of 4", cols));
@@ -103,7 +103,7 @@ QuantLayer sparse_layer(const RawSource& raw, const std::string& prefix, const s
                                        values.stored_type(), shape_to_string(values.shape), rows * cols, rows, cols));
     const TensorInfo& offsets = layer_tensor(*raw, base + ".row_offsets", prefix);
     expect_tensor(offsets, {rows}, {DType::I64, DType::I32}, fmt::format("for {} rows row_offsets", rows));
-    side.push_back({&offsets, DType::I64});
+    side.push_back({offsets, DType::I64});
     stored.push_back(offsets.name);
   }
   expect_tensor(bitmask, {rows, (cols + 7) / 8}, {DType::U8, DType::I8}, fmt::format("for a [{}, {}] weight the bitmask", rows, cols));
@@ -111,7 +111,7 @@ QuantLayer sparse_layer(const RawSource& raw, const std::string& prefix, const s
   std::optional<GroupScales> scales;
   if (values.dtype == DType::F8_E4M3 || values.dtype == DType::I8) {
     scales.emplace(*raw, prefix, values, rows, cols, c, 0);
-    for (const SideTensor& s : scales->side()) side.push_back(s);
+    for (const SideRead& s : scales->side()) side.push_back(s);
     for (std::string& n : scales->stored()) stored.push_back(std::move(n));
     if (const TensorInfo* input = raw->find(prefix + ".input_scale")) stored.push_back(input->name);
   } else if (const TensorInfo* scale = raw->find(prefix + ".weight_scale")) {
@@ -119,7 +119,7 @@ QuantLayer sparse_layer(const RawSource& raw, const std::string& prefix, const s
   }
   const std::string name = fmt::format("{} {}{}", two_four ? "sparse-24-bitmask" : "sparse-bitmask", dtype_name(values.dtype),
                                        scales ? " scaled" : "");
-  auto decoder = std::make_shared<SparseDecoder>(name, values, rows, cols, raw, std::move(side), &bitmask, two_four,
+  auto decoder = std::make_shared<SparseDecoder>(name, values, rows, cols, std::move(side), two_four,
                                                  std::move(scales));
   return {dense_entry(prefix + ".weight", values, {rows, cols}, decoder), std::move(stored)};
 }
