@@ -39,6 +39,9 @@ Usage: build-deps/venv/bin/python bench/run_all.py [--preset 2gb] [--layers N] [
                                          [--baseline-build DIR] [--generate-only] [--python-tp]
                                          [--quick] [--no-remote] [--io-ways DIR]
 --verify-as-read DIR: only the load --verify sha256 rows, on the safetensors folder DIR.
+--before-after DIR (with --baseline-build): only warm and cold loads of the safetensors folder DIR,
+F32 and F32 -> BF16, each run alternating between the baseline build's CLI and this build's; prints
+after / before per row (a refactor's "no slower").
 --io-ways DIR: only the limits and io=auto against every explicit way (io mode x prefault), warm and
 cold, F32 and BF16, on the safetensors folder DIR; prints that table.
 --quick: the tiny preset, one run, written to DIR/RESULTS-quick.md: checks that the suite works
@@ -539,6 +542,21 @@ class Suite:
                  note=f"{stat(verify)[0] / stat(load)[0]:.2f}x the load")
         self.tools = {"load": stat(load)[0], "diff": stat(diff)[0], "verify": stat(verify)[0]}
 
+    def before_after_group(self):
+        """Warm and cold `weightloader load` of the safetensors folder, F32 and F32 -> BF16, each run
+        alternating between --baseline-build's CLI and this build's (sample()): a markdown table."""
+        lines = [f"| load | before: `{self.a.baseline_build}` GB/s | after: `{self.a.build}` GB/s | after / before |",
+                 "| --- | --- | --- | --- |"]
+        for cold in (False, True):
+            for dtype in ("f32", "bf16"):
+                after = self.wl_load(self.st, dtype, cold=cold)[0]
+                before, self.before = self.before, None
+                (b, b_lo, b_hi), (m, lo, hi) = stat(before), stat(after)
+                label = f"{'cold' if cold else 'warm'} F32 -> {dtype.upper()}"
+                lines.append(f"| {label} | {b:.2f} ({b_lo:.2f}..{b_hi:.2f}) | {m:.2f} ({lo:.2f}..{hi:.2f}) | {m / b:.2f} |")
+                print("  " + lines[-1], file=sys.stderr)
+        print("\n".join(lines))
+
     def verify_as_read_group(self):
         """`load --verify sha256` against a plain load of the same file, cold and warm, runs alternating."""
         import hashlib
@@ -678,6 +696,12 @@ class Suite:
             self.io_ways()
             print("\n".join(self.auto_table()))
             return
+        if self.a.before_after:  # that group alone, on the given safetensors folder
+            if not self.a.baseline_build:
+                sys.exit("--before-after needs --baseline-build")
+            self.st = self.a.before_after
+            self.before_after_group()
+            return
         if self.a.verify_as_read:  # that group alone, on the given safetensors folder
             self.st, self.st_file = self.a.verify_as_read, os.path.join(self.a.verify_as_read, "model.safetensors")
             self.verify_as_read_group()
@@ -724,6 +748,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny preset, one run: checks the suite, measures nothing")
     ap.add_argument("--io-ways", default="", metavar="DIR",
                     help="only the limits and io=auto beside every explicit io mode and prefault, on the safetensors folder DIR")
+    ap.add_argument("--before-after", default="", metavar="DIR",
+                    help="only warm and cold loads of the safetensors folder DIR, alternating with --baseline-build")
     ap.add_argument("--verify-as-read", default="", metavar="DIR",
                     help="only load --verify sha256 against plain loads, cold and warm, on the safetensors folder DIR")
     args = ap.parse_args()

@@ -1,6 +1,6 @@
 // Writers for Python: a safetensors file written by the library's writer (atomic: the file appears
 // whole or not at all; names checked) straight from the memory of torch tensors or NumPy arrays,
-// with the GIL released while the bytes go out.
+// with the GIL released while the bytes go out; or the same bytes as a bytes object (save()).
 #include <fmt/format.h>
 
 #include "bind/bindings.hpp"
@@ -16,8 +16,8 @@ namespace {
 
 // entries: (name, dtype, shape, data pointer, nbytes) for every tensor, contiguous, in the order
 // they are to be stored. The owners of the memory must outlive the call (the caller's list does).
-void write_file(const std::string& path, const pyb::list& entries, const std::map<std::string, std::string>& metadata,
-                bool tensor_digests) {
+// `path` names the output in errors.
+std::vector<std::pair<std::string, TensorView>> to_tensors(const std::string& path, const pyb::list& entries) {
   std::vector<std::pair<std::string, TensorView>> tensors;
   tensors.reserve(entries.size());
   for (const pyb::handle h : entries) {
@@ -35,8 +35,27 @@ void write_file(const std::string& path, const pyb::list& entries, const std::ma
     auto storage = std::make_shared<BorrowedStorage>(const_cast<std::byte*>(data), nbytes, false);  // read only
     tensors.emplace_back(name, TensorView(std::move(storage), dtype, shape));
   }
+  return tensors;
+}
+
+void write_file(const std::string& path, const pyb::list& entries, const std::map<std::string, std::string>& metadata,
+                bool tensor_digests) {
+  const auto tensors = to_tensors(path, entries);
   // Ctrl-C is raised once the file is whole.
   Interruptible().run([&] { write_safetensors(path, tensors, metadata, tensor_digests); });
+}
+
+// The file's bytes as a Python bytes object, written straight into its buffer (one copy of the data).
+pyb::bytes serialize(const pyb::list& entries, const std::map<std::string, std::string>& metadata) {
+  const auto tensors = to_tensors("(in memory)", entries);
+  pyb::object out = pyb::none();
+  serialize_safetensors(tensors, metadata, false, [&](uint64_t size) {
+    PyObject* bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+    if (!bytes) throw pyb::error_already_set();
+    out = pyb::reinterpret_steal<pyb::object>(bytes);
+    return reinterpret_cast<std::byte*>(PyBytes_AS_STRING(bytes));
+  });
+  return pyb::reinterpret_borrow<pyb::bytes>(out);
 }
 
 }  // namespace
@@ -46,6 +65,8 @@ void register_writers(pyb::module_& m) {
         pyb::arg("metadata") = std::map<std::string, std::string>{}, pyb::arg("tensor_digests") = false,
         "Writes a safetensors file from (name, dtype, shape, data pointer, nbytes) entries, in their order; "
         "tensor_digests: and each tensor's sha256 in its __metadata__ (what refresh compares).");
+  m.def("serialize_safetensors", &serialize, pyb::arg("entries"), pyb::arg("metadata") = std::map<std::string, std::string>{},
+        "The bytes write_safetensors would write, as bytes, without a file.");
 }
 
 }  // namespace wl::py

@@ -44,7 +44,6 @@ Differences from safetensors, all additions or stricter errors:
 import operator
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 
 import numpy as np
@@ -500,9 +499,8 @@ def save_file(tensors, filename, metadata=None, tensor_digests=False):
 
 
 def save(tensors, metadata=None):
-    """The bytes of the safetensors file save_file would write."""
-    with tempfile.TemporaryDirectory(prefix="wl-save-") as d:
-        path = os.path.join(d, "tensors.safetensors")
-        save_file(tensors, path, metadata)
-        with open(path, "rb") as f:
-            return f.read()
+    """The bytes of the safetensors file save_file would write (made in memory, no file)."""
+    entries, owners = _entries(tensors)
+    data = _core.serialize_safetensors(entries, _metadata_arg(metadata))
+    del owners  # the memory had to live until the bytes were copied
+    return data

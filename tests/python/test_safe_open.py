@@ -831,6 +831,20 @@ def test_save_errors_leave_the_file_alone(tmp_path, files):
         save_file({"x": torch.zeros(1)}, tmp_path / "no" / "such" / "dir" / "x.safetensors")
 
 
+def test_save_makes_the_bytes_of_save_file_in_memory(tmp_path, monkeypatch):
+    """save() needs no file: with the temporary directory unusable it still gives exactly the bytes
+    save_file writes (strided and BF16 tensors, metadata)."""
+    import tempfile
+    tensors = {"m": torch.arange(12, dtype=torch.int32).reshape(3, 4).t(), "w": torch.randn(5, 7).to(torch.bfloat16),
+               "empty": torch.zeros(0, 3)}
+    save_file(tensors, tmp_path / "t.safetensors", metadata={"k": "v"})
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no" / "such" / "dir"))
+    assert save(tensors, metadata={"k": "v"}) == (tmp_path / "t.safetensors").read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["t.safetensors"]
+    with pytest.raises(wl.Error, match="given twice|__metadata__|valid UTF-8|metadata"):
+        save(tensors, metadata={"k": 1})
+
+
 def test_against_the_safetensors_package(files, tmp_path):
     st = pytest.importorskip("safetensors", reason="the safetensors package is not installed in this environment")
     import safetensors.torch as stt

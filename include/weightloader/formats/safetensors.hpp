@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <memory>
@@ -106,6 +107,11 @@ WL_API std::map<std::string, std::string> recorded_tensor_digests(const WeightSo
 // record_digests: and each tensor's sha256 under kTensorDigestsKey (hashed before the write).
 WL_API void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, TensorView>>& tensors,
                               const std::map<std::string, std::string>& metadata = {}, bool record_digests = false);
+// The same bytes in memory, without a file: `allocate` is given their exact size and returns where
+// to put them (a Python bytes object's buffer, a vector's); errors name "(in memory)".
+WL_API void serialize_safetensors(const std::vector<std::pair<std::string, TensorView>>& tensors,
+                                  const std::map<std::string, std::string>& metadata, bool record_digests,
+                                  const std::function<std::byte*(uint64_t size)>& allocate);
 
 // A sharded checkpoint: reads `model.safetensors.index.json` and the files its weight_map names
 // (only those; paths are relative to the index's directory), checks that the index and the files

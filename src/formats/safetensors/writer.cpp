@@ -1,5 +1,6 @@
 // Writing safetensors files: the header first, then each tensor's bytes as they arrive.
 #include <bit>
+#include <cstring>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -159,25 +160,60 @@ void SafetensorsStreamWriter::finish() {
   s.finished = true;
 }
 
-void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, TensorView>>& tensors,
-                       const std::map<std::string, std::string>& metadata, bool record_digests) {
+namespace {
+
+// What write_safetensors and serialize_safetensors write: an entry per tensor, and the metadata
+// with each tensor's digest added when asked. `label` names the output in errors.
+struct Layout {
   std::vector<SafetensorsEntry> entries;
-  entries.reserve(tensors.size());
+  std::map<std::string, std::string> metadata;
+};
+
+Layout layout_of(const std::vector<std::pair<std::string, TensorView>>& tensors,
+                 const std::map<std::string, std::string>& metadata, bool record_digests, const std::string& label) {
+  Layout out{{}, metadata};
+  out.entries.reserve(tensors.size());
   nlohmann::json digests = nlohmann::json::object();
   for (const auto& [name, tensor] : tensors) {
-    if (!tensor.defined()) throw Error(ErrorCode::InvalidArgument, "tensor has no data", path, name);
-    entries.push_back({name, tensor.dtype(), tensor.shape()});
+    if (!tensor.defined()) throw Error(ErrorCode::InvalidArgument, "tensor has no data", label, name);
+    out.entries.push_back({name, tensor.dtype(), tensor.shape()});
     if (!record_digests) continue;
     const TensorView dense = tensor.is_contiguous() ? tensor : tensor.to(tensor.dtype());  // the bytes written
-    ContentDigest digest(DigestKind::Sha256, dense.nbytes(), path);
+    ContentDigest digest(DigestKind::Sha256, dense.nbytes(), label);
     digest.update(dense.raw(), dense.nbytes());
     digests[name] = digest.hex();
   }
-  std::map<std::string, std::string> with_digests = metadata;
-  if (record_digests) with_digests[kTensorDigestsKey] = digests.dump();
-  SafetensorsStreamWriter writer(path, std::move(entries), with_digests);
+  if (record_digests) out.metadata[kTensorDigestsKey] = digests.dump();
+  return out;
+}
+
+}  // namespace
+
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, TensorView>>& tensors,
+                       const std::map<std::string, std::string>& metadata, bool record_digests) {
+  Layout layout = layout_of(tensors, metadata, record_digests, path);
+  SafetensorsStreamWriter writer(path, std::move(layout.entries), layout.metadata);
   for (const auto& entry : tensors) writer.write_tensor(entry.second);
   writer.finish();
+}
+
+void serialize_safetensors(const std::vector<std::pair<std::string, TensorView>>& tensors,
+                           const std::map<std::string, std::string>& metadata, bool record_digests,
+                           const std::function<std::byte*(uint64_t size)>& allocate) {
+  const std::string label = "(in memory)";
+  const Layout layout = layout_of(tensors, metadata, record_digests, label);
+  std::vector<uint64_t> ends;
+  const std::string header = build_header(layout.entries, layout.metadata, ends, label);
+  const uint64_t n = header.size();  // little-endian, as the static_assert above guarantees
+  std::byte* out = allocate(sizeof n + n + (ends.empty() ? 0 : ends.back()));
+  std::memcpy(out, &n, sizeof n);
+  std::memcpy(out + sizeof n, header.data(), n);
+  out += sizeof n + n;
+  for (const auto& [name, tensor] : tensors) {
+    const TensorView dense = tensor.is_contiguous() ? tensor : tensor.to(tensor.dtype());
+    if (dense.nbytes()) std::memcpy(out, dense.raw(), dense.nbytes());
+    out += dense.nbytes();
+  }
 }
 
 }  // namespace wl

@@ -110,8 +110,39 @@ TEST(SafetensorsWriter, MatchesTheReferenceFilesByteForByte) {
     SCOPED_TRACE(c.file);
     const std::string path = dir.file(c.file);
     write_safetensors(path, c.tensors, c.metadata);
-    EXPECT_EQ(read_bytes(path), read_bytes((testdata_dir() / "safetensors-vectors" / c.file).string()));
+    const std::string expected = read_bytes((testdata_dir() / "safetensors-vectors" / c.file).string());
+    EXPECT_EQ(read_bytes(path), expected);
+    std::string in_memory;  // serialize_safetensors: the same bytes, no file
+    serialize_safetensors(c.tensors, c.metadata, false, [&](uint64_t size) {
+      in_memory.resize(size);
+      return reinterpret_cast<std::byte*>(in_memory.data());
+    });
+    EXPECT_EQ(in_memory, expected);
   }
+}
+
+TEST(SafetensorsWriter, InMemoryBytesAreTheFilesWithDigestsAndStridedViews) {
+  TempDir dir;
+  TensorView storage = TensorView::empty(DType::I32, {6});
+  const int32_t column_major[] = {1, 4, 2, 5, 3, 6};
+  std::memcpy(storage.raw(), column_major, sizeof column_major);
+  const std::vector<std::pair<std::string, TensorView>> tensors = {
+      {"m", TensorView(storage.storage(), DType::I32, {2, 3}, {1, 2}, 0)}, {"w", random_tensor(DType::BF16, {5, 7}, 4)}};
+  write_safetensors(dir.file("t.safetensors"), tensors, {{"k", "v"}}, true);
+  std::vector<std::byte> in_memory;
+  serialize_safetensors(tensors, {{"k", "v"}}, true, [&](uint64_t size) {
+    in_memory.resize(size);
+    return in_memory.data();
+  });
+  const std::string file = read_bytes(dir.file("t.safetensors"));
+  ASSERT_EQ(in_memory.size(), file.size());
+  EXPECT_EQ(std::memcmp(in_memory.data(), file.data(), file.size()), 0);
+  expect_error(ErrorCode::DuplicateTensorName, [&] {
+    serialize_safetensors({tensors[0], tensors[0]}, {}, false, [&](uint64_t size) {
+      in_memory.resize(size);
+      return in_memory.data();
+    });
+  });
 }
 
 TEST(SafetensorsWriter, NonContiguousViewsAreWrittenRowMajor) {
