@@ -25,7 +25,7 @@ set(WL_LAYER_DIRS_python python/bind)
 
 # Each layer's public headers (under include/weightloader/, without .hpp).
 set(WL_LAYER_HEADERS_core byte_size byte_source communicator content_digest context device dtype dtype_convert error export
-    hf_download model source tensor)
+    hf_download model slice_reads source tensor)
 set(WL_LAYER_HEADERS_naming name_schemes)
 set(WL_LAYER_HEADERS_formats format packed_shard quantize formats/custom_binary formats/gguf formats/llama2c
     formats/pytorch formats/safetensors)

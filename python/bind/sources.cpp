@@ -12,6 +12,7 @@
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
 #include "weightloader/formats/safetensors.hpp"
+#include "weightloader/slice_reads.hpp"
 
 namespace wl::py {
 
@@ -192,6 +193,10 @@ void register_sources(pyb::module_& m) {
       .def("only", [](const WeightSource& s, const std::vector<std::string>& names) {
         return std::shared_ptr<WeightSource>(s.only(names));
       }, pyb::arg("names"), "the same catalogue with only these tensors (a load of it reads them alone)")
+      .def("reads_slice", [](const WeightSource& s, const std::string& n, size_t dim, uint64_t begin, uint64_t end) {
+        return reads_slice(s.at(n), Slice{dim, begin, end});
+      }, pyb::arg("name"), pyb::arg("dim"), pyb::arg("begin"), pyb::arg("end"),
+           "Whether rows [begin, end) of dimension dim are read as a slice (not cutting through the encoding's blocks).")
       .def("read_stored_into", &read_stored_into, pyb::arg("name"), pyb::arg("ptr"), pyb::arg("nbytes"),
            "Reads the tensor's stored bytes as they are (no decoding) into [ptr, ptr + nbytes).")
       .def("read_into", &read_into, pyb::arg("name"), pyb::arg("dtype"), pyb::arg("ptr"), pyb::arg("nbytes"),

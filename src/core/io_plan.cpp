@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "weightloader/error.hpp"
+#include "weightloader/slice_reads.hpp"
 
 namespace wl {
 
@@ -40,6 +41,17 @@ SliceRuns slice_runs(const TensorInfo& t, const Slice& s) {
   return g;
 }
 
+// Whether `g` cuts through `t`'s blocks.
+bool off_blocks(const TensorInfo& t, const SliceRuns& g) {
+  const uint64_t granule = granule_elems(t);
+  return (g.len * g.inner) % granule != 0 || (g.begin * g.inner) % granule != 0;
+}
+
+// A tensor that is one block (a quantized layer decoded whole) is decoded whole and sliced.
+bool decoded_whole(const TensorInfo& t) {
+  return t.decoder && granule_elems(t) == t.numel() && t.decoder->aux_block_bytes() == 0 && t.row_order.empty();
+}
+
 // Staging one granule of `t` costs its stored bytes, plus decoded values when a split encoding's
 // blocks decode in one go before converting.
 uint64_t staged_granule_bytes(const TensorInfo& t, DType dst) {
@@ -65,14 +77,13 @@ void plan_request(const ReadRequest& r, size_t source, bool side, const PlanPara
   }
   const uint64_t granule = granule_elems(t);
   const uint64_t run_elems = g.len * g.inner;
-  const bool off_blocks = run_elems % granule != 0 || (g.begin * g.inner) % granule != 0;
-  // A tensor that is one block (a quantized layer decoded whole) is decoded whole and sliced.
-  if (off_blocks && t.decoder && granule == t.numel() && t.decoder->aux_block_bytes() == 0 && t.row_order.empty()) {
+  const bool cuts_blocks = off_blocks(t, g);
+  if (cuts_blocks && decoded_whole(t)) {
     plan.gathers.push_back({&r, source});
     plan.total_bytes += t.nbytes;
     return;
   }
-  if (off_blocks)
+  if (cuts_blocks)
     throw Error(ErrorCode::SliceOutOfBounds,
                 fmt::format("slice [{}, {}) of dim {} does not fall on {}-element block boundaries", g.begin,
                             g.begin + g.len, r.slice.dim, granule),
@@ -197,6 +208,11 @@ void merge_extents(const PlanParams& p, uint64_t staging_room, unsigned threads,
 }
 
 }  // namespace
+
+bool reads_slice(const TensorInfo& tensor, const Slice& slice) {
+  const SliceRuns g = slice_runs(tensor, slice);
+  return !tensor.strides.empty() || g.outer * g.len * g.inner == 0 || !off_blocks(tensor, g) || decoded_whole(tensor);
+}
 
 bool staged_chunk(const Chunk& c, const PlanParams& p) {
   return p.mode == IoMode::Direct || c.needs_transform() || !p.in_place || c.filler();

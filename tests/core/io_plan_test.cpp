@@ -1,6 +1,7 @@
 // The I/O planner on its own: requests in, chunks, extents, gathers and prefault ranges out. No
 // file is opened; TensorInfo::file is only a label and the destinations are local buffers.
 #include "core/io_plan.hpp"
+#include "weightloader/slice_reads.hpp"
 
 #include <gtest/gtest.h>
 
@@ -527,6 +528,7 @@ TEST(IoPlan, SlicesOffBlockBoundariesThrowNamingTheTensor) {
   const TensorInfo t = encoded("blocks.weight", {2, 8});
   Dest out(64);
   for (const Slice& s : {Slice{1, 2, 6}, Slice{1, 0, 6}, Slice{1, 1, 5}}) {
+    EXPECT_FALSE(reads_slice(t, s));  // the same rule, asked before any plan
     try {
       plan_reads({{&t, s, DType::F32, out.get()}}, all_from(1), params());
       ADD_FAILURE() << "slice [" << s.begin << ", " << s.end << ") was planned";
@@ -537,6 +539,9 @@ TEST(IoPlan, SlicesOffBlockBoundariesThrowNamingTheTensor) {
     }
   }
   // On the boundaries it plans: the second block of each row.
+  EXPECT_TRUE(reads_slice(t, Slice{1, 4, 8}));
+  EXPECT_TRUE(reads_slice(t, Slice{0, 1, 2}));
+  EXPECT_TRUE(reads_slice(raw("w", DType::F32, {3, 10}), Slice{1, 3, 7}));  // raw data slices anywhere
   const IoPlan plan = plan_reads({{&t, Slice{1, 4, 8}, DType::F32, out.get()}}, all_from(1), params());
   ASSERT_EQ(plan.chunks.size(), 2u);
   EXPECT_EQ(plan.chunks[0].src_offset, 3u);

@@ -77,6 +77,9 @@ class C64Source:
     def read_stored_into(self, name, ptr, nbytes):
         self._source.read_stored_into(name, ptr, nbytes)
 
+    def reads_slice(self, name, dim, begin, end):
+        return self._source.reads_slice(name, dim, begin, end)  # a C64 tensor's leading dimensions are its pairs'
+
     def private_views(self):
         return _PairViews(self, _core.PrivateViews(self._source))
 
