@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 from . import _core, dtypes
-from .errors import Error, FormatError, InvalidArgumentError, NotFoundError, UnknownFormatError
+from .errors import FormatError, InvalidArgumentError, NotFoundError, UnknownFormatError
 
 __all__ = ["safe_open", "load_file", "load", "save_file", "save", "TensorNotFoundError", "UnknownFormatError"]
 
@@ -124,19 +124,7 @@ def _open_source(path):
         return _core.create_loader("local", {"quantized": "as_stored"}).get_weights(path)
     name, kwargs = _core.detect_loader(path)
     stored = {**kwargs, "quantized": "as_stored"} if name in ("local", "hf") else kwargs
-    try:
-        return _core.create_loader(name, stored).get_weights(path)
-    except UnknownFormatError:
-        # A llama2.c model beside its tokenizer, both *.bin: the loaders named after a format
-        # skip the files of other formats.
-        if name != "local":
-            raise
-        for only in ("llama2c", "gguf"):
-            try:
-                return _core.create_loader(only, kwargs).get_weights(path)
-            except Error:
-                continue
-        raise
+    return _core.create_loader(name, stored).get_weights(path)
 
 
 def _private_views(source):

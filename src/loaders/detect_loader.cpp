@@ -25,16 +25,27 @@ LoaderChoice detect_loader(const std::string& path, const Opener& opener, const 
   const std::vector<std::string> files = opener.list(path);
   for (const std::string& f : files)
     if (is_hf_weights_file(base_name(f))) return {"hf", {}};
-  for (const std::string& f : files) {
-    const FileFormat* format = nullptr;
+  const auto format_of = [&](const std::string& f) -> const FileFormat* {
     try {
-      format = formats.detect(*opener.open(f));
+      return formats.detect(*opener.open(f));
     } catch (const Error&) {
-      continue;  // unreadable files are not candidates
+      return nullptr;  // unreadable files are not candidates
     }
+  };
+  const auto extension = [](const std::string& f) {
     const std::string base = base_name(f);
     const size_t dot = base.find_last_of('.');  // a leading dot starts a name, not an extension
-    if (format) return {"local", {{"file_pattern", "*" + (dot == std::string::npos || dot == 0 ? std::string() : base.substr(dot))}}};
+    return dot == std::string::npos || dot == 0 ? std::string() : base.substr(dot);
+  };
+  for (const std::string& f : files) {
+    const FileFormat* format = format_of(f);
+    if (!format) continue;
+    LoaderChoice choice{"local", {{"file_pattern", "*" + extension(f)}}};
+    // Other files of that extension in another format, or in none (a llama2.c model.bin beside its
+    // tokenizer.bin): only the files of this one.
+    for (const std::string& other : files)
+      if (other != f && extension(other) == extension(f) && format_of(other) != format) choice.kwargs["format"] = format->name;
+    return choice;
   }
   return {"local", {}};  // reports that nothing matches
 }

@@ -113,9 +113,13 @@ void register_local_loader(WeightLoaderRegistry& registry) {
           .description = "a checkpoint file in any format, or the files of a directory matching file_pattern "
                          "(formats found by content; an index.json restricts the load to the files it lists)",
           .kwargs = {{"file_pattern", KwType::String, "glob for the files to read in a directory (default *.safetensors)"},
+                     {"format", KwType::String,
+                      "only the matching files of this format (e.g. llama2c: a model.bin beside its tokenizer.bin); "
+                      "default any"},
                      {"quantized", KwType::String, kQuantizedKwargHelp}},
           .make = [](const Kwargs& kw) -> std::unique_ptr<WeightLoader> {
-            return std::make_unique<LocalLoader>(kwarg_string(kw, "file_pattern", "*.safetensors"), "",
+            return std::make_unique<LocalLoader>(kwarg_string(kw, "file_pattern", "*.safetensors"),
+                                                 kwarg_string(kw, "format", ""),
                                                  quantized_as_stored(kwarg_string(kw, "quantized", "dequantize")));
           },
       });
