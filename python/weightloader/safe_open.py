@@ -77,6 +77,18 @@ _FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": 
 # safetensors' F4 (the library decodes it; stored_type "F4"): torch's packed dtype when it has one.
 _FLOAT4 = getattr(torch, "float4_e2m1fn_x2", None)
 
+
+def _float4_shape(shape, file, name):
+    """The shape of an F4 tensor of logical `shape` as torch holds it packed (float4_e2m1fn_x2, two codes
+    a byte, the first in the low nibble): the last dimension halved. InvalidArgument when it is odd."""
+    shape = list(shape)
+    if not shape or shape[-1] % 2:
+        raise InvalidArgumentError(
+            f"{file}: tensor '{name}': F4 {shape} has an odd last dimension, which torch.float4_e2m1fn_x2 (two "
+            "values a byte along it) cannot hold; pass dtype= to read it decoded [InvalidArgument]",
+            "InvalidArgument", file, name)
+    return shape[:-1] + [shape[-1] // 2]
+
 # safetensors' dtype order (its Dtype enum): save_file stores larger types first, then by name.
 _SAVE_ORDER = {name: i for i, name in enumerate(
     ["BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64", "I64", "U64"])}
@@ -278,15 +290,8 @@ class _State:
         return self.finish(t)
 
     def packed_f4(self, info):
-        """An F4 tensor as stored, as safetensors hands it to torch: float4_e2m1fn_x2, two codes a byte
-        (the first in the low nibble), the last dimension halved."""
-        shape = list(info["shape"])
-        if not shape or shape[-1] % 2:
-            raise InvalidArgumentError(
-                f"{info['file']}: tensor '{info['name']}': F4 {shape} has an odd last dimension, which "
-                "torch.float4_e2m1fn_x2 (two values a byte along it) cannot hold; pass dtype= to read it decoded "
-                "[InvalidArgument]", "InvalidArgument", info["file"], info["name"])
-        out = torch.empty(shape[:-1] + [shape[-1] // 2], dtype=torch.uint8)
+        """An F4 tensor as stored, as safetensors hands it to torch (_float4_shape)."""
+        out = torch.empty(_float4_shape(info["shape"], info["file"], info["name"]), dtype=torch.uint8)
         if out.numel():
             self.source.read_stored_into(info["name"], out.data_ptr(), out.numel())
         return out.view(_FLOAT4)

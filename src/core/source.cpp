@@ -203,9 +203,9 @@ ReadEstimate WeightSource::estimate_reads(const std::vector<ReadRequest>& reques
   std::deque<TensorInfo> pieces;
   const std::vector<ReadRequest> data = expand_parts(requests, pieces);
   const SideReads sides(data);
-  if (sides.empty() || sides_with_data(sides, io)) {
+  if (sides_with_data(sides, io)) {  // with none, that is the data alone
     std::vector<char> is_side;
-    return wl::estimate_reads(sides.empty() ? data : sides.with(data, is_side), *sources_, io, !io.device.is_cpu(), false).estimate;
+    return wl::estimate_reads(sides.with(data, is_side), *sources_, io, !io.device.is_cpu(), false).estimate;
   }
   ReadEstimate estimate = wl::estimate_reads(data, *sources_, io, !io.device.is_cpu(), false).estimate;
   for (const ReadRequest& r : sides.requests()) {  // read apart, first, whole

@@ -5,7 +5,8 @@ from collections import defaultdict
 
 import torch
 
-from ._error import SafetensorError
+from ..safe_open import _FLOAT4, _float4_shape
+from ._error import SafetensorError, raised_as_safetensors
 from ._open import deserialize, safe_open
 from ._serialize import TensorSpec, save_specs, serialize, serialize_file  # noqa: F401  (the reference module has them too)
 
@@ -168,11 +169,12 @@ def load_file(filename, device="cpu", *, backend="mmap"):
 
 
 def _float4(name, t):
-    shape = list(t["shape"])
-    if not hasattr(torch, "float4_e2m1fn_x2") or not shape or shape[-1] % 2:
-        raise SafetensorError(f"tensor '{name}': F4 {shape} needs torch.float4_e2m1fn_x2 and an even last dimension")
+    if _FLOAT4 is None:
+        raise SafetensorError(f"tensor '{name}': F4 needs torch.float4_e2m1fn_x2, which this torch lacks")
+    with raised_as_safetensors("Error while deserializing: "):
+        shape = _float4_shape(t["shape"], "<bytes>", name)
     packed = torch.frombuffer(t["data"], dtype=torch.uint8) if t["data"] else torch.empty(0, dtype=torch.uint8)
-    return packed.reshape(shape[:-1] + [shape[-1] // 2]).view(torch.float4_e2m1fn_x2)
+    return packed.reshape(shape).view(_FLOAT4)
 
 
 def load(data):
