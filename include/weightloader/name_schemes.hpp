@@ -33,8 +33,9 @@ struct CanonicalName {
 };
 
 // `architecture` is a GGUF's general.architecture: the "gguf" scheme names each of llama.cpp's
-// architectures as its converter does ("llama" — Llama, Mistral, Mixtral —, "qwen2", "gemma",
-// "gemma2", "phi3"; any other has no names there). The other schemes ignore it.
+// architectures as its converter does, as the families describe them (src/families/: "llama" —
+// Llama, Mistral, Mixtral —, "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
+// "phi3"; any other has no names there). The other schemes ignore it.
 
 // `name` (without its wrapper prefix) in `scheme`, as a canonical name; nullopt if the scheme has no such name.
 WL_API std::optional<CanonicalName> to_canonical(std::string_view scheme, std::string_view name,
@@ -45,8 +46,9 @@ WL_API std::optional<std::string> from_canonical(std::string_view scheme, std::s
 // Whether the scheme stores q/k rows in Meta's interleaved rotary layout (meta, torchtune, and
 // gguf for llama; llama.cpp runs the other GGUF architectures on Hugging Face's rotary halves).
 WL_API bool interleaved_rotary(std::string_view scheme, std::string_view architecture = "llama");
-// The scheme stores the canonical tensor's values as this offset + w: 1 for the norms of a GGUF
-// gemma or gemma2 (llama.cpp's converter adds the 1 that transformers adds when it runs); else 0.
+// The scheme stores the canonical tensor's values as this offset + w: 1 for the norms (q/k norms
+// included) of a GGUF gemma, gemma2 or gemma3 (llama.cpp's converter adds the 1 that transformers
+// adds when it runs); else 0.
 WL_API float norm_offset(std::string_view scheme, std::string_view canonical, std::string_view architecture = "llama");
 
 // A canonical tensor that a scheme keeps as one slot of a stack along dim 0: a GGUF llama's

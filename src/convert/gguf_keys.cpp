@@ -7,6 +7,7 @@
 
 #include "convert/model_fields.hpp"
 #include "convert/source_shapes.hpp"
+#include "families/family.hpp"
 #include "model/gguf_config.hpp"
 #include "weightloader/engine/tokenizer.hpp"
 #include "weightloader/error.hpp"
@@ -31,15 +32,15 @@ LlamaConfig shaped_llama(const WeightSource& s, const LlamaHeads& h) {
   return c;
 }
 
-// llama.cpp's architecture for a family, as its converter's model classes register them.
+// llama.cpp's architecture for the model's family (src/families/), as its converter registers them.
 std::string architecture_of(const LlamaConfig& c, const std::string& origin) {
-  if (c.architecture == "llama" || c.architecture == "mistral" || c.architecture == "mixtral") return "llama";
-  if (c.architecture == "qwen2_moe") return "qwen2moe";
-  if (c.architecture == "qwen2" || c.architecture == "gemma" || c.architecture == "gemma2" || c.architecture == "phi3")
-    return c.architecture;
+  const Family* family = family_by_type(c.architecture);
+  if (family && !family->gguf.name.empty()) return std::string(family->gguf.name);
+  std::vector<std::string_view> written;
+  for (const Family* f : families())
+    if (!f->gguf.name.empty()) written.push_back(f->model_type);
   throw Error(ErrorCode::InvalidArgument,
-              fmt::format("GGUF output is written for llama, mistral, mixtral, qwen2, qwen2_moe, gemma, gemma2 and phi3 models; "
-                          "this one is not yet ({})", c.features()),
+              fmt::format("GGUF output is written for {} models; this one is not yet ({})", fmt::join(written, ", "), c.features()),
               origin);
 }
 
@@ -57,8 +58,8 @@ void put_model_keys(const LlamaConfig& c, const std::string& arch, GgufMetadata&
   meta.emplace(a + "attention.layer_norm_rms_epsilon", float(c.rms_norm_eps));
   meta.emplace(a + "rope.freq_base", float(c.rope_theta));
   meta.emplace(a + "vocab_size", uint32_t(c.vocab_size));
-  const bool gemma = arch == "gemma" || arch == "gemma2";
-  if (gemma || c.head_dim * c.num_heads != c.hidden_size) {
+  const Family& family = *family_by_type(c.architecture);
+  if (family.gemma_norms || c.head_dim * c.num_heads != c.hidden_size) {
     meta.emplace(a + "attention.key_length", uint32_t(c.head_dim));
     meta.emplace(a + "attention.value_length", uint32_t(c.head_dim));
   }
@@ -66,7 +67,7 @@ void put_model_keys(const LlamaConfig& c, const std::string& arch, GgufMetadata&
   // llama.cpp's converter leaves at head_dim, ignoring partial_rotary_factor).
   if (arch == "llama") meta.emplace(a + "rope.dimension_count", uint32_t(c.head_dim));
   if (arch == "phi3") meta.emplace(a + "rope.dimension_count", uint32_t(c.rotary_dims()));
-  if (arch == "phi3" || arch == "gemma2") meta.emplace(a + "attention.sliding_window", uint32_t(c.sliding_window));
+  if (arch == "phi3" || family.gemma2) meta.emplace(a + "attention.sliding_window", uint32_t(c.sliding_window));
   // llama.cpp's Gemma 2 always soft-caps (50 and 30 without the keys): no cap is not written, and so refused.
   if (arch == "gemma2" && c.attn_logit_softcapping) meta.emplace(a + "attn_logit_softcapping", float(c.attn_logit_softcapping));
   if (arch == "gemma2" && c.final_logit_softcapping) meta.emplace(a + "final_logit_softcapping", float(c.final_logit_softcapping));
@@ -74,10 +75,8 @@ void put_model_keys(const LlamaConfig& c, const std::string& arch, GgufMetadata&
     meta.emplace(a + "expert_count", uint32_t(c.moe.num_experts));
     meta.emplace(a + "expert_used_count", uint32_t(c.moe.experts_per_token));
   }
-  if (arch == "qwen2moe") {
-    meta.emplace(a + "expert_feed_forward_length", uint32_t(c.moe.expert_intermediate_size));
-    meta.emplace(a + "expert_shared_feed_forward_length", uint32_t(c.moe.shared_expert_intermediate_size));
-  }
+  if (arch == "qwen2moe" || arch == "qwen3moe") meta.emplace(a + "expert_feed_forward_length", uint32_t(c.moe.expert_intermediate_size));
+  if (arch == "qwen2moe") meta.emplace(a + "expert_shared_feed_forward_length", uint32_t(c.moe.shared_expert_intermediate_size));
 }
 
 // Reads the keys back as llama.cpp would and refuses the first field it would run otherwise.
@@ -85,7 +84,7 @@ void refuse_what_keys_change(const GgufModel& m, const GgufMetadata& meta, const
   std::map<std::string, std::string> text;
   for (const auto& [key, value] : meta) text.emplace(key, gguf_value_to_string(value));
   refuse_model_change(m.config, llama_config_from_gguf(text, origin), fmt::format("GGUF (llama.cpp's '{}')", m.arch), origin);
-  if ((m.arch == "gemma" || m.arch == "gemma2") && !m.config.tie_word_embeddings)
+  if (family_by_type(m.config.architecture)->gemma_norms && !m.config.tie_word_embeddings)
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("this {} cannot be written as GGUF: llama.cpp's '{}' ties the head to the embedding, "
                             "and tie_word_embeddings is false", m.config.architecture, m.arch),

@@ -24,4 +24,10 @@ const Family* family_by_architecture(std::string_view architecture) {
   return nullptr;
 }
 
+const Family* family_by_gguf_architecture(std::string_view architecture) {
+  for (const Family* f : families())
+    if (!f->gguf.name.empty() && f->gguf.name == architecture) return f;
+  return nullptr;
+}
+
 }  // namespace wl

@@ -4,10 +4,29 @@
 // in families.cpp; the config reader and writer consult these and name no family themselves.
 #pragma once
 
+#include <span>
 #include <string_view>
 #include <vector>
 
 namespace wl {
+
+// How llama.cpp's converter stores a family in GGUF: its general.architecture and what it names,
+// stacks and offsets differently from the gguf naming scheme's table (src/naming/name_schemes.cpp).
+// Families sharing an architecture (Llama, Mistral, Mixtral: "llama") list what each brings; the
+// gguf scheme takes their union.
+struct GgufArchitecture {
+  struct Stem {  // a layer stem (a name without .weight / .bias): the Hugging Face one and GGUF's
+    std::string_view canonical, gguf;
+  };
+  struct Stack {  // a canonical tensor kept as one slot of a stack: <prefix><expert>.<leaf> in <gguf>
+    std::string_view canonical_prefix, canonical_leaf, gguf;
+  };
+  std::string_view name{};         // general.architecture; empty: the family is not written as GGUF
+  std::span<const Stem> layer_stems{};
+  bool interleaved_rotary = false; // q/k rows stored interleaved (llama.cpp's converter permutes them)
+  float norm_offset = 0;           // norms (q/k norms included) stored as offset + w
+  std::span<const Stack> stacks{};
+};
 
 struct Family {
   // Which layers attend within sliding_window (config.json's rule; layer_types must agree).
@@ -49,6 +68,7 @@ struct Family {
   bool post_norms_only = false;     // no input norms; each sublayer's output normalised (OLMo 2)
   bool qk_norm_whole = false;       // q and k normalised over the whole projection, not per head (OLMo 2)
   bool decilm = false;              // per-layer widths from block_configs (hf_layer_widths)
+  GgufArchitecture gguf{};          // how llama.cpp stores it; none: GGUF output is refused
 };
 
 // Every family, in the order they are listed (families.cpp).
@@ -56,5 +76,8 @@ const std::vector<const Family*>& families();
 // The family of a model_type, or of a transformers class; null when none.
 const Family* family_by_type(std::string_view model_type);
 const Family* family_by_architecture(std::string_view architecture);
+// The family a GGUF of llama.cpp's `architecture` is read as (the first listed that llama.cpp
+// stores under it: Llama for "llama"); null when none.
+const Family* family_by_gguf_architecture(std::string_view architecture);
 
 }  // namespace wl

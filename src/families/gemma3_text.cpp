@@ -2,11 +2,21 @@
 
 namespace wl {
 
+namespace {
+// Gemma 2's norms and the q/k norms, every norm stored as 1 + w (llama.cpp's converter).
+constexpr GgufArchitecture::Stem kGemma3GgufStems[] = {{"post_attention_layernorm", "post_attention_norm"},
+                                                       {"pre_feedforward_layernorm", "ffn_norm"},
+                                                       {"post_feedforward_layernorm", "post_ffw_norm"},
+                                                       {"self_attn.q_norm", "attn_q_norm"},
+                                                       {"self_attn.k_norm", "attn_k_norm"}};
+}  // namespace
+
 // Gemma 3's text model: Gemma 2's norms and scalar (no soft-caps in the released models), q/k
 // normalised per head with (1+w), five sliding layers to one global (layer_types), each kind with
 // its own rope base (rope_parameters per layer type; transformers 4: rope_local_base_freq).
 extern const Family kGemma3Text{.model_type = "gemma3_text", .architecture = "Gemma3ForCausalLM",
                                 .window = Family::Window::Listed, .follows_layer_types = true, .gemma_norms = true,
-                                .gemma2 = true, .qk_norm = true, .tied_by_default = true};
+                                .gemma2 = true, .qk_norm = true, .tied_by_default = true,
+                                .gguf = {.name = "gemma3", .layer_stems = kGemma3GgufStems, .norm_offset = 1}};
 
 }  // namespace wl

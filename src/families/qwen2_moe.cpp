@@ -2,9 +2,22 @@
 
 namespace wl {
 
+namespace {
+// The router, the shared expert with its sigmoid gate, and the experts' stacks.
+constexpr GgufArchitecture::Stem kQwen2MoeGgufStems[] = {{"mlp.gate", "ffn_gate_inp"},
+                                                         {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"},
+                                                         {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
+                                                         {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
+                                                         {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"}};
+constexpr GgufArchitecture::Stack kQwen2MoeGgufStacks[] = {{"mlp.experts.", "gate_proj", "ffn_gate_exps"},
+                                                           {"mlp.experts.", "up_proj", "ffn_up_exps"},
+                                                           {"mlp.experts.", "down_proj", "ffn_down_exps"}};
+}  // namespace
+
 // Qwen2-MoE: Qwen2's attention, experts with a sigmoid-gated shared expert.
 extern const Family kQwen2Moe{.model_type = "qwen2_moe", .architecture = "Qwen2MoeForCausalLM",
                               .window = Family::Window::FromLayer, .experts = Family::Experts::Qwen2Moe,
-                              .biases = Family::Biases::QkvOnly, .follows_layer_types = true};
+                              .biases = Family::Biases::QkvOnly, .follows_layer_types = true,
+                              .gguf = {.name = "qwen2moe", .layer_stems = kQwen2MoeGgufStems, .stacks = kQwen2MoeGgufStacks}};
 
 }  // namespace wl

@@ -2,9 +2,20 @@
 
 namespace wl {
 
+namespace {
+// llama.cpp's qwen3moe: the q/k norms, the router, each projection's experts stacked (top-k always
+// renormalised there: a model with norm_topk_prob false is refused by the converter's read-back).
+constexpr GgufArchitecture::Stem kQwen3MoeGgufStems[] = {
+    {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"}, {"mlp.gate", "ffn_gate_inp"}};
+constexpr GgufArchitecture::Stack kQwen3MoeGgufStacks[] = {{"mlp.experts.", "gate_proj", "ffn_gate_exps"},
+                                                           {"mlp.experts.", "up_proj", "ffn_up_exps"},
+                                                           {"mlp.experts.", "down_proj", "ffn_down_exps"}};
+}  // namespace
+
 // Qwen3-MoE: Qwen3's attention, experts without a shared one (top-k renormalised when norm_topk_prob).
 extern const Family kQwen3Moe{.model_type = "qwen3_moe", .architecture = "Qwen3MoeForCausalLM",
                               .window = Family::Window::FromLayer, .experts = Family::Experts::Qwen3Moe,
-                              .follows_layer_types = true, .qk_norm = true};
+                              .follows_layer_types = true, .qk_norm = true,
+                              .gguf = {.name = "qwen3moe", .layer_stems = kQwen3MoeGgufStems, .stacks = kQwen3MoeGgufStacks}};
 
 }  // namespace wl

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/layer_name.hpp"
+#include "families/family.hpp"
 
 namespace wl {
 
@@ -32,8 +33,7 @@ struct StackStem {
 };
 
 // What one architecture of a scheme names or stores differently from the scheme's table (GGUF's
-// general.architecture: llama.cpp's names per architecture, from its gguf-py tensor_mapping.py
-// and convert_hf_to_gguf.py).
+// general.architecture: llama.cpp's names per architecture, as the families give them).
 struct Architecture {
   std::string_view name;
   std::vector<Stem> layer_stems;  // replace the scheme's layer stems sharing either side with one
@@ -54,8 +54,28 @@ struct Scheme {
 };
 
 // Canonical stems of norms: their last component is the scheme's norm_suffix.
-constexpr std::array<std::string_view, 5> kNorms{"model.norm", "input_layernorm", "post_attention_layernorm",
-                                                 "pre_feedforward_layernorm", "post_feedforward_layernorm"};
+constexpr std::array<std::string_view, 7> kNorms{"model.norm", "input_layernorm", "post_attention_layernorm",
+                                                 "pre_feedforward_layernorm", "post_feedforward_layernorm",
+                                                 "self_attn.q_norm", "self_attn.k_norm"};
+
+// llama.cpp's architectures as the families describe them (src/families/): families sharing one
+// (Llama, Mistral, Mixtral) add up their names and stacks.
+std::vector<Architecture> gguf_architectures() {
+  std::vector<Architecture> out;
+  for (const Family* f : families()) {
+    const GgufArchitecture& g = f->gguf;
+    if (g.name.empty()) continue;
+    auto a = std::find_if(out.begin(), out.end(), [&](const Architecture& x) { return x.name == g.name; });
+    if (a == out.end()) a = out.insert(out.end(), Architecture{g.name, {}, g.interleaved_rotary, g.norm_offset, {}});
+    for (const auto& [canonical, gguf] : g.layer_stems)
+      if (std::none_of(a->layer_stems.begin(), a->layer_stems.end(), [&](const Stem& s) { return s.canonical == canonical; }))
+        a->layer_stems.push_back({canonical, gguf});
+    for (const auto& [prefix, leaf, gguf] : g.stacks)
+      if (std::none_of(a->stacks.begin(), a->stacks.end(), [&](const StackStem& s) { return s.scheme == gguf; }))
+        a->stacks.push_back({prefix, leaf, gguf});
+  }
+  return out;
+}
 
 const std::vector<Scheme>& schemes() {
   static const std::vector<Scheme> all{
@@ -113,8 +133,9 @@ const std::vector<Scheme>& schemes() {
        true,
        {},
        {}},
-      // GGUF's stored names. The "gguf" format entry presents a GGUF's tensors through this scheme
-      // (src/loaders/gguf_hf_names.cpp), so loaders see Hugging Face names already.
+      // GGUF's stored names (llama.cpp's gguf-py tensor_mapping.py); what each architecture names
+      // differently comes from its families. The "gguf" format entry presents a GGUF's tensors through
+      // this scheme (src/loaders/gguf_hf_names.cpp), so loaders see Hugging Face names already.
       {"gguf",
        {{"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}},
        "blk.",
@@ -131,39 +152,7 @@ const std::vector<Scheme>& schemes() {
        "weight",
        true,
        {"rope_freqs.weight"},
-       {// Mistral and Mixtral are llama.cpp's "llama"; Mixtral's experts are stacked per projection.
-        {"llama",
-         {},
-         true,
-         0,
-         {{"block_sparse_moe.experts.", "w1", "ffn_gate_exps"},
-          {"block_sparse_moe.experts.", "w3", "ffn_up_exps"},
-          {"block_sparse_moe.experts.", "w2", "ffn_down_exps"}}},
-        // The others run NEOX-style rotary on Hugging Face's halves: their rows are not permuted.
-        {"qwen2", {}, false, 0, {}},
-        // Qwen2-MoE: the router, the shared expert with its sigmoid gate, and the experts' stacks.
-        {"qwen2moe",
-         {{"mlp.gate", "ffn_gate_inp"},
-          {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"},
-          {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
-          {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
-          {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"}},
-         false,
-         0,
-         {{"mlp.experts.", "gate_proj", "ffn_gate_exps"},
-          {"mlp.experts.", "up_proj", "ffn_up_exps"},
-          {"mlp.experts.", "down_proj", "ffn_down_exps"}}},
-        // convert_hf_to_gguf.py's Gemma classes store every norm as 1 + w, what transformers applies.
-        {"gemma", {}, false, 1, {}},
-        {"gemma2",
-         {{"post_attention_layernorm", "post_attention_norm"},
-          {"pre_feedforward_layernorm", "ffn_norm"},
-          {"post_feedforward_layernorm", "post_ffw_norm"}},
-         false,
-         1,
-         {}},
-        // Phi-3 stores its fused projections as they are: attn_qkv, and gate then up rows in ffn_up.
-        {"phi3", {{"self_attn.qkv_proj", "attn_qkv"}, {"mlp.gate_up_proj", "ffn_up"}}, false, 0, {}}}},
+       gguf_architectures()},
   };
   return all;
 }

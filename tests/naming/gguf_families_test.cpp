@@ -1,6 +1,7 @@
 // The "gguf" naming scheme per llama.cpp architecture: each family's stored names (gguf-py's
 // tensor_mapping.py), which architectures store q/k rows interleaved, Gemma's norms stored as
 // 1 + w, and Mixtral's experts as one stack per projection.
+#include "families/family.hpp"
 #include "formats/gguf/gguf_test_util.hpp"
 #include "weightloader/checkpoint_names.hpp"
 #include "weightloader/name_schemes.hpp"
@@ -35,6 +36,15 @@ TEST(GgufFamilies, EachArchitecturesNames) {
   expect_pair("phi3", "blk.0.ffn_up.weight", "model.layers.0.mlp.gate_up_proj.weight");
   expect_pair("llama", "blk.0.ffn_up.weight", "model.layers.0.mlp.up_proj.weight");
   EXPECT_EQ(from_canonical("gguf", "model.layers.0.mlp.up_proj.weight", "phi3"), std::nullopt);
+  // The 2026 families: q/k norms (Qwen3, Qwen3-MoE, Gemma 3), Qwen3-MoE's router and stacks.
+  for (const char* arch : {"qwen3", "qwen3moe", "gemma3"}) {
+    expect_pair(arch, "blk.2.attn_q_norm.weight", "model.layers.2.self_attn.q_norm.weight");
+    expect_pair(arch, "blk.2.attn_k_norm.weight", "model.layers.2.self_attn.k_norm.weight");
+  }
+  expect_pair("qwen3moe", "blk.0.ffn_gate_inp.weight", "model.layers.0.mlp.gate.weight");
+  EXPECT_EQ(stack_slot("gguf", "model.layers.1.mlp.experts.2.down_proj.weight", "qwen3moe")->stack, "blk.1.ffn_down_exps.weight");
+  expect_pair("gemma3", "blk.0.post_ffw_norm.weight", "model.layers.0.post_feedforward_layernorm.weight");
+  EXPECT_EQ(from_canonical("gguf", "model.layers.0.self_attn.q_norm.weight", "llama"), std::nullopt);
   // An architecture the scheme does not know has no names (its tensors keep theirs); other schemes ignore it.
   EXPECT_EQ(to_canonical("gguf", "token_embd.weight", "falcon"), std::nullopt);
   EXPECT_TRUE(to_canonical("meta", "tok_embeddings.weight", "falcon"));
@@ -49,8 +59,27 @@ TEST(GgufFamilies, RotaryLayoutAndNormOffsetPerArchitecture) {
     EXPECT_EQ(norm_offset("gguf", norm, "llama"), 0.0f) << norm;
   }
   EXPECT_EQ(norm_offset("gguf", "model.norm.weight", "gemma"), 1.0f);
+  // Gemma 3's q/k norms are stored as 1 + w like its other norms; Qwen3's are not offset.
+  EXPECT_EQ(norm_offset("gguf", "model.layers.0.self_attn.k_norm.weight", "gemma3"), 1.0f);
+  EXPECT_EQ(norm_offset("gguf", "model.layers.0.self_attn.k_norm.weight", "qwen3"), 0.0f);
   EXPECT_EQ(norm_offset("gguf", "model.layers.0.mlp.up_proj.weight", "gemma"), 0.0f);
   EXPECT_EQ(norm_offset("hf", "model.norm.weight", "gemma"), 0.0f);
+}
+
+// Families sharing one of llama.cpp's architectures must agree on how it stores rows and norms
+// (the scheme takes one rule per architecture); each architecture reads back as its first family.
+TEST(GgufFamilies, FamiliesSharingAnArchitectureAgree) {
+  for (const Family* f : families()) {
+    if (f->gguf.name.empty()) continue;
+    const Family* first = family_by_gguf_architecture(f->gguf.name);
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(f->gguf.interleaved_rotary, first->gguf.interleaved_rotary) << f->model_type;
+    EXPECT_EQ(f->gguf.norm_offset, first->gguf.norm_offset) << f->model_type;
+    EXPECT_EQ(interleaved_rotary("gguf", f->gguf.name), f->gguf.interleaved_rotary) << f->model_type;
+  }
+  EXPECT_EQ(family_by_gguf_architecture("llama")->model_type, "llama");
+  EXPECT_EQ(family_by_gguf_architecture("qwen3moe")->model_type, "qwen3_moe");
+  EXPECT_EQ(family_by_gguf_architecture("falcon"), nullptr);
 }
 
 TEST(GgufFamilies, MixtralExpertsAreStacks) {

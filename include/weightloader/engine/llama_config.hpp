@@ -1,7 +1,7 @@
 // The model description the engine runs: the hyperparameters of a decoder-only transformer of the
 // Llama lineage, read from the checkpoint itself — a Hugging Face config.json (Llama, Mistral,
-// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM: src/families/), GGUF metadata (architectures llama, qwen2,
-// gemma, gemma2, phi3, read as llama.cpp reads them), Meta's params.json or a llama2.c header. Every field that changes the math is here; one a family's config.json
+// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM: src/families/), GGUF metadata (the
+// architectures the families are written as, read as llama.cpp reads them), Meta's params.json or a llama2.c header. Every field that changes the math is here; one a family's config.json
 // sets that the engine cannot honour is refused, naming it, never ignored.
 #pragma once
 

@@ -1,0 +1,97 @@
+"""The 2026 families written as GGUF the way llama.cpp's converter writes them (the family seam's
+GGUF description: src/families/), judged by the peers: gguf-py's own table of each architecture's
+tensor names holds every name we write, transformers 5 loads our GGUF (its gguf_file= reader) and
+computes the original's logits, and the engine run on the GGUF computes transformers' logits on
+the original. Tiny random models built and saved by the pinned transformers."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+gguf = pytest.importorskip("gguf")
+
+import weightloader as wl  # noqa: E402
+from test_transformers5_configs import PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
+
+# Where transformers 5.19's GGUF reader has no key for a field it takes the config class's default
+# (Qwen3's head_dim 128, Qwen3-MoE's moe_intermediate_size 768, Gemma 3's query_pre_attn_scalar 256):
+# the models use those values. Gemma 3 as llama.cpp runs it: every sixth layer global,
+# query_pre_attn_scalar = head_dim, sliding layers turning with base 10000.
+GEMMA3_ROPE = {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+               "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+FAMILIES = {
+    "qwen3": (transformers.Qwen3Config, PLAIN, dict(head_dim=128), "QWEN3"),
+    "qwen3_moe": (transformers.Qwen3MoeConfig, PLAIN,
+                  dict(head_dim=16, moe_intermediate_size=768, num_local_experts=4, num_experts_per_tok=2,
+                       norm_topk_prob=True), "QWEN3MOE"),
+    "gemma3_text": (transformers.Gemma3TextConfig, GEMMA3_ROPE,
+                    dict(head_dim=256, query_pre_attn_scalar=256, sliding_window=4, num_hidden_layers=6), "GEMMA3"),
+}
+
+
+def convert(src, out, *args):
+    done = subprocess.run([str(CLI), "convert", str(src), str(out), "-q", *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def family(request, tmp_path_factory):
+    """(model_type, the transformers model, its folder, our F32 GGUF of it)."""
+    if not CLI.is_file():
+        pytest.skip(f"the CLI is not built at {CLI}")
+    cls, rope, sizes, _ = FAMILIES[request.param]
+    folder = tmp_path_factory.mktemp(request.param)
+    model = build(cls, rope, **sizes)
+    model.save_pretrained(folder)
+    return request.param, model, folder, convert(folder, folder / "model.gguf", "--gguf-type", "f32", "--no-tokenizer")
+
+
+def test_gguf_py_names_every_tensor_we_write_for_the_architecture(family):
+    """general.architecture is llama.cpp's, and each tensor name is one gguf-py's table gives that architecture."""
+    model_type, _, _, path = family
+    arch = getattr(gguf.MODEL_ARCH, FAMILIES[model_type][3])
+    reader = gguf.GGUFReader(path)
+    field = reader.fields["general.architecture"]
+    assert bytes(field.parts[field.data[0]]).decode() == gguf.MODEL_ARCH_NAMES[arch]
+    allowed = {gguf.TENSOR_NAMES[t] for t in gguf.MODEL_TENSORS[arch]}
+    for t in reader.tensors:
+        stem = t.name.rsplit(".", 1)[0]
+        generic = ".".join("{bid}" if part.isdigit() else part for part in stem.split("."))
+        assert generic in allowed, (t.name, sorted(allowed))
+
+
+def test_the_engine_runs_our_gguf_as_transformers_runs_the_original(family):
+    _, model, _, path = family
+    llm = wl.LLM(str(path))
+    for n in (1, 7, 13):
+        ids = sequence(n, seed=n)
+        assert error(engine_logits(llm, ids), reference(model, ids)) < TOLERANCE
+
+
+def test_transformers_loads_our_gguf_and_computes_the_originals_logits(family):
+    """transformers' own GGUF reader (gguf_file=), which applies llama.cpp's conventions in reverse."""
+    _, model, folder, path = family
+    peer = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=path.name, dtype=torch.float32).eval()
+    peer.config._attn_implementation = "eager"
+    for n in (1, 7, 13):
+        ids = sequence(n, seed=n)
+        assert error(reference(peer, ids), reference(model, ids)) < TOLERANCE
+
+
+def test_what_llama_cpp_would_run_otherwise_is_refused_by_name(tmp_path):
+    """A Gemma 3 whose layers are not llama.cpp's five sliding to one global cannot be written as GGUF."""
+    cls, rope, sizes, _ = FAMILIES["gemma3_text"]
+    model = build(cls, rope, **{**sizes, "num_hidden_layers": 4,
+                                "layer_types": ["sliding_attention", "full_attention"] * 2})
+    model.save_pretrained(tmp_path)
+    done = subprocess.run([str(CLI), "convert", str(tmp_path), str(tmp_path / "out.gguf"), "--gguf-type", "f32",
+                           "--no-tokenizer"], capture_output=True, text=True)
+    assert done.returncode != 0 and "sliding" in done.stderr, done.stderr
+    assert not (tmp_path / "out.gguf").exists()
