@@ -75,6 +75,12 @@ void put_model_keys(const LlamaConfig& c, const std::string& arch, GgufMetadata&
     meta.emplace(a + "expert_count", uint32_t(c.moe.num_experts));
     meta.emplace(a + "expert_used_count", uint32_t(c.moe.experts_per_token));
   }
+  if (family.multipliers) {  // convert_hf_to_gguf.py's GraniteModel: each _multiplier as a _scale
+    meta.emplace(a + "embedding_scale", float(c.embedding_multiplier));
+    meta.emplace(a + "attention.scale", float(c.attention_multiplier));
+    meta.emplace(a + "residual_scale", float(c.residual_multiplier));
+    meta.emplace(a + "logit_scale", float(c.logits_scaling));
+  }
   if (arch == "qwen2moe" || arch == "qwen3moe") meta.emplace(a + "expert_feed_forward_length", uint32_t(c.moe.expert_intermediate_size));
   if (arch == "qwen2moe") meta.emplace(a + "expert_shared_feed_forward_length", uint32_t(c.moe.shared_expert_intermediate_size));
 }

@@ -74,9 +74,12 @@ class MetadataFields {
     }
     throw config_invalid(file_, key, fmt::format("'{}' is not a non-negative integer", it->second));
   }
-  double number(const std::string& key, double fallback) const {
+  double number(const std::string& key, std::optional<double> fallback = std::nullopt) const {
     auto it = m_.find(key);
-    if (it == m_.end()) return fallback;
+    if (it == m_.end()) {
+      if (fallback) return *fallback;
+      throw config_invalid(file_, key, "missing");
+    }
     size_t used = 0;
     try {
       const double v = std::stod(it->second, &used);

@@ -30,10 +30,19 @@ void read_experts(const MetadataFields& m, const std::string& a, LlamaConfig& c,
 // What the architecture itself fixes (biases are the tensors there are, as llama.cpp loads them):
 // Gemma's (1 + w) norms, scaled embeddings and GELU (tanh), Gemma 2's four norms, soft-caps and
 // windows on even layers, Gemma 3's five sliding layers to one global with their own rope base,
-// Phi-3's window on every layer, the experts of llama (Mixtral), qwen2moe and qwen3moe.
+// Phi-3's window on every layer, the experts of llama (Mixtral), qwen2moe and qwen3moe, OLMo 2's
+// post-norms and whole-projection q/k norms, Granite's multipliers.
 void read_family(const MetadataFields& m, const std::string& a, const Family& family, LlamaConfig& c) {
   const std::string& type = c.architecture;
   c.qk_norm = family.qk_norm;
+  c.qk_norm_whole = family.qk_norm_whole;
+  c.post_norms_only = family.post_norms_only;
+  if (family.multipliers) {  // llama-model.cpp requires all four
+    c.embedding_multiplier = m.number(a + "embedding_scale");
+    c.attention_multiplier = m.number(a + "attention.scale");
+    c.residual_multiplier = m.number(a + "residual_scale");
+    c.logits_scaling = m.number(a + "logit_scale");
+  }
   if (family.gemma_norms) {
     c.hidden_act = "gelu_pytorch_tanh";
     c.norm_weight_offset = c.scale_embeddings = true;

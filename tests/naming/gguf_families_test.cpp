@@ -45,6 +45,13 @@ TEST(GgufFamilies, EachArchitecturesNames) {
   EXPECT_EQ(stack_slot("gguf", "model.layers.1.mlp.experts.2.down_proj.weight", "qwen3moe")->stack, "blk.1.ffn_down_exps.weight");
   expect_pair("gemma3", "blk.0.post_ffw_norm.weight", "model.layers.0.post_feedforward_layernorm.weight");
   EXPECT_EQ(from_canonical("gguf", "model.layers.0.self_attn.q_norm.weight", "llama"), std::nullopt);
+  // OLMo 2: only the sublayers' output norms; Granite: llama's names with q/k rows interleaved.
+  expect_pair("olmo2", "blk.0.post_attention_norm.weight", "model.layers.0.post_attention_layernorm.weight");
+  expect_pair("olmo2", "blk.0.post_ffw_norm.weight", "model.layers.0.post_feedforward_layernorm.weight");
+  expect_pair("olmo2", "blk.0.attn_q_norm.weight", "model.layers.0.self_attn.q_norm.weight");
+  expect_pair("granite", "blk.0.ffn_down.weight", "model.layers.0.mlp.down_proj.weight");
+  EXPECT_TRUE(interleaved_rotary("gguf", "granite"));
+  EXPECT_FALSE(interleaved_rotary("gguf", "olmo2"));
   // An architecture the scheme does not know has no names (its tensors keep theirs); other schemes ignore it.
   EXPECT_EQ(to_canonical("gguf", "token_embd.weight", "falcon"), std::nullopt);
   EXPECT_TRUE(to_canonical("meta", "tok_embeddings.weight", "falcon"));

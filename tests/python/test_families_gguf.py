@@ -1,8 +1,9 @@
 """The 2026 families written as GGUF the way llama.cpp's converter writes them (the family seam's
 GGUF description: src/families/), judged by the peers: gguf-py's own table of each architecture's
-tensor names holds every name we write, transformers 5 loads our GGUF (its gguf_file= reader) and
-computes the original's logits, and the engine run on the GGUF computes transformers' logits on
-the original. Tiny random models built and saved by the pinned transformers."""
+tensor names holds every name we write, transformers 5 loads our GGUF (its gguf_file= reader, for
+the architectures it reads) and computes the original's logits, and the engine run on the GGUF
+computes transformers' logits on the original. Tiny random models built and saved by the pinned
+transformers."""
 import os
 import pathlib
 import subprocess
@@ -32,7 +33,11 @@ FAMILIES = {
                        norm_topk_prob=True), "QWEN3MOE"),
     "gemma3_text": (transformers.Gemma3TextConfig, GEMMA3_ROPE,
                     dict(head_dim=256, query_pre_attn_scalar=256, sliding_window=4, num_hidden_layers=6), "GEMMA3"),
+    "olmo2": (transformers.Olmo2Config, PLAIN, {}, "OLMO2"),
+    "granite": (transformers.GraniteConfig, PLAIN, dict(embedding_multiplier=3.0, attention_multiplier=0.2,
+                                                        residual_multiplier=0.5, logits_scaling=4.0), "GRANITE"),
 }
+TRANSFORMERS_READS = {"qwen3", "qwen3_moe", "gemma3_text"}  # the others are not in its GGUF reader's tables
 
 
 def convert(src, out, *args):
@@ -77,7 +82,9 @@ def test_the_engine_runs_our_gguf_as_transformers_runs_the_original(family):
 
 def test_transformers_loads_our_gguf_and_computes_the_originals_logits(family):
     """transformers' own GGUF reader (gguf_file=), which applies llama.cpp's conventions in reverse."""
-    _, model, folder, path = family
+    model_type, model, folder, path = family
+    if model_type not in TRANSFORMERS_READS:
+        pytest.skip(f"transformers 5.19 reads no GGUF of {model_type}")
     peer = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=path.name, dtype=torch.float32).eval()
     peer.config._attn_implementation = "eager"
     for n in (1, 7, 13):
