@@ -13,7 +13,7 @@ namespace {
 
 std::optional<quant::QuantConfig> config_beside(const WeightSource& source, const Opener& files) {
   const std::string dir = files.is_directory(source.origin()) ? source.origin() : files.parent(source.origin());
-  for (const char* name : {"quantization_config.json", "quantize_config.json"}) {
+  for (const char* name : {"quantization_config.json", "quantize_config.json", "hf_quant_config.json"}) {
     const std::string path = files.join(dir, name);
     if (!files.exists(path) || files.is_directory(path)) continue;
     const std::shared_ptr<ByteSource> file = files.open(path);

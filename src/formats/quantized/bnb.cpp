@@ -1,4 +1,14 @@
-#include "formats/quantized/bnb.hpp"
+// bitsandbytes as transformers saves it.
+// 4-bit (NF4 / FP4): `<prefix>.weight` U8 [n / 2, 1], two codes per byte, high nibble first;
+// `.absmax` F32 [blocks] (double quant: U8 codes, with `.nested_absmax` F32 per nested block,
+// `.nested_quant_map` F32 [256] and the quant_state's nested_offset); `.quant_map` F32 [16];
+// `.quant_state.bitsandbytes__nf4|fp4` U8, the JSON that gives the dense shape and block sizes.
+// W[e] = quant_map[code_e] · absmax[e / blocksize]; double quant:
+// absmax[b] = nested_quant_map[code_b] · nested_absmax[b / nested_blocksize] + nested_offset (F32).
+// Reads the quant_state blob now (the dense shape is only there).
+// LLM.int8: `<prefix>.weight` I8 [out, in], `.SCB` F32 [out]: W = (q · SCB[o]) · (1/127 as bitsandbytes
+// writes it, 7.874015718698502e-3), as int8_vectorwise_dequant computes it.
+#include "formats/quantized/layer_kind.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -118,8 +128,6 @@ class Bnb8Decoder final : public LayerDecoder {
   mutable std::vector<float> scb_;
 };
 
-}  // namespace
-
 QuantLayer bnb4_layer(const RawSource& raw, const std::string& prefix, const std::string& state_name, const QuantConfig& c) {
   const std::string w = prefix + ".weight";
   const TensorInfo& weight = layer_tensor(*raw, w, prefix);
@@ -176,5 +184,23 @@ QuantLayer bnb8_layer(const RawSource& raw, const std::string& prefix, const Qua
   if (const TensorInfo* format = raw->find(prefix + ".weight_format")) layer.stored.push_back(format->name);
   return layer;
 }
+
+}  // namespace
+
+extern const LayerKind kBnb4Kind{
+    "bitsandbytes 4-bit (quant_state)",
+    [](const WeightSource&, const TensorInfo& t, std::string& prefix, std::string& extra) {
+      const size_t at = t.name.find(".weight.quant_state.bitsandbytes__");
+      if (at == std::string::npos) return false;
+      prefix = t.name.substr(0, at), extra = t.name;
+      return true;
+    },
+    [](const QuantConfig& c) { return c.method == Method::Bnb4; }, bnb4_layer};
+
+extern const LayerKind kBnb8Kind{
+    "bitsandbytes int8 (SCB)",
+    [](const WeightSource&, const TensorInfo& t, std::string& prefix, std::string&) { return strip_suffix(t.name, ".SCB", prefix); },
+    [](const QuantConfig& c) { return c.method == Method::Bnb8; },
+    [](const RawSource& raw, const std::string& prefix, const std::string&, const QuantConfig& c) { return bnb8_layer(raw, prefix, c); }};
 
 }  // namespace wl::quant

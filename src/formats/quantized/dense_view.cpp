@@ -7,102 +7,29 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor_json.hpp"
-#include "formats/quantized/bnb.hpp"
-#include "formats/quantized/fp4_packed.hpp"
-#include "formats/quantized/fp8.hpp"
-#include "formats/quantized/mxfp4.hpp"
-#include "formats/quantized/pack_quantized.hpp"
-#include "formats/quantized/packed_int.hpp"
-#include "formats/quantized/sparse_bitmask.hpp"
+#include "formats/quantized/layer_kind.hpp"
 #include "weightloader/error.hpp"
 
 namespace wl::quant {
 
 namespace {
 
-bool strip_suffix(const std::string& name, std::string_view suffix, std::string& prefix) {
-  if (!name.ends_with(suffix)) return false;
-  prefix = name.substr(0, name.size() - suffix.size());
-  return true;
-}
-
-// What each tensor name says about its layer's method, whatever the config says.
-enum class Seen { None, PackedInt, Bnb4, Bnb8, Fp8, CtPacked, CtInt8, CtSparse, Mxfp4 };
-
-Seen seen_in(const WeightSource& raw, const TensorInfo& t, std::string& prefix, std::string& extra) {
-  if (strip_suffix(t.name, ".qweight", prefix)) return Seen::PackedInt;
-  if (const size_t at = t.name.find(".weight.quant_state.bitsandbytes__"); at != std::string::npos) {
-    prefix = t.name.substr(0, at), extra = t.name;
-    return Seen::Bnb4;
-  }
-  if (strip_suffix(t.name, ".SCB", prefix)) return Seen::Bnb8;
-  if (strip_suffix(t.name, ".weight_packed", prefix)) return Seen::CtPacked;
-  if (strip_suffix(t.name, "_blocks", prefix) && raw.find(prefix + "_scales")) return Seen::Mxfp4;
-  // A sparse layer's tensors hang off `<prefix>.weight` or, since compressed-tensors' #219, `<prefix>`.
-  if (strip_suffix(t.name, ".bitmask", extra) && raw.find(extra + ".compressed")) {
-    if (!strip_suffix(extra, ".weight", prefix)) prefix = extra;
-    return Seen::CtSparse;
-  }
-  for (const char* suffix : {".weight_scale_inv", ".weight_scale"})
-    if (strip_suffix(t.name, suffix, prefix)) {
-      const TensorInfo* w = raw.find(prefix + ".weight");
-      if (w && w->dtype == DType::F8_E4M3) {
-        extra = t.name;
-        return Seen::Fp8;
-      }
-      if (w && w->dtype == DType::I8 && t.name.ends_with(".weight_scale")) return Seen::CtInt8;
+// The kind of layer `t` marks, with its prefix and extra: the first kind that marks it and that
+// `config` makes; else the first that marks it (which the config then contradicts). Null: none marks it.
+const LayerKind* kind_of(const WeightSource& raw, const TensorInfo& t, const QuantConfig& config, std::string& prefix, std::string& extra) {
+  const LayerKind* first = nullptr;
+  std::string first_prefix, first_extra;
+  for (const LayerKind* k : layer_kinds()) {
+    std::string p, e;
+    if (!k->marks(raw, t, p, e)) continue;
+    if (k->made_by(config)) {
+      prefix = std::move(p), extra = std::move(e);
+      return k;
     }
-  return Seen::None;
-}
-
-const char* seen_name(Seen s) {
-  switch (s) {
-    case Seen::PackedInt: return "GPTQ/AWQ (qweight)";
-    case Seen::Bnb4: return "bitsandbytes 4-bit (quant_state)";
-    case Seen::Bnb8: return "bitsandbytes int8 (SCB)";
-    case Seen::Fp8: return "FP8 (F8_E4M3 weight with a scale)";
-    case Seen::CtPacked: return "compressed-tensors pack-quantized (weight_packed)";
-    case Seen::CtInt8: return "compressed-tensors naive/int-quantized (I8 weight with weight_scale)";
-    case Seen::CtSparse: return "compressed-tensors sparse (bitmask)";
-    case Seen::Mxfp4: return "MXFP4 (_blocks with _scales)";
-    case Seen::None: break;
+    if (!first) first = k, first_prefix = std::move(p), first_extra = std::move(e);
   }
-  return "dense";
-}
-
-bool config_expects(const QuantConfig& c, Seen s) {
-  switch (c.method) {
-    case Method::Gptq:
-    case Method::Awq: return s == Seen::PackedInt;
-    case Method::Bnb4: return s == Seen::Bnb4;
-    case Method::Bnb8: return s == Seen::Bnb8;
-    case Method::Fp8: return s == Seen::Fp8;
-    case Method::CompressedTensors:
-      return s == Seen::Fp8 || s == Seen::CtPacked || s == Seen::CtInt8 || (s == Seen::CtSparse && !c.ct_sparsity.empty());
-    case Method::Mxfp4: return s == Seen::Mxfp4;
-  }
-  return false;
-}
-
-QuantLayer make_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen, const std::string& prefix, const std::string& extra,
-                      const QuantConfig& c, const TensorInfo& t) {
-  switch (seen) {
-    case Seen::PackedInt: return c.method == Method::Gptq ? gptq_layer(raw, prefix, c) : awq_layer(raw, prefix, c);
-    case Seen::Bnb4: return bnb4_layer(raw, prefix, extra, c);
-    case Seen::Bnb8: return bnb8_layer(raw, prefix, c);
-    case Seen::Fp8: return fp8_layer(raw, prefix, extra, c);
-    case Seen::CtPacked:
-      return c.ct_format.ends_with("fp4-pack-quantized") ? fp4_packed_layer(raw, prefix, c) : pack_quantized_layer(raw, prefix, c);
-    case Seen::CtInt8: return naive_quantized_layer(raw, prefix, c);
-    case Seen::Mxfp4: return mxfp4_layer(raw, prefix);
-    case Seen::CtSparse:
-      if (c.ct_sparsity == "sparse-bitmask" || c.ct_sparsity == "sparse-24-bitmask") return sparse_layer(raw, prefix, extra, c);
-      throw Error(ErrorCode::QuantUnsupported,
-                  fmt::format("compressed-tensors '{}' sparsity is not decoded (sparse-bitmask and sparse-24-bitmask are)", c.ct_sparsity),
-                  t.file, t.name);
-    case Seen::None: break;
-  }
-  throw Error(ErrorCode::QuantUnsupported, fmt::format("{} layers are not decoded yet", seen_name(seen)), t.file, t.name);
+  prefix = std::move(first_prefix), extra = std::move(first_extra);
+  return first;
 }
 
 // A layer's decoder with the spec that rebuilds it (the layer's config and stored tensors).
@@ -130,8 +57,8 @@ class SpecifiedDecoder final : public Decoder {
 };
 
 // What make_layer was given, with the layer's stored tensors; empty when one cannot be carried.
-std::string layer_spec(const WeightSource& raw, Seen seen, const std::string& prefix, const std::string& extra, const QuantConfig& c,
-                       const std::vector<std::string>& stored) {
+std::string layer_spec(const WeightSource& raw, const LayerKind& kind, const std::string& prefix, const std::string& extra,
+                       const QuantConfig& c, const std::vector<std::string>& stored) {
   if (c.block_json.empty()) return {};  // a config made in code, not read from a file
   FileList files;
   nlohmann::json tensors = nlohmann::json::array();
@@ -141,15 +68,15 @@ std::string layer_spec(const WeightSource& raw, Seen seen, const std::string& pr
     tensors.push_back(std::move(*t));
   }
   return nlohmann::json{{"kind", "quantized-layer"}, {"config", nlohmann::json::parse(c.block_json)}, {"origin", c.origin},
-                        {"seen", static_cast<int>(seen)}, {"prefix", prefix}, {"extra", extra}, {"format", raw.format()},
+                        {"layer", kind.name}, {"prefix", prefix}, {"extra", extra}, {"format", raw.format()},
                         {"source", raw.origin()}, {"files", files.names}, {"tensors", std::move(tensors)}}
       .dump();
 }
 
-QuantLayer specified_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen, const std::string& prefix, const std::string& extra,
-                           const QuantConfig& c, const TensorInfo& t) {
-  QuantLayer layer = make_layer(raw, seen, prefix, extra, c, t);
-  std::string spec = layer_spec(*raw, seen, prefix, extra, c, layer.stored);
+QuantLayer specified_layer(const RawSource& raw, const LayerKind& kind, const std::string& prefix, const std::string& extra,
+                           const QuantConfig& c) {
+  QuantLayer layer = kind.make(raw, prefix, extra, c);
+  std::string spec = layer_spec(*raw, kind, prefix, extra, c, layer.stored);
   if (!spec.empty()) layer.dense.decoder = std::make_shared<SpecifiedDecoder>(layer.dense.decoder, std::move(spec));
   return layer;
 }
@@ -166,13 +93,13 @@ std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw
   std::unordered_map<std::string, size_t> layer_of_stored;
   for (const TensorInfo& t : raw->tensors()) {
     std::string prefix, extra;
-    const Seen seen = seen_in(*raw, t, prefix, extra);
-    if (seen == Seen::None) continue;
-    if (!config_expects(config, seen))
+    const LayerKind* kind = kind_of(*raw, t, config, prefix, extra);
+    if (!kind) continue;
+    if (!kind->made_by(config))
       throw Error(ErrorCode::QuantConfigInvalid,
-                  fmt::format("{} says {}, but this tensor belongs to a {} layer", config.origin, config.method_name(), seen_name(seen)),
-                  t.file, t.name);
-    layers.push_back(specified_layer(raw, seen, prefix, extra, config, t));
+                  fmt::format("{} says {}, but this tensor belongs to a {} layer", config.origin, config.method_name(), kind->name), t.file,
+                  t.name);
+    layers.push_back(specified_layer(raw, *kind, prefix, extra, config));
     for (const std::string& s : layers.back().stored) layer_of_stored.emplace(s, layers.size() - 1);
   }
   if (layers.empty() && (!require_layers || config.stored_dense())) return raw->with_metadata(raw->metadata());
@@ -217,13 +144,11 @@ std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spe
   if (tensors.empty()) bad_catalogue_value("a quantized layer without tensors");
   const std::string origin = spec.at("origin").get<std::string>();
   const QuantConfig config = parse_quant_config(spec.at("config"), origin);
-  const int seen = spec.at("seen").get<int>();
-  if (seen <= static_cast<int>(Seen::None) || seen > static_cast<int>(Seen::Mxfp4)) bad_catalogue_value(fmt::format("layer kind {}", seen));
+  const LayerKind* kind = layer_kind(spec.at("layer").get<std::string>());
+  if (!kind) bad_catalogue_value(fmt::format("layer kind {}", spec.at("layer").dump()));
   auto raw = std::make_shared<const WeightSource>(spec.at("format").get<std::string>(), spec.at("source").get<std::string>(),
                                                   std::move(tensors), std::map<std::string, std::string>{}, opener);
-  return specified_layer(raw, static_cast<Seen>(seen), spec.at("prefix").get<std::string>(), spec.at("extra").get<std::string>(), config,
-                         raw->tensors().front())
-      .dense.decoder;
+  return specified_layer(raw, *kind, spec.at("prefix").get<std::string>(), spec.at("extra").get<std::string>(), config).dense.decoder;
 }
 
 }  // namespace wl::quant

@@ -1,4 +1,11 @@
-#include "formats/quantized/fp8.hpp"
+// FP8 e4m3fn weights with their scales (transformers' "fp8", compressed-tensors' float-quantized).
+// `<prefix>.weight` F8_E4M3 [out, in] times `scale_name` (weight_scale_inv or weight_scale, both
+// multiplied), one value per tensor ([] or [1]), per output row ([out] or [out, 1]) or per block
+// ([ceil(out / rows), ceil(in / cols)] with the config's block size) or per group of the config's
+// group_size inputs ([out, ceil(in / group_size)]): W = f32(q) · f32(s). U8 group scales are
+// compressed-tensors' mxfp8-quantized E8M0 exponents: s = 2^(e - 127).
+// `<prefix>.input_scale` (for activations) has no dense counterpart and is hidden too.
+#include "formats/quantized/layer_kind.hpp"
 
 #include <algorithm>
 #include <array>
@@ -69,8 +76,6 @@ class Fp8Decoder final : public LayerDecoder {
   mutable std::vector<float> scales_;
 };
 
-}  // namespace
-
 QuantLayer fp8_layer(const RawSource& raw, const std::string& prefix, const std::string& scale_name, const QuantConfig& c) {
   const TensorInfo& weight = layer_tensor(*raw, prefix + ".weight", prefix);
   const TensorInfo& scale = layer_tensor(*raw, scale_name, prefix);
@@ -114,5 +119,27 @@ QuantLayer fp8_layer(const RawSource& raw, const std::string& prefix, const std:
   if (const TensorInfo* input = raw->find(prefix + ".input_scale")) layer.stored.push_back(input->name);
   return layer;
 }
+
+}  // namespace
+
+// An F8_E4M3 weight with its weight_scale_inv (DeepSeek's blocks) or weight_scale (per tensor,
+// channel or group: compressed-tensors, FP8 configs).
+extern const LayerKind kFp8Kind{
+    "FP8 (F8_E4M3 weight with a scale)",
+    [](const WeightSource& raw, const TensorInfo& t, std::string& prefix, std::string& extra) {
+      for (const char* suffix : {".weight_scale_inv", ".weight_scale"}) {
+        std::string layer;
+        if (!strip_suffix(t.name, suffix, layer)) continue;
+        const TensorInfo* w = raw.find(layer + ".weight");
+        if (!w || w->dtype != DType::F8_E4M3) return false;
+        prefix = layer, extra = t.name;
+        return true;
+      }
+      return false;
+    },
+    [](const QuantConfig& c) {
+      return c.method == Method::Fp8 || c.method == Method::CompressedTensors || (c.method == Method::Modelopt && c.modelopt_algo == "FP8");
+    },
+    fp8_layer};
 
 }  // namespace wl::quant

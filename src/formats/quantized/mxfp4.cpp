@@ -1,4 +1,11 @@
-#include "formats/quantized/mxfp4.hpp"
+// gpt-oss's MXFP4 experts (transformers' "mxfp4" quant_method), dense as transformers 5 dequantises
+// them (integrations/mxfp4.py, convert_moe_packed_tensors).
+// `<prefix>_blocks` U8 [E, R, G, B] (two E2M1 codes a byte, low nibble first) and `<prefix>_scales`
+// U8 [E, R, G] (E8M0, one per 2B values) as the F32 `<prefix>` [E, 2·G·B, R] (transposed, as
+// transformers hands the experts to the model): W[e, i, r] = e2m1(code) · 2^(s - 127) in F32, with
+// i = 2·B·g + 2·byte + nibble, exact as torch.ldexp is (s = 255 is no NaN: ±6 · 2^128 overflows to
+// ±inf, 0.5 · 2^128 is 2^127).
+#include "formats/quantized/layer_kind.hpp"
 
 #include <array>
 
@@ -45,8 +52,6 @@ class Mxfp4Decoder final : public LayerDecoder {
   mutable std::vector<float> scales_;
 };
 
-}  // namespace
-
 QuantLayer mxfp4_layer(const RawSource& raw, const std::string& prefix) {
   const TensorInfo& blocks = layer_tensor(*raw, prefix + "_blocks", prefix);
   const TensorInfo& scales = layer_tensor(*raw, prefix + "_scales", prefix);
@@ -58,5 +63,19 @@ QuantLayer mxfp4_layer(const RawSource& raw, const std::string& prefix) {
   auto decoder = std::make_shared<Mxfp4Decoder>(blocks, std::vector<SideRead>{{scales, DType::U8}});
   return {dense_entry(prefix, blocks, {experts, groups * bytes * 2, rows}, decoder), {blocks.name, scales.name}};
 }
+
+}  // namespace
+
+// gpt-oss's experts: <prefix>_blocks beside <prefix>_scales.
+extern const LayerKind kMxfp4Kind{
+    "MXFP4 (_blocks with _scales)",
+    [](const WeightSource& raw, const TensorInfo& t, std::string& prefix, std::string&) {
+      std::string layer;
+      if (!strip_suffix(t.name, "_blocks", layer) || !raw.find(layer + "_scales")) return false;
+      prefix = layer;
+      return true;
+    },
+    [](const QuantConfig& c) { return c.method == Method::Mxfp4; },
+    [](const RawSource& raw, const std::string& prefix, const std::string&, const QuantConfig&) { return mxfp4_layer(raw, prefix); }};
 
 }  // namespace wl::quant

@@ -1,4 +1,14 @@
-#include "formats/quantized/pack_quantized.hpp"
+// compressed-tensors' integer formats: pack-quantized (its PackedQuantizationCompressor, what vLLM's
+// w4a16 and w8a16 models carry: 1 to 8 bits packed densely into int32 words) and naive-quantized /
+// int-quantized (its NaiveQuantizationCompressor: one int8 per value, vLLM's w8a8 int8 models).
+// Both dequantise by GroupScales' rule.
+// weight_packed I32 [out, ceil(in * bits / 32)]: each row one little-endian bit stream, element i at
+// bit i * bits (values may straddle two words), stored as q + 2^(bits-1); weight_shape I64 [2] =
+// (out, in); weight_scale, and asymmetric weight_zero_point I32 [ceil(out * bits / 32), groups]
+// packed the same way down each column; actorder "group": weight_g_idx I32 [in].
+// weight I8 [out, in] holding q itself; weight_scale; asymmetric weight_zero_point [out, groups];
+// actorder: weight_g_idx [in].
+#include "formats/quantized/layer_kind.hpp"
 
 #include <fmt/format.h>
 
@@ -52,8 +62,6 @@ QuantLayer int_layer(const RawSource& raw, const std::string& prefix, const Quan
   return layer;
 }
 
-}  // namespace
-
 QuantLayer pack_quantized_layer(const RawSource& raw, const std::string& prefix, const QuantConfig& c) {
   const TensorInfo& packed = layer_tensor(*raw, prefix + ".weight_packed", prefix);
   const TensorInfo& shape = layer_tensor(*raw, prefix + ".weight_shape", prefix);
@@ -80,5 +88,28 @@ QuantLayer naive_quantized_layer(const RawSource& raw, const std::string& prefix
                 weight.file, weight.name);
   return int_layer(raw, prefix, c, weight, weight.shape[0], weight.shape[1], 0, {});
 }
+
+}  // namespace
+
+// Integers packed into int32 words (weight_packed with weight_shape), any format but FP4's.
+extern const LayerKind kPackQuantizedKind{
+    "compressed-tensors pack-quantized (weight_packed)",
+    [](const WeightSource&, const TensorInfo& t, std::string& prefix, std::string&) { return strip_suffix(t.name, ".weight_packed", prefix); },
+    [](const QuantConfig& c) { return c.method == Method::CompressedTensors && !c.ct_format.ends_with("fp4-pack-quantized"); },
+    [](const RawSource& raw, const std::string& prefix, const std::string&, const QuantConfig& c) { return pack_quantized_layer(raw, prefix, c); }};
+
+// One int8 per value (naive-quantized, int-quantized): an I8 weight with its weight_scale.
+extern const LayerKind kInt8ValuesKind{
+    "compressed-tensors naive/int-quantized (I8 weight with weight_scale)",
+    [](const WeightSource& raw, const TensorInfo& t, std::string& prefix, std::string&) {
+      std::string layer;
+      if (!strip_suffix(t.name, ".weight_scale", layer)) return false;
+      const TensorInfo* w = raw.find(layer + ".weight");
+      if (!w || w->dtype != DType::I8) return false;
+      prefix = layer;
+      return true;
+    },
+    [](const QuantConfig& c) { return c.method == Method::CompressedTensors; },
+    [](const RawSource& raw, const std::string& prefix, const std::string&, const QuantConfig& c) { return naive_quantized_layer(raw, prefix, c); }};
 
 }  // namespace wl::quant

@@ -1,4 +1,13 @@
-#include "formats/quantized/packed_int.hpp"
+// GPTQ and AWQ: integers packed into int32 words with per-group scales and zero points.
+// GPTQ (AutoGPTQ / GPTQModel layout): qweight I32 [in / (32 / bits), out], 32 / bits consecutive
+// input rows per word, LSB first; qzeros I32 [groups, out / (32 / bits)] packed the same way along
+// the outputs (v1: zero − 1, +1 on read, as AutoGPTQ's dequantisation does); scales F16 [groups, out];
+// g_idx I32 [in] (absent: input i is in group i / group_size).
+// W[o, i] = (q[i, o] − z[g, o]) · s[g, o] with g = g_idx[i], in F32.
+// AWQ GEMM (AutoAWQ): qweight I32 [in, out / 8], 8 output columns per word in the order
+// [0, 2, 4, 6, 1, 3, 5, 7] (column 8w + j in nibble [0, 4, 1, 5, 2, 6, 3, 7][j]); qzeros I32
+// [groups, out / 8] packed the same way (no +1); scales F16 [groups, out]; g = i / group_size.
+#include "formats/quantized/layer_kind.hpp"
 
 #include <cstring>
 
@@ -106,8 +115,6 @@ uint64_t groups_for(const QuantConfig& c, uint64_t in, const TensorInfo& scales)
   return in / static_cast<uint64_t>(c.group_size);
 }
 
-}  // namespace
-
 QuantLayer gptq_layer(const RawSource& raw, const std::string& prefix, const QuantConfig& c) {
   const TensorInfo& qweight = layer_tensor(*raw, prefix + ".qweight", prefix);
   const TensorInfo& qzeros = layer_tensor(*raw, prefix + ".qzeros", prefix);
@@ -152,5 +159,15 @@ QuantLayer awq_layer(const RawSource& raw, const std::string& prefix, const Quan
                                               std::vector<SideRead>{{qzeros, qzeros.dtype}, {scales, DType::F32}});
   return {dense_entry(prefix + ".weight", qweight, {out, in}, decoder), {qweight.name, qzeros.name, scales.name}};
 }
+
+}  // namespace
+
+extern const LayerKind kPackedIntKind{
+    "GPTQ/AWQ (qweight)",
+    [](const WeightSource&, const TensorInfo& t, std::string& prefix, std::string&) { return strip_suffix(t.name, ".qweight", prefix); },
+    [](const QuantConfig& c) { return c.method == Method::Gptq || c.method == Method::Awq; },
+    [](const RawSource& raw, const std::string& prefix, const std::string&, const QuantConfig& c) {
+      return c.method == Method::Gptq ? gptq_layer(raw, prefix, c) : awq_layer(raw, prefix, c);
+    }};
 
 }  // namespace wl::quant

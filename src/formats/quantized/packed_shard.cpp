@@ -112,6 +112,20 @@ Slice fp4_packed(const TensorInfo& t, const QuantConfig& c, ParallelStyle style,
   refuse(t, fmt::format("not a tensor of an {} layer", c.ct_format));
 }
 
+// ModelOpt NVFP4: weight U8 [out, in / 2] and weight_scale [out, in / group_size] split like
+// compressed-tensors' FP4 (whole groups along the inputs); weight_scale_2 and input_scale go to every rank.
+// ModelOpt FP8 is FP8 with a per-tensor scale.
+Slice modelopt(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
+  if (c.modelopt_algo == "FP8") return fp8(t, c, style, rank, world);
+  const bool column = style == ParallelStyle::Column;
+  if (ends(t.name, ".weight_scale_2") || ends(t.name, ".input_scale")) return {};
+  if (ends(t.name, ".bias")) return column ? share(t, 0, 1, "row", rank, world) : Slice{};
+  if (column && (ends(t.name, ".weight") || ends(t.name, ".weight_scale"))) return share(t, 0, 1, "row", rank, world);
+  if (ends(t.name, ".weight")) return share(t, 1, static_cast<uint64_t>(c.group_size) / 2, "group", rank, world);
+  if (ends(t.name, ".weight_scale")) return share(t, 1, 1, "group", rank, world);
+  refuse(t, "not a tensor of a ModelOpt NVFP4 layer");
+}
+
 // compressed-tensors naive-/int-quantized: one int8 per value, so the plain splits, an input split on
 // whole groups with the groups' scales and zero points ([out, groups]) beside it.
 Slice int8_values(const TensorInfo& t, const QuantConfig& c, ParallelStyle style, unsigned rank, unsigned world) {
@@ -171,6 +185,7 @@ Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, Paralle
     case Method::Fp8: return fp8(tensor, c, style, rank, world);
     case Method::CompressedTensors: return compressed_tensors(source, tensor, c, style, rank, world);
     case Method::Mxfp4: return mxfp4(tensor, style, rank, world);
+    case Method::Modelopt: return modelopt(tensor, c, style, rank, world);
     case Method::Bnb4:
     case Method::Bnb8: break;
   }

@@ -129,6 +129,24 @@ void read_compressed_tensors(const json& j, QuantConfig& c) {
   if (c.ct_format.empty()) invalid(c.origin, "compressed-tensors without a 'format'");
 }
 
+// NVIDIA ModelOpt: config.json's block (quant_method "modelopt", quant_algo, the weights' group_size
+// under config_groups, ignore) or hf_quant_config.json's (quantization: quant_algo, group_size,
+// exclude_modules), as vLLM's ModelOpt configs read both.
+void read_modelopt(const json& j, QuantConfig& c) {
+  const json& q = j.contains("quantization") && j["quantization"].is_object() ? j["quantization"] : j;
+  c.modelopt_algo = string_key(q, "quant_algo", "", c.origin);
+  if (c.modelopt_algo != "NVFP4" && c.modelopt_algo != "FP8")
+    throw Error(ErrorCode::QuantUnsupported, fmt::format("ModelOpt quant_algo '{}' (NVFP4 and FP8 are decoded)", c.modelopt_algo), c.origin);
+  c.bits = c.modelopt_algo == "FP8" ? 8 : 4;
+  int64_t group = int_key(q, "group_size", -1, c.origin);
+  if (group < 0 && q.contains("config_groups") && q["config_groups"].is_object())
+    for (const auto& [name, g] : q["config_groups"].items())
+      if (g.is_object() && g.contains("weights") && g["weights"].is_object()) group = int_key(g["weights"], "group_size", -1, c.origin);
+  c.group_size = c.modelopt_algo == "NVFP4" ? (group < 0 ? 16 : group) : -1;
+  if (c.group_size == 0) invalid(c.origin, "ModelOpt group_size 0");
+  c.ignore = string_list(q, q.contains("exclude_modules") ? "exclude_modules" : "ignore", c.origin);
+}
+
 }  // namespace
 
 bool QuantConfig::stored_dense() const {
@@ -144,6 +162,7 @@ std::string QuantConfig::method_name() const {
     case Method::Fp8: return "fp8";
     case Method::CompressedTensors: return "compressed-tensors";
     case Method::Mxfp4: return "mxfp4";
+    case Method::Modelopt: return "modelopt-" + modelopt_algo;
   }
   return "?";
 }
@@ -169,6 +188,10 @@ std::string QuantConfig::describe() const {
                          ct_sparsity.empty() ? "" : fmt::format(", {} sparsity", ct_sparsity),
                          ignore.empty() ? "" : fmt::format(", ignore {}", fmt::join(ignore, ",")));
     case Method::Mxfp4: return "mxfp4 (E2M1 values, an E8M0 scale per block of 32)";
+    case Method::Modelopt:
+      return modelopt_algo == "NVFP4"
+                 ? fmt::format("modelopt NVFP4 (E2M1 values, an FP8 scale per group of {} times weight_scale_2)", group_size)
+                 : "modelopt FP8 (e4m3, per-tensor weight_scale)";
   }
   return "?";
 }
@@ -178,18 +201,22 @@ QuantConfig parse_quant_config(const json& block, const std::string& origin) {
   QuantConfig c;
   c.origin = origin;
   c.block_json = block.dump();
-  // AutoGPTQ's quantize_config.json names no method; it has bits and group_size.
-  const std::string method = string_key(block, "quant_method", block.contains("bits") ? "gptq" : "", origin);
+  // AutoGPTQ's quantize_config.json names no method; it has bits and group_size. ModelOpt's
+  // hf_quant_config.json names none either; its producer is modelopt.
+  const bool modelopt_file = block.contains("producer") && block["producer"].is_object() &&
+                             string_key(block["producer"], "name", "", origin) == "modelopt";
+  const std::string method = string_key(block, "quant_method", block.contains("bits") ? "gptq" : modelopt_file ? "modelopt" : "", origin);
   if (method == "gptq") c.method = Method::Gptq, read_gptq_awq(block, c);
   else if (method == "awq") c.method = Method::Awq, read_gptq_awq(block, c);
   else if (method == "bitsandbytes") read_bnb(block, c);
   else if (method == "fp8") c.method = Method::Fp8, read_fp8(block, c);
   else if (method == "compressed-tensors") c.method = Method::CompressedTensors, read_compressed_tensors(block, c);
   else if (method == "mxfp4") c.method = Method::Mxfp4, c.bits = 4, c.ignore = string_list(block, "modules_to_not_convert", origin);
+  else if (method == "modelopt") c.method = Method::Modelopt, read_modelopt(block, c);
   else if (method.empty()) invalid(origin, "no quant_method");
   else
     throw Error(ErrorCode::QuantUnsupported,
-                fmt::format("quant_method '{}' (known: gptq, awq, bitsandbytes, fp8, compressed-tensors, mxfp4)", method), origin);
+                fmt::format("quant_method '{}' (known: gptq, awq, bitsandbytes, fp8, compressed-tensors, mxfp4, modelopt)", method), origin);
   return c;
 }
 

@@ -10,7 +10,7 @@
 
 namespace wl::quant {
 
-enum class Method { Gptq, Awq, Bnb4, Bnb8, Fp8, CompressedTensors, Mxfp4 };
+enum class Method { Gptq, Awq, Bnb4, Bnb8, Fp8, CompressedTensors, Mxfp4, Modelopt };
 
 struct QuantConfig {
   Method method = Method::Gptq;
@@ -30,6 +30,7 @@ struct QuantConfig {
   std::string ct_format;       // compressed-tensors: float-quantized, pack-quantized, naive-quantized, ...
   std::string ct_strategy;     // compressed-tensors weights: tensor, channel, group, block
   std::string ct_sparsity;     // compressed-tensors sparsity_config format: sparse-bitmask, ...; empty: dense
+  std::string modelopt_algo;   // NVIDIA ModelOpt's quant_algo: NVFP4 or FP8
   std::vector<std::string> ignore;  // layers left dense (compressed-tensors ignore, modules_to_not_convert)
 
   // compressed-tensors' "dense" format with no or "dense" sparsity: the weights are stored as they are.
@@ -39,7 +40,7 @@ struct QuantConfig {
 };
 
 // Reads a quantization_config block (config.json's, or a standalone quantize_config.json /
-// quantization_config.json). Throws QuantConfigInvalid naming `origin` and the key for a malformed
+// quantization_config.json / ModelOpt's hf_quant_config.json). Throws QuantConfigInvalid naming `origin` and the key for a malformed
 // block, QuantUnsupported for a method weightloader does not know.
 QuantConfig parse_quant_config(const nlohmann::json& block, const std::string& origin);
 

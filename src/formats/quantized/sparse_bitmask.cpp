@@ -1,4 +1,15 @@
-#include "formats/quantized/sparse_bitmask.hpp"
+// compressed-tensors' sparse formats: a pruned weight's kept values and a bitmask of where they go.
+// Under `base` — `<prefix>.weight` (compressed-tensors before its #219, January 2025) or `<prefix>`
+// (since): .compressed, the kept values in row-major order; .bitmask U8 [rows, ceil(cols / 8)]: bit
+// c % 8 (least significant first) of byte c / 8 set where element c of the row is kept
+// (numpy.packbits, bitorder little); .shape: the dense (rows, cols). Zeros elsewhere, as
+// compressed-tensors' bitmask_decompress and sparse24_bitmask_decompress fill them.
+//   sparse-bitmask: .compressed is 1-D, .row_offsets I64 [rows] where each row's values start.
+//   sparse-24-bitmask: .compressed is [rows, cols / 2], exactly two of every four values kept.
+// Values of a quantized model (F8_E4M3 or I8, sparsity applied over quantization) are dequantized
+// afterwards by `<prefix>.weight_scale` (and zero points, g_idx) as GroupScales says.
+#include "formats/quantized/layer_kind.hpp"
+#include "weightloader/error.hpp"
 
 #include <bit>
 #include <optional>
@@ -79,8 +90,6 @@ class SparseDecoder final : public LayerDecoder {
   mutable std::vector<int64_t> offsets_;
 };
 
-}  // namespace
-
 QuantLayer sparse_layer(const RawSource& raw, const std::string& prefix, const std::string& base, const QuantConfig& c) {
   const bool two_four = c.ct_sparsity == "sparse-24-bitmask";
   const TensorInfo& values = layer_tensor(*raw, base + ".compressed", prefix);
@@ -123,5 +132,28 @@ QuantLayer sparse_layer(const RawSource& raw, const std::string& prefix, const s
                                                  std::move(scales));
   return {dense_entry(prefix + ".weight", values, {rows, cols}, decoder), std::move(stored)};
 }
+
+}  // namespace
+
+// A sparse layer's tensors hang off `<prefix>.weight` or, since compressed-tensors' #219, `<prefix>`.
+extern const LayerKind kSparseBitmaskKind{
+    "compressed-tensors sparse (bitmask)",
+    [](const WeightSource& raw, const TensorInfo& t, std::string& prefix, std::string& extra) {
+      std::string base;
+      if (!strip_suffix(t.name, ".bitmask", base) || !raw.find(base + ".compressed")) return false;
+      if (!strip_suffix(base, ".weight", prefix)) prefix = base;
+      extra = base;
+      return true;
+    },
+    [](const QuantConfig& c) { return c.method == Method::CompressedTensors && !c.ct_sparsity.empty(); },
+    [](const RawSource& raw, const std::string& prefix, const std::string& base, const QuantConfig& c) {
+      if (c.ct_sparsity != "sparse-bitmask" && c.ct_sparsity != "sparse-24-bitmask") {
+        const TensorInfo& t = raw->at(base + ".bitmask");
+        throw Error(ErrorCode::QuantUnsupported,
+                    fmt::format("compressed-tensors '{}' sparsity is not decoded (sparse-bitmask and sparse-24-bitmask are)", c.ct_sparsity),
+                    t.file, t.name);
+      }
+      return sparse_layer(raw, prefix, base, c);
+    }};
 
 }  // namespace wl::quant

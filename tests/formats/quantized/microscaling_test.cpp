@@ -1,9 +1,10 @@
-// Microscaling checkpoints (gpt-oss MXFP4 experts, compressed-tensors NVFP4 and MXFP8): values by the OCP rules on a
+// Microscaling checkpoints (gpt-oss MXFP4 experts, compressed-tensors NVFP4 and MXFP8, ModelOpt NVFP4): values by the OCP rules on a
 // few hand-made codes (tests/python/test_microscaling.py compares with the libraries bit for bit),
 // tensor-parallel slices of whole blocks, decoders rebuilt from a catalogue value, and malformed
 // layers refused naming the file, the tensor and the rule.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 
 #include "loaders/catalogue_value.hpp"
@@ -128,6 +129,43 @@ TEST(Microscaling, CompressedTensorsNvfp4ScalesThatDoNotMatchAreNamed) {
   const std::string m = test::expect_error(ErrorCode::QuantTensorsInconsistent, [&] { folder(dir, nvfp4_linear({4, 3}), kNvfp4, false); });
   for (const char* part : {"model.safetensors", "weight_scale", "[4, 3]", "groups of 16", "[4, 2]"})
     EXPECT_NE(m.find(part), std::string::npos) << part << " in " << m;
+}
+
+// ModelOpt's NVFP4 export (its config.json block): scales multiplied by weight_scale_2, code 8 as +0.
+const char* kModeloptNvfp4 = R"({"quant_method": "modelopt", "quant_algo": "NVFP4", "ignore": ["lm_head"],
+  "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "float", "group_size": 16}}}})";
+
+Tensors modelopt_linear(Shape scale_shape) {
+  TensorView second = TensorView::empty(DType::F32, {});
+  second.data<float>()[0] = 2.0f;
+  return {{kLinear + "weight", filled(DType::U8, {4, 16}, 0x8B)},                        // codes 11 (-1.5), 8 (-0)
+          {kLinear + "weight_scale", filled(DType::F8_E4M3, std::move(scale_shape), 0x38)},  // 1.0
+          {kLinear + "weight_scale_2", second},
+          {kLinear + "input_scale", filled(DType::F32, {}, 0)}};
+}
+
+TEST(Microscaling, ModeloptNvfp4DenseAndSplits) {
+  test::TempDir dense_dir, stored_dir;
+  auto dense = folder(dense_dir, modelopt_linear({4, 2}), kModeloptNvfp4, false);
+  EXPECT_EQ(dense->find(kLinear + "weight_scale_2"), nullptr);
+  EXPECT_EQ(dense->find(kLinear + "input_scale"), nullptr);
+  const TensorView v = dense->load(dense->at(kLinear + "weight"), DType::F32);
+  EXPECT_EQ(v.shape(), (Shape{4, 32}));
+  EXPECT_EQ(v.data<float>()[0], -3.0f);  // -1.5 · (1.0 · 2)
+  EXPECT_EQ(std::bit_cast<uint32_t>(v.data<float>()[1]), 0u);  // +0, as ModelOpt's table has it
+  auto s = folder(stored_dir, modelopt_linear({4, 2}), kModeloptNvfp4, true);
+  const TensorInfo& packed = s->at(kLinear + "weight");
+  expect_slice(packed_shard(*s, packed, ParallelStyle::Column, 1, 2), 0, 2, 4);
+  expect_slice(packed_shard(*s, packed, ParallelStyle::Row, 1, 2), 1, 8, 16);  // 16 inputs: 8 bytes
+  expect_slice(packed_shard(*s, s->at(kLinear + "weight_scale"), ParallelStyle::Row, 1, 2), 1, 1, 2);
+  EXPECT_EQ(packed_shard(*s, s->at(kLinear + "weight_scale_2"), ParallelStyle::Row, 1, 2).end, UINT64_MAX);
+  const std::string m = test::expect_error(ErrorCode::QuantUnsupported, [&] { packed_shard(*s, packed, ParallelStyle::Row, 0, 4); });
+  EXPECT_NE(m.find("would cut a group of 8"), std::string::npos) << m;
+  test::TempDir bad_dir;
+  const std::string bad = test::expect_error(ErrorCode::QuantTensorsInconsistent,
+                                             [&] { folder(bad_dir, modelopt_linear({4, 3}), kModeloptNvfp4, false); });
+  for (const char* part : {"model.safetensors", "weight_scale", "[4, 3]", "groups of 16"})
+    EXPECT_NE(bad.find(part), std::string::npos) << part << " in " << bad;
 }
 
 const char* kMxfp8 = R"({"quant_method": "compressed-tensors", "format": "mxfp8-quantized", "config_groups": {"group_0":
