@@ -93,8 +93,9 @@ def plan_shards(params: Sequence[tuple[str, list[int]]], checkpoint: dict[str, l
 def from_memory(label: str, entries: Sequence[tuple[str, str, list[int], list[int] | None, int, object]],
                 metadata: dict[str, str] = ...) -> Source: ...
 def from_bytes(label: str, data: bytes) -> Source: ...
-def safetensors_with_c64(label: str, data: bytes | None = None) -> tuple[Source, list[str]] | None:
-    """A safetensors file (or its bytes) catalogued with each C64 tensor as F32 pairs, and their names."""
+def open_safetensors(label: str, data: bytes | None = None) -> tuple[Source, list[str]] | None:
+    """A safetensors file (or its bytes) catalogued with each complex (C64) tensor as F32 pairs, and
+    their names; None when the content is not safetensors."""
 def safetensors_metadata(path: str) -> dict[str, str] | None:
     """A safetensors file's __metadata__ as its header states it; None when it has none."""
 def dtype_size(dtype: str) -> int: ...

@@ -9,9 +9,8 @@ import re
 import numpy as np
 import torch
 
-from .. import _core
 from ..errors import Error
-from ..safe_open import _FRAMEWORKS, _normalise_index, _open_reader, _open_source, _recognised, _State
+from ..safe_open import _FRAMEWORKS, _normalise_index, _open_reader, _recognised, _State
 from ..safe_open import safe_open as _weightloader_safe_open
 from . import _c64, _index
 from ._error import SafetensorError, raised_as_safetensors
@@ -71,7 +70,7 @@ class safe_open(_weightloader_safe_open):  # noqa: N801  (safetensors' spelling)
             raise FileNotFoundError(f"No such file or directory: {path}")
         with raised_as_safetensors("Error while deserializing header: "):
             self._state, self._metadata = _open_reader(path, fw, dev, mappable=backend == "mmap",
-                                                       opener=_c64.with_c64(_open_source))
+                                                       opener=_c64.open_path)
         if fw == "np" or backend == "pread":  # safetensors' own slicer; torch's indexing of a view otherwise
             self._index_rule = _index.ranges
         else:
@@ -101,7 +100,7 @@ def deserialize(bytes):  # noqa: A002  (safetensors' parameter name)
     to F32 (no framework has a type for them)."""
     with raised_as_safetensors("Error while deserializing: "):
         data = bytes if isinstance(bytes, builtins.bytes) else builtins.bytes(bytes)
-        source = _recognised(_c64.with_c64(_core.from_bytes), "<bytes>", data)
+        source = _recognised(_c64.open_bytes, "<bytes>", data)
         state = _State(source, "np", None, None, mappable=False)
         out = []
         for name in sorted(state.names, key=lambda n: state.info(n)["offset"]):
