@@ -5,6 +5,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "weightloader's C++ library (use the weightloader package, not this module directly)";
   m.attr("__version__") = WL_VERSION;  // the CMake project version
   wl::py::register_errors(m);
+  wl::py::register_report(m);
   wl::py::register_sources(m);
   wl::py::register_loaders(m);
   wl::py::register_llm(m);

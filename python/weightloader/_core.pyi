@@ -5,6 +5,39 @@ from typing import Any, Callable, Sequence, Union
 
 def __getattr__(name: str) -> Any: ...
 
+class LoadReport:
+    """What a load did (the C++ LoadReport): read-only attributes, also items (report["loaded"],
+    keys(), dict(report)); attributes Python adds (load_into's tp_rank, tp_size) are items too."""
+
+    source: str
+    format: str
+    loaded: list[str]
+    converted: list[dict[str, str]]  # name, from (stored type), to
+    reshaped: list[dict[str, Any]]   # name, from, to (shapes)
+    skipped: list[str]
+    missing: list[str]
+    unexpected: list[str]
+    bytes_read: int
+    bytes_written: int
+    bytes_fetched: int
+    seconds: float
+    gbps: float
+    concurrency: int
+    staging_bytes: int
+    staging_bound: int
+    io_mode: str
+    io_mode_reason: str
+    zero_copy: list[str]
+    names: dict[str, Any] | None     # name_map=auto: summary, from, from_prefix, to, to_prefix, matched, total
+    def keys(self) -> list[str]: ...
+    def __getitem__(self, key: str) -> Any: ...
+    def __contains__(self, key: object) -> bool: ...
+    def __iter__(self) -> Any: ...
+    def __len__(self) -> int: ...
+    def to_string(self, verbose: bool = False) -> str: ...
+    def to_json(self) -> str: ...
+    def __getattr__(self, name: str) -> Any: ...  # attributes Python added
+
 class Source:
     """A checkpoint's catalogue: names, dtypes, shapes, metadata; reads into caller memory."""
 
@@ -76,7 +109,7 @@ class Loader:
              params: Sequence[Union[tuple[str, str, list[int], int, int],
                                     tuple[str, str, list[int], int, int, Sequence[tuple[str, int, int, int, int]] | None]]],
              strict: bool | None = None, progress: Callable[[int, int], Any] | None = None,
-             device: str | None = None, replace: bool = False) -> tuple[str, dict[str, MappedBytes]]: ...
+             device: str | None = None, replace: bool = False) -> tuple[LoadReport, dict[str, MappedBytes]]: ...
 
 def error_code_names() -> list[str]: ...
 def error_category(code: str) -> str: ...

@@ -6,7 +6,7 @@ from collections import namedtuple
 from . import _core, materialize, tensor_parallel
 from ._params import module_tensors
 from .errors import _from_core
-from .loaders import WeightLoaderRegistry, CoreWeightLoader, BaseWeightLoader, Weights
+from .loaders import WeightLoaderRegistry, CoreWeightLoader, BaseWeightLoader, LoadReport, Weights
 
 
 class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -105,7 +105,9 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
             report = instance.load_weights(module, weights)
     if report is None:
         return IncompatibleKeys([], [])
-    if isinstance(report, dict):
+    if isinstance(report, LoadReport):  # the library's: its added attributes are items too
+        report.tp_rank, report.tp_size = ranks.rank, ranks.size
+    elif isinstance(report, dict):  # a Python loader's
         report["tp_rank"], report["tp_size"] = ranks.rank, ranks.size
     out = IncompatibleKeys(list(report["missing"]), list(report["unexpected"]))
     out._report = report
