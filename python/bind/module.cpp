@@ -12,6 +12,7 @@ PYBIND11_MODULE(_core, m) {
   wl::py::register_writers(m);
   wl::py::register_host_memory(m);
   wl::py::register_tensor_parallel(m);
+  wl::py::register_communicator(m);
   wl::py::register_plan(m);
 }
 
