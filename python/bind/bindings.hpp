@@ -27,6 +27,8 @@ void register_writers(pybind11::module_& m);
 void register_host_memory(pybind11::module_& m);
 void register_tensor_parallel(pybind11::module_& m);
 void register_plan(pybind11::module_& m);
+void register_report(pybind11::module_& m);
+void register_communicator(pybind11::module_& m);
 
 // What the module's loads reach through: local files, and what the build links — http://,
 // https:// and s3:// names and hub downloads (the remote component), CUDA devices (load_into

@@ -131,13 +131,9 @@ void register_llm(pyb::module_& m) {
         return out;
       })
       .def("load_rank", [](Engine& e, unsigned rank, const WeightSource& source, std::optional<bool> strict) {
-        return e.calls.run([&] { return e.llm->load_rank(rank, source, strict).to_json(); });
+        return e.calls.run([&] { return e.llm->load_rank(rank, source, strict); });
       }, pyb::arg("rank"), pyb::arg("source"), pyb::arg("strict") = pyb::none())
-      .def("load_reports", [](const Engine& e) {
-        std::vector<std::string> out;
-        for (const LoadReport& r : e.llm->load_reports()) out.push_back(r.to_json());
-        return out;
-      })
+      .def("load_reports", [](const Engine& e) { return e.llm->load_reports(); })
       .def("generate", &generate, pyb::arg("prompt"), pyb::arg("max_tokens") = 16, pyb::arg("temperature") = 1.0f,
            pyb::arg("top_p") = 0.9f, pyb::arg("seed") = 0, pyb::arg("return_logits") = false,
            pyb::arg("stream") = pyb::none());

@@ -130,7 +130,7 @@ pyb::dict installed_views(const LoadPlan& plan, const LoadReport& report, const 
 // tensors (a module built on the meta device, assign=True); with the loader's zero_copy, parameters
 // whose stored bytes the rule accepts are then not read but returned as views (installed_views).
 // Without it every parameter is read into the caller's memory, zero_copy or not.
-// Returns (the report as JSON text, {parameter: MappedBytes}).
+// Returns (the LoadReport, {parameter: MappedBytes}).
 pyb::tuple load(const Loader& l, const WeightSource& source, const pyb::list& params, std::optional<bool> strict,
                 pyb::object progress, std::optional<std::string> device, bool replace) {
   const Device where = device ? Device::parse(*device) : l.loader->options().io.device;
@@ -153,7 +153,7 @@ pyb::tuple load(const Loader& l, const WeightSource& source, const pyb::list& pa
   } else {
     report = call.run([&] { return l.loader->load_weights(model, source, options); });
   }
-  return pyb::make_tuple(report.to_json(), views);
+  return pyb::make_tuple(std::move(report), views);
 }
 
 }  // namespace

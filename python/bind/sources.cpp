@@ -130,41 +130,21 @@ SourcePtr from_bytes(const std::string& label, const pyb::bytes& data) {
   return open_files(format, {label}, label, opener);
 }
 
-// A safetensors file (or its bytes) holding C64 (complex64) tensors, which the library has no type
-// for, catalogued with each of them as F32 pairs (the same bytes, with a last dimension of 2), and
-// their names. None when the header holds another dtype the library lacks; the reader's error for
-// a header that breaks a rule.
-std::optional<std::pair<SourcePtr, std::vector<std::string>>> safetensors_with_c64(const std::string& label,
-                                                                                  const std::optional<pyb::bytes>& data) {
+// A safetensors file (or its bytes) with its complex tensors (C64) catalogued as pairs of their part
+// (F32: the same bytes, a last dimension of 2), and their names: the drop-in presents them as
+// complex numbers. None when the content is not safetensors; the reader's error for a header that
+// breaks a rule or holds a dtype the library lacks.
+std::optional<std::pair<SourcePtr, std::vector<std::string>>> open_safetensors(const std::string& label,
+                                                                              const std::optional<pyb::bytes>& data) {
   const std::shared_ptr<const Opener> opener = data ? bytes_opener(label, *data) : module_context().files();
-  SafetensorsHeader stated = read_stated_safetensors_header(*opener->open(label));
-  std::vector<TensorInfo> tensors;
-  std::vector<std::string> pairs;
-  for (SafetensorsHeader::Tensor& t : stated.tensors) {
-    TensorInfo info;
-    info.name = t.name;
-    info.shape = std::move(t.shape);
-    info.file = label;
-    info.offset = t.offset;
-    info.nbytes = t.nbytes;
-    if (t.dtype) {
-      info.dtype = *t.dtype;
-    } else if (t.dtype_name == "C64") {
-      info.dtype = DType::F32;
-      info.shape.push_back(2);
-      pairs.push_back(t.name);
-    } else if (auto decoder = safetensors_subbyte_decoder(t.dtype_name)) {  // as the library catalogues them
-      info.dtype = decoder->output_dtype();
-      info.decoder = std::move(decoder);
-    } else {
-      return std::nullopt;
-    }
-    tensors.push_back(std::move(info));
-  }
-  auto source = std::make_shared<WeightSource>("safetensors", label, std::move(tensors),
-                                               std::move(stated.metadata).value_or(std::map<std::string, std::string>{}),
-                                               opener);
-  return std::make_pair(std::move(source), std::move(pairs));
+  const std::shared_ptr<ByteSource> file = opener->open(label);
+  FormatList safetensors;
+  safetensors.add(safetensors_format());
+  if (!safetensors.detect(*file)) return std::nullopt;
+  SafetensorsWithComplex read = read_safetensors_catalogue_with_complex(*file);
+  auto source = std::make_shared<WeightSource>("safetensors", label, std::move(read.catalogue.tensors),
+                                               std::move(read.catalogue.metadata), opener);
+  return std::make_pair(std::move(source), std::move(read.complex));
 }
 
 // A safetensors file's __metadata__ as the header states it: None when it has none (or null).
@@ -204,7 +184,8 @@ void register_sources(pyb::module_& m) {
   register_private_views(m);
   m.def("from_memory", &from_memory, pyb::arg("label"), pyb::arg("entries"), pyb::arg("metadata") = std::map<std::string, std::string>{});
   m.def("from_bytes", &from_bytes, pyb::arg("label"), pyb::arg("data"));
-  m.def("safetensors_with_c64", &safetensors_with_c64, pyb::arg("label"), pyb::arg("data") = pyb::none());
+  m.def("open_safetensors", &open_safetensors, pyb::arg("label"), pyb::arg("data") = pyb::none(),
+        "(source, names of its complex tensors, catalogued as F32 pairs) of a safetensors file or bytes; None for other content");
   m.def("safetensors_metadata", &safetensors_metadata, pyb::arg("path"));
   m.def("recorded_tensor_digests", &recorded_tensor_digests, pyb::arg("source"),
         "{tensor: sha256} as the writer recorded them in the files' __metadata__ (save_file(tensor_digests=True))");

@@ -5,6 +5,39 @@ from typing import Any, Callable, Sequence, Union
 
 def __getattr__(name: str) -> Any: ...
 
+class LoadReport:
+    """What a load did (the C++ LoadReport): read-only attributes, also items (report["loaded"],
+    keys(), dict(report)); attributes Python adds (load_into's tp_rank, tp_size) are items too."""
+
+    source: str
+    format: str
+    loaded: list[str]
+    converted: list[dict[str, str]]  # name, from (stored type), to
+    reshaped: list[dict[str, Any]]   # name, from, to (shapes)
+    skipped: list[str]
+    missing: list[str]
+    unexpected: list[str]
+    bytes_read: int
+    bytes_written: int
+    bytes_fetched: int
+    seconds: float
+    gbps: float
+    concurrency: int
+    staging_bytes: int
+    staging_bound: int
+    io_mode: str
+    io_mode_reason: str
+    zero_copy: list[str]
+    names: dict[str, Any] | None     # name_map=auto: summary, from, from_prefix, to, to_prefix, matched, total
+    def keys(self) -> list[str]: ...
+    def __getitem__(self, key: str) -> Any: ...
+    def __contains__(self, key: object) -> bool: ...
+    def __iter__(self) -> Any: ...
+    def __len__(self) -> int: ...
+    def to_string(self, verbose: bool = False) -> str: ...
+    def to_json(self) -> str: ...
+    def __getattr__(self, name: str) -> Any: ...  # attributes Python added
+
 class Source:
     """A checkpoint's catalogue: names, dtypes, shapes, metadata; reads into caller memory."""
 
@@ -76,7 +109,7 @@ class Loader:
              params: Sequence[Union[tuple[str, str, list[int], int, int],
                                     tuple[str, str, list[int], int, int, Sequence[tuple[str, int, int, int, int]] | None]]],
              strict: bool | None = None, progress: Callable[[int, int], Any] | None = None,
-             device: str | None = None, replace: bool = False) -> tuple[str, dict[str, MappedBytes]]: ...
+             device: str | None = None, replace: bool = False) -> tuple[LoadReport, dict[str, MappedBytes]]: ...
 
 def error_code_names() -> list[str]: ...
 def error_category(code: str) -> str: ...
@@ -93,8 +126,9 @@ def plan_shards(params: Sequence[tuple[str, list[int]]], checkpoint: dict[str, l
 def from_memory(label: str, entries: Sequence[tuple[str, str, list[int], list[int] | None, int, object]],
                 metadata: dict[str, str] = ...) -> Source: ...
 def from_bytes(label: str, data: bytes) -> Source: ...
-def safetensors_with_c64(label: str, data: bytes | None = None) -> tuple[Source, list[str]] | None:
-    """A safetensors file (or its bytes) catalogued with each C64 tensor as F32 pairs, and their names."""
+def open_safetensors(label: str, data: bytes | None = None) -> tuple[Source, list[str]] | None:
+    """A safetensors file (or its bytes) catalogued with each complex (C64) tensor as F32 pairs, and
+    their names; None when the content is not safetensors."""
 def safetensors_metadata(path: str) -> dict[str, str] | None:
     """A safetensors file's __metadata__ as its header states it; None when it has none."""
 def dtype_size(dtype: str) -> int: ...

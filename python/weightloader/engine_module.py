@@ -1,12 +1,11 @@
 """The module an LLM hands to a Python loader: one tensor-parallel rank's parameters, named as the
 checkpoint names them, each a view into the engine's (fused, per-rank) memory."""
-import json
 
 import torch
 
 from . import dtypes
 from .errors import InvalidArgumentError
-from .loaders import LoadReport, Weights, _memory_source
+from .loaders import Weights, _memory_source
 
 
 class EngineModule(torch.nn.Module):
@@ -54,7 +53,7 @@ class EngineModule(torch.nn.Module):
         """Loads checkpoint tensors (a Weights source, a dict, or (name, tensor) pairs) into this
         rank's parameters on the C++ engine, slices and fused blocks included. Returns the LoadReport."""
         source = weights._source if isinstance(weights, Weights) else _memory_source(weights)
-        report = LoadReport(json.loads(self._wl_core.load_rank(self.wl_engine_rank, source, False)))
+        report = self._wl_core.load_rank(self.wl_engine_rank, source, False)
         # The plan's missing list names a whole parameter, or a shard as "<engine name> (from <name>)".
         left = {m[m.index(" (from ") + 7:-1] if m.endswith(")") and " (from " in m else m for m in report.missing}
         self.wl_filled |= {name for name, _ in self.named_parameters() if name not in left}

@@ -2,7 +2,6 @@
 and generate(prompts, SamplingParams(...)). A C++ loader (a built-in, by name or class) loads on
 the engine directly; a loader written in Python fills the engine's parameters in place, through a
 torch module whose parameters alias the engine's memory."""
-import json
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -11,7 +10,7 @@ import torch
 from . import _core, dtypes
 from .engine_module import EngineModule
 from .errors import InvalidArgumentError
-from .loaders import BaseWeightLoader, CoreWeightLoader, LoadReport, WeightLoaderRegistry, _kwarg_value
+from .loaders import BaseWeightLoader, CoreWeightLoader, WeightLoaderRegistry, _kwarg_value
 from .load_into import make_path_loader
 from .refresh import changed_tensors, recorded_digests, refresh_report
 
@@ -154,7 +153,7 @@ class LLM:
         return self._core.stop_token_ids
 
     def load_reports(self):
-        return [LoadReport(json.loads(r)) for r in self._core.load_reports()]
+        return self._core.load_reports()
 
     def refresh(self, newer, since=None):
         """Brings the engine's parameters, every rank's, up to the checkpoint `newer` by reading only
@@ -173,8 +172,7 @@ class LLM:
         old = recorded_digests(opened(held)) if isinstance(held, str) else held
         digests = recorded_digests(new)
         changed, unrecorded = changed_tensors(new.keys(), digests, old)
-        ranks = [LoadReport(json.loads(self._core.load_rank(r, new.only(changed), False)))
-                 for r in range(self._core.ranks)] if changed else []
+        ranks = [self._core.load_rank(r, new.only(changed), False) for r in range(self._core.ranks)] if changed else []
         self._loaded = (name, kwargs, digests)
         report = {"loaded": sorted({n for r in ranks for n in r.loaded}), "bytes_read": sum(r.bytes_read for r in ranks),
                   "seconds": sum(r.seconds for r in ranks), "missing": [], "unexpected": [], "ranks": ranks}

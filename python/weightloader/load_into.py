@@ -6,7 +6,7 @@ from collections import namedtuple
 from . import _core, materialize, tensor_parallel
 from ._params import module_tensors
 from .errors import _from_core
-from .loaders import WeightLoaderRegistry, CoreWeightLoader, BaseWeightLoader, Weights
+from .loaders import WeightLoaderRegistry, CoreWeightLoader, BaseWeightLoader, LoadReport, Weights
 
 
 class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -71,8 +71,9 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
     that rank's slices, and only those bytes are read (see weightloader.tensor_parallel for the
     rule, shard_dims and fused). The slices are planned in the module's names after the whole name
     mapping, so tensor parallelism composes with every name_map, "auto" included. With torch.distributed initialised, every rank of tp_group checks
-    that all opened the same checkpoint and, at the end, that all loaded: a failure anywhere raises
-    RankFailed on every rank, within the process group's timeout (init_process_group(timeout=))."""
+    that all opened the same checkpoint and, at the end, that all loaded (the C++ rule, wl::agree): a
+    failure anywhere raises the failed rank's error on every rank, naming it, and a rank that died or
+    hung RankFailed, within the process group's timeout (init_process_group(timeout=))."""
     import torch
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"load_into fills a torch.nn.Module in place, not a {type(module).__name__}; to read "
@@ -90,8 +91,7 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
 
     with ranks.agreement("opening the checkpoint") as opened:
         instance, weights = tensor_parallel.open_weights(make_loader, str(path), ranks)
-        opened.payload = tensor_parallel.fingerprint(weights)
-    ranks.check_same_checkpoint(opened.gathered)
+        opened.checkpoint = tensor_parallel.fingerprint(weights)  # ranks that opened different ones: RanksDisagree
     with ranks.agreement("loading"):
         if isinstance(instance, CoreWeightLoader):
             shards = _rank_shards(module, instance, weights, ranks, shard_dims, fused)
@@ -105,7 +105,9 @@ def load_into(module, path, loader="auto", strict=True, dtype=None, name_map=Non
             report = instance.load_weights(module, weights)
     if report is None:
         return IncompatibleKeys([], [])
-    if isinstance(report, dict):
+    if isinstance(report, LoadReport):  # the library's: its added attributes are items too
+        report.tp_rank, report.tp_size = ranks.rank, ranks.size
+    elif isinstance(report, dict):  # a Python loader's
         report["tp_rank"], report["tp_size"] = ranks.rank, ranks.size
     out = IncompatibleKeys(list(report["missing"]), list(report["unexpected"]))
     out._report = report

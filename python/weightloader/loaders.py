@@ -1,6 +1,5 @@
 """vLLM's loader API over weightloader: BaseWeightLoader, the registry, and the built-in loaders
 (hf, local, custom_binary, gguf, llama2c, meta) as Python classes that run on the C++ engine."""
-import json
 from collections.abc import Mapping
 
 import numpy as np
@@ -11,15 +10,10 @@ from ._params import module_device, module_tensors, progress_for
 from .errors import InvalidArgumentError, _from_core
 
 
-class LoadReport(dict):
-    """What a load did (the C++ LoadReport as a dict: loaded, converted, missing, unexpected,
-    bytes_read, seconds, gbps, io_mode, ...), with attribute access."""
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
+#: What a load did: the C++ LoadReport (loaded, converted, missing, unexpected, bytes_read, seconds,
+#: gbps, io_mode, names, ...) as read-only attributes, also items (report["loaded"], dict(report));
+#: str(report) is its summary, to_json() the CLI's `load --json`.
+LoadReport = _core.LoadReport
 
 
 class Weights(Mapping):
@@ -122,7 +116,7 @@ class BaseWeightLoader:
                                                  module_device(model), replace=assign)
         if views:
             materialize.install_views(model, views)
-        return LoadReport(json.loads(report))
+        return report
 
 
 def detect_name_scheme(names):

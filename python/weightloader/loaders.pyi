@@ -32,12 +32,7 @@ class _TensorInfo(TypedDict):
     nbytes: int
     raw: bool
 
-class LoadReport(dict[str, Any]):
-    """What a load did (the C++ LoadReport as a dict: loaded, converted, missing, unexpected,
-    bytes_read, seconds, gbps, io_mode, names (name_map=auto: summary, from, to, matched, total;
-    else None), ...), with attribute access."""
-
-    def __getattr__(self, name: str) -> Any: ...
+from ._core import LoadReport as LoadReport
 
 class Weights(Mapping[str, torch.Tensor]):
     """A checkpoint's tensors, read on demand: the seed's Dict[str, Tensor] without the memory."""

@@ -4,15 +4,22 @@ tensors whose bytes changed, found by comparing the per-tensor sha256 digests th
 from . import _core
 from .errors import InvalidArgumentError
 from .load_into import make_path_loader
-from .loaders import LoadReport, Weights
+from .loaders import Weights
 
 DIGESTS_KEY = "weightloader.tensor_sha256"  # the writer's __metadata__ key (kTensorDigestsKey)
 
 
-class RefreshReport(LoadReport):
-    """The load of the changed tensors (bytes_read, seconds, loaded, ...) with `changed` (their
-    names), `unchanged` (how many were left as they are) and `unrecorded` (tensors no digest
-    describes on one side: read, since nothing says they are the same)."""
+class RefreshReport(dict):
+    """The load of the changed tensors (bytes_read, seconds, loaded, ...: the LoadReport's items, or
+    those the ranks' reports add up to) with `changed` (their names), `unchanged` (how many were left
+    as they are) and `unrecorded` (tensors no digest describes on one side: read, since nothing says
+    they are the same); items, also attributes."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 def refresh(module, newer, since=None, loader="auto", progress=None, **kwargs):

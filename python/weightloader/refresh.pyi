@@ -2,9 +2,11 @@ from typing import Any
 
 import torch
 
-from .loaders import LoadReport
+class RefreshReport(dict[str, Any]):
+    """The load of the changed tensors (the LoadReport's items) with changed, unchanged, unrecorded;
+    items, also attributes."""
 
-class RefreshReport(LoadReport):
+    def __getattr__(self, name: str) -> Any: ...
     changed: list[str]
     unchanged: int
     unrecorded: list[str]

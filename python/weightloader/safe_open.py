@@ -41,6 +41,7 @@ Differences from safetensors, all additions or stricter errors:
     ordered as safetensors orders them (larger element types first, then by name), so each is
     aligned to its element size.
 """
+import contextlib
 import operator
 import os
 import sys
@@ -57,6 +58,11 @@ __all__ = ["safe_open", "load_file", "load", "save_file", "save", "TensorNotFoun
 
 class TensorNotFoundError(NotFoundError, KeyError):
     """A tensor name the checkpoint does not hold (code "TensorNotFound"); also a KeyError."""
+
+
+def _no_tensor(origin, name):
+    return TensorNotFoundError(f"{origin}: tensor '{name}': no such tensor [TensorNotFound]", "TensorNotFound", origin,
+                               str(name))
 
 
 def _recognised(open_fn, *args):
@@ -218,8 +224,7 @@ class _State:
         info = self._infos.get(name)
         if info is None:
             if not isinstance(name, str) or name not in self.source:
-                raise TensorNotFoundError(f"{self.source.origin}: tensor '{name}': no such tensor [TensorNotFound]",
-                                          "TensorNotFound", self.source.origin, str(name))
+                raise _no_tensor(self.source.origin, name)
             info = self._infos[name] = self.source.info(name)
         return info
 
@@ -296,9 +301,6 @@ class _State:
             self.source.read_stored_into(info["name"], out.data_ptr(), out.numel())
         return out.view(_FLOAT4)
 
-    def slice(self, name, target, index):
-        return self.read_ranges(name, target, _normalise_index(index, self.info(name)["shape"]))
-
     def read_ranges(self, name, target, ranges):
         """The part of a tensor that ranges ([(begin, end, selected)] per dimension) select."""
         info = self.info(name)
@@ -331,10 +333,13 @@ class _State:
 
 
 class _SafeSlice:
-    """A tensor not read yet: get_shape(), get_dtype(), and [index] reading only what it selects."""
+    """A tensor not read yet: get_shape(), get_dtype(), and [index] reading only what it selects,
+    by its reader's index rule (ranges, or None: the framework indexes the whole tensor). It stays
+    usable after its reader is closed."""
 
-    def __init__(self, state, name, info, target):
-        self._state, self._name, self._info, self._target = state, name, info, target
+    def __init__(self, reader, name, info, dtype):
+        self._reader, self._state, self._name, self._info, self._dtype = reader, reader._live(), name, info, dtype
+        self._target = self._state.target(info, dtype)
 
     def get_shape(self):
         return list(self._info["shape"])
@@ -343,7 +348,11 @@ class _SafeSlice:
         return self._target
 
     def __getitem__(self, index):
-        return self._state.slice(self._name, self._target, index)
+        with self._reader._errors():
+            ranges = self._reader._index_rule(index, self._info["shape"])
+            if ranges is None:
+                return self._state.tensor(self._name, self._dtype)[index]
+            return self._state.read_ranges(self._name, self._target, ranges)
 
     def __repr__(self):
         return f"<slice of '{self._name}': {self._target} {self.get_shape()}>"
@@ -353,15 +362,41 @@ class safe_open:  # noqa: N801  (safetensors' spelling)
     """safe_open(path, framework="pt", device="cpu", dtype=None): a checkpoint of any format
     weightloader reads, read tensor by tensor. A context manager; without `with`, close() ends it.
     framework: "pt" (torch tensors) or "np" (NumPy arrays). device: where torch tensors go.
-    dtype: convert every tensor to it while reading (default: as stored)."""
+    dtype: convert every tensor to it while reading (default: as stored).
+
+    weightloader.safetensors.safe_open is this reader with safetensors' argument rules and errors:
+    a subclass overrides _errors (how the library's errors are raised), _closed and _no_tensor (the
+    errors of a closed reader and of an unknown name) and _index_rule (how a slice's index reads)."""
+
+    _index_rule = staticmethod(_normalise_index)
 
     def __init__(self, filename, framework="pt", device="cpu", dtype=None):
         self._state, self._metadata = _open_reader(filename, framework, device, dtype)
 
+    # --- what a drop-in overrides ---
+
+    def _errors(self):
+        """A context in which reads run: weightloader's errors as they are."""
+        return contextlib.nullcontext()
+
+    def _closed(self):
+        return InvalidArgumentError("the safe_open reader is closed", "InvalidArgument")
+
+    def _no_tensor(self, name):
+        return _no_tensor(self._state.source.origin, name)
+
+    # --- the reader ---
+
     def _live(self):
         if self._state is None:
-            raise InvalidArgumentError("the safe_open reader is closed", "InvalidArgument")
+            raise self._closed()
         return self._state
+
+    def _info(self, name):
+        state = self._live()
+        if not isinstance(name, str) or name not in state.source:
+            raise self._no_tensor(name)
+        return state.info(name)
 
     def __enter__(self):
         self._live()
@@ -386,7 +421,7 @@ class safe_open:  # noqa: N801  (safetensors' spelling)
         for name in s.names:
             info = s.info(name)
             order.append((files.setdefault(info["file"], len(files)), info["offset"], name))
-        return [name for _, _, name in sorted(order, key=lambda x: (x[0], x[1]))]
+        return [name for _, _, name in sorted(order)]
 
     def metadata(self):
         """The file's string metadata (a safetensors file's __metadata__), or None."""
@@ -395,13 +430,17 @@ class safe_open:  # noqa: N801  (safetensors' spelling)
 
     def get_tensor(self, name, dtype=None):
         """The whole tensor: a view of the file when its bytes are usable as they are, else decoded."""
-        return self._live().tensor(name, dtype)
+        self._info(name)
+        with self._errors():
+            return self._state.tensor(name, dtype)
+
+    def get_tensors(self):
+        """Every tensor, by name, in the order of offset_keys()."""
+        return {name: self.get_tensor(name) for name in self.offset_keys()}
 
     def get_slice(self, name, dtype=None):
         """An object with get_shape(), get_dtype() and indexing that reads only what it selects."""
-        s = self._live()
-        info = s.info(name)
-        return _SafeSlice(s, name, info, s.target(info, dtype))
+        return _SafeSlice(self, name, self._info(name), dtype)
 
     @property
     def format(self):

@@ -46,6 +46,8 @@ class safe_open:
         """The file's string metadata (a safetensors file's __metadata__), or None."""
     def get_tensor(self, name: str, dtype: _DTypeLike | None = None) -> _Tensor:
         """The whole tensor: a view of the file when its bytes are usable as they are, else decoded."""
+    def get_tensors(self) -> dict[str, _Tensor]:
+        """Every tensor, by name, in the order of offset_keys()."""
     def get_slice(self, name: str, dtype: _DTypeLike | None = None) -> _SafeSlice:
         """An object with get_shape(), get_dtype() and indexing that reads only what it selects."""
     @property

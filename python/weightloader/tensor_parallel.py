@@ -24,7 +24,8 @@ an error naming the parameter and the dims.
 from collections import namedtuple
 
 from . import _core
-from .errors import _from_core
+from ._communicator import TorchCommunicator
+from .errors import Error
 from .loaders import CoreWeightLoader, Weights
 
 #: vLLM's fused parameters and the checkpoint tensors they are stacked from, in row order.
@@ -79,22 +80,17 @@ class Ranks:
 
     def agreement(self, stage):
         """with ranks.agreement("loading") as step: ... — on leaving, every rank learns whether each
-        rank's block raised; any failure raises RankFailed on all of them, naming the failed ranks
-        and their errors. step.payload (set inside) comes back as step.gathered, one per rank."""
+        rank's block raised, by the C++ rule (wl::agree, loaders/rank_agreement.hpp): a failure
+        anywhere raises on every rank the failed rank's code with "rank r of n failed <stage>: ..."
+        naming each failed rank; then, when step.checkpoint was set (the ranks' descriptions of the
+        checkpoint they opened), RanksDisagree when a rank's differs from rank 0's. An exception that
+        is not a weightloader error counts as RankFailed, "TypeName: message"."""
         return _Agreement(self, stage)
-
-    def check_same_checkpoint(self, fingerprints):
-        """RanksDisagree on every rank when the ranks' checkpoints (their fingerprints) differ."""
-        if all(f == fingerprints[0] for f in fingerprints):
-            return
-        listed = "; ".join(f"rank {r}: {f if f is not None else 'tensors from a Python loader'}"
-                           for r, f in enumerate(fingerprints))
-        raise _from_core("RanksDisagree", f"tensor-parallel ranks opened different checkpoints: {listed}", "", "", False)
 
 
 class _Agreement:
     def __init__(self, ranks, stage):
-        self.ranks, self.stage, self.payload, self.gathered = ranks, stage, None, None
+        self.ranks, self.stage, self.checkpoint = ranks, stage, ""
 
     def __enter__(self):
         return self
@@ -102,31 +98,24 @@ class _Agreement:
     def __exit__(self, kind, error, traceback):
         ranks = self.ranks
         if ranks.dist is None:
-            self.gathered = [self.payload]
             return False
-        mine = (ranks.rank, None if error is None else _describe(error), self.payload)
-        everyone = [None] * ranks.dist.get_world_size(ranks.group)
+        failure = None if error is None else _failure(error)
         try:
-            ranks.dist.all_gather_object(everyone, mine, group=ranks.group)
-        except RuntimeError as e:  # a peer died or hung past the process group's timeout
-            raise _from_core("RankFailed", f"tensor-parallel load, {self.stage}: not every rank answered within the "
-                             f"process group's timeout (a rank died or hung): {e}", "", "", False) from error
-        if error is not None and not isinstance(error, Exception):
-            return False  # Ctrl-C or exit: the others now know; this rank goes on stopping as asked
-        failed = [(rank, message) for rank, message, _ in everyone if message is not None]
-        if len(failed) == 1:
-            raise _from_core("RankFailed", f"tensor-parallel load, {self.stage}, failed on rank {failed[0][0]}: "
-                             f"{failed[0][1]}", "", "", False) from error
-        if failed:
-            raise _from_core("RankFailed", f"tensor-parallel load, {self.stage}, failed on ranks "
-                             f"{', '.join(str(r) for r, _ in failed)}: "
-                             f"{'; '.join(f'rank {r}: {m}' for r, m in failed)}", "", "", False) from error
-        self.gathered = [payload for _, _, payload in everyone]
+            _core.agree(TorchCommunicator(ranks.dist, ranks.group, self.stage), self.stage, failure, self.checkpoint)
+        except Error as agreed:
+            if error is not None and not isinstance(error, Exception):
+                return False  # Ctrl-C or exit: the others now know; this rank goes on stopping as asked
+            raise agreed from error
         return False
 
 
-def _describe(error):
-    return str(error) if hasattr(error, "code") else f"{type(error).__name__}: {error}"
+def _failure(error):
+    """(code, message) of this rank's error for the agreement: a weightloader error's own (its text
+    without the " [Code]" the agreed error adds again), RankFailed and "TypeName: message" for others."""
+    if isinstance(error, Error):
+        text, tag = str(error), f" [{error.code}]"
+        return error.code, text[:-len(tag)] if text.endswith(tag) else text
+    return "RankFailed", f"{type(error).__name__}: {error}"
 
 
 def open_weights(make_loader, path, ranks):
@@ -164,6 +153,6 @@ def open_weights(make_loader, path, ranks):
 def fingerprint(weights):
     """What ranks compare before loading: the C++ library's description of the checkpoint (format,
     metadata, and per tensor its name, stored type, shape, file name without directories, offset
-    and size, with a hash of all of it), as MPI ranks compare it; None for a Python loader's tensors
-    (an iterable may be read only once)."""
-    return _core.describe_checkpoint(weights._source) if isinstance(weights, Weights) else None
+    and size, with a hash of all of it), as MPI ranks compare it; for a Python loader's tensors (an
+    iterable may be read only once) only that they are such."""
+    return _core.describe_checkpoint(weights._source) if isinstance(weights, Weights) else "tensors from a Python loader"

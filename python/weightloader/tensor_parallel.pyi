@@ -31,8 +31,7 @@ def plan_module_shards(loader: Any, weights: _WeightsLike, tensors: Sequence[tup
     whole name mapping (name_map="auto" included) gives them for this module."""
 
 class _Agreement:
-    payload: Any
-    gathered: list[Any] | None
+    checkpoint: str  # this rank's description of the checkpoint it opened ("": nothing to compare)
     def __enter__(self) -> _Agreement: ...
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> bool: ...
@@ -46,13 +45,12 @@ class Ranks:
     dist: Any
     def __init__(self, tp_rank: int | None = None, tp_size: int | None = None, group: Any = None) -> None: ...
     def agreement(self, stage: str) -> _Agreement:
-        """A block whose failure on any rank raises RankFailed on every rank."""
-    def check_same_checkpoint(self, fingerprints: Sequence[Any]) -> None:
-        """RanksDisagree on every rank when the ranks' checkpoints (their fingerprints) differ."""
+        """A block whose failure on any rank raises on every rank, by the C++ rule (wl::agree): the failed
+        rank's code, "rank r of n failed <stage>: ..."; RanksDisagree when the ranks' checkpoints differ."""
 
 def open_weights(make_loader: Callable[[tuple[str, dict[str, Any]] | None], tuple[Any, tuple[str, dict[str, Any]] | None]], path: str, ranks: Ranks) -> tuple[Any, _WeightsLike]:
     """(make_loader(choice)[0], its weights of path), the headers read by rank 0 alone and sent, with its loader choice,
     to the ranks given the same path."""
 
-def fingerprint(weights: _WeightsLike) -> str | None:
-    """The C++ library's description of the checkpoint that ranks compare; None for a Python loader's tensors."""
+def fingerprint(weights: _WeightsLike) -> str:
+    """The C++ library's description of the checkpoint that ranks compare ("tensors from a Python loader" for those)."""

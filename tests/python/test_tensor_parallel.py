@@ -502,24 +502,27 @@ def test_two_ranks_replicate_a_single_kv_head(two_ranks):
         assert max(out["max_diff"]) < 1e-5
 
 
-@pytest.mark.parametrize("scenario, stage, cause", [
-    ("missing", "opening the checkpoint", "nowhere: no such file"),
-    ("corrupt", "opening the checkpoint", "[InvalidHeader"),
-    ("bad_shape", "loading", "'model.norm.weight'")])
-def test_a_rank_that_fails_makes_both_raise_naming_it(two_ranks, scenario, stage, cause):
+# The agreement is the C++ rule (wl::agree, loaders/rank_agreement.hpp): every rank raises the failed
+# rank's code, "rank r of n failed <stage>: <its error>", each failed rank named.
+@pytest.mark.parametrize("scenario, stage, code, cause", [
+    ("missing", "opening the checkpoint", "FileNotFound", "nowhere: no such file"),
+    ("corrupt", "opening the checkpoint", "InvalidHeader", "header is not valid UTF-8"),
+    ("bad_shape", "loading", "ShapeMismatch", "'model.norm.weight'")])
+def test_a_rank_that_fails_makes_both_raise_naming_it(two_ranks, scenario, stage, code, cause):
     for rank, out in enumerate(two_ranks[0][scenario]):
-        assert out.get("code") == "RankFailed", (rank, out)
-        assert f"{stage}, failed on rank 1: " in out["error"] and "rank 0" not in out["error"], out["error"]
-        assert cause in out["error"], out["error"]
+        assert out.get("code") == code, (rank, out)
+        assert out["error"].startswith(f"rank 1 of 2 failed {stage}: ") and "rank 0" not in out["error"], out["error"]
+        assert cause in out["error"] and out["error"].endswith(f" [{code}]"), out["error"]
+        assert out["error"].count(f"[{code}]") == 1, out["error"]  # the failed rank's tag, not repeated
     if stage != "loading":
         assert two_ranks[0][scenario][0]["untouched"]  # rank 0 stopped before loading anything
 
 
 def test_ranks_that_both_fail_are_each_named_with_their_cause(two_ranks):
     for out in two_ranks[0]["both_missing"]:
-        assert out.get("code") == "RankFailed", out
-        assert "failed on ranks 0, 1: rank 0: " in out["error"] and "nowhere0" in out["error"]
-        assert "; rank 1: " in out["error"] and "nowhere1" in out["error"]
+        assert out.get("code") == "FileNotFound", out
+        assert out["error"].startswith("rank 0 of 2 failed opening the checkpoint: ") and "nowhere0" in out["error"]
+        assert "; rank 1 of 2 failed opening the checkpoint: " in out["error"] and "nowhere1" in out["error"]
 
 
 def test_ranks_with_different_checkpoints_both_raise_before_loading(two_ranks, testdata):
@@ -527,9 +530,52 @@ def test_ranks_with_different_checkpoints_both_raise_before_loading(two_ranks, t
     for out in two_ranks[0]["disagree"]:
         assert out.get("code") == "RanksDisagree", out
         # Each rank's checkpoint as the C++ library describes it (loaders/rank_agreement.hpp): BF16 and F32 differ.
-        assert f"rank 0: 21 tensors ({bf16} bytes) in safetensors file [model.safetensors], header hash " in out["error"]
-        assert f"; rank 1: 21 tensors ({2 * bf16} bytes) in safetensors file [model.safetensors]" in out["error"]
+        assert out["error"].startswith("ranks see different checkpoints (opening the checkpoint): rank 1 of 2 has "
+                                       f"21 tensors ({2 * bf16} bytes) in safetensors file [model.safetensors], "
+                                       "header hash "), out["error"]
+        assert f"; rank 0 has 21 tensors ({bf16} bytes) in safetensors file [model.safetensors]" in out["error"]
         assert out["untouched"]
+
+
+class _OneProcessRanks(wl._core.Communicator):
+    """`size` ranks that all did what this one did: all_gather repeats its bytes."""
+
+    def __init__(self, size):
+        super().__init__()
+        self._size = size
+
+    def rank(self):
+        return 0
+
+    def size(self):
+        return self._size
+
+    def all_gather(self, data):
+        return data * self._size
+
+    def broadcast(self, data, root):
+        return data
+
+    def barrier(self):
+        pass
+
+    def abort(self, why):
+        raise AssertionError(why)
+
+
+def test_the_agreement_is_the_cpp_rule_over_a_python_communicator():
+    from weightloader.tensor_parallel import _failure
+    wl._core.agree(_OneProcessRanks(2), "loading", None, "same")  # all succeeded, one checkpoint: no error
+    with pytest.raises(wl.Error) as e:
+        wl._core.agree(_OneProcessRanks(2), "loading", _failure(ValueError("bad value")))
+    assert e.value.code == "RankFailed"  # not a weightloader error: the type and its message
+    assert str(e.value) == "ranks 0, 1 of 2 failed loading: ValueError: bad value [RankFailed]"
+    with pytest.raises(wl.InvalidArgumentError) as e:
+        wl._core.agree(_OneProcessRanks(1), "opening the checkpoint",
+                       _failure(wl.errors._from_core("ShapeMismatch", "3 rows, not 4", "m.safetensors", "w")))
+    assert e.value.code == "ShapeMismatch"
+    assert str(e.value) == "rank 0 of 1 failed opening the checkpoint: m.safetensors: tensor 'w': 3 rows, not 4 " \
+        "[ShapeMismatch]"
 
 
 def test_a_rank_that_died_is_an_error_not_a_hang(two_ranks):

@@ -48,8 +48,25 @@ WL_API Catalogue parse_safetensors_header(std::string_view header, uint64_t data
 // name), one shared object per dtype; null for any other name.
 WL_API std::shared_ptr<const Decoder> safetensors_subbyte_decoder(std::string_view dtype_name);
 
+// safetensors' complex dtypes, which the library has no element type for either, are pairs of a
+// real one (real part, imaginary part): C64 is a pair of F32. nullopt for any other dtype name.
+WL_API std::optional<DType> safetensors_complex_part(std::string_view dtype_name);
+
+// A catalogue that holds complex tensors as pairs of their part: the same bytes, the shape with a
+// last dimension of 2 added (a C64 [3, 4] is an F32 [3, 4, 2]); `complex` names them, in file order.
+// For readers that present them as complex numbers themselves (the Python drop-in's complex64).
+struct SafetensorsWithComplex {
+  Catalogue catalogue;
+  std::vector<std::string> complex;
+};
+// parse_safetensors_header, with complex tensors catalogued as pairs instead of refused.
+WL_API SafetensorsWithComplex parse_safetensors_header_with_complex(std::string_view header, uint64_t data_start,
+                                                                    uint64_t file_size, const std::string& file);
+
 // Reads the length prefix and the header of a source (never the data) and validates them.
 WL_API Catalogue read_safetensors_catalogue(const ByteSource& source);
+// The same, with complex tensors catalogued as pairs (parse_safetensors_header_with_complex).
+WL_API SafetensorsWithComplex read_safetensors_catalogue_with_complex(const ByteSource& source);
 WL_API Catalogue read_safetensors_catalogue(const std::string& path);  // by name, through local_opener()
 
 // The format entry: sniffs a plausible length prefix followed by '{' after optional whitespace.

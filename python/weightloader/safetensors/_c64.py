@@ -1,11 +1,13 @@
-"""safetensors' C64 (complex64), which the C++ library has no type for (adding one would reach its
-conversion tables): the library refuses a file holding C64 tensors once the header has passed
-every other rule, so such a file is opened again through _core.safetensors_with_c64, the library's
-catalogue of it with each C64 tensor as F32 pairs (a last dimension of 2: the same bytes), and
-shown here as C64. Everything else about the reader (zero-copy views, slices, devices) is
+"""safetensors' C64 (complex64), which the C++ library has no element type for: its safetensors
+reader catalogues complex tensors as pairs of their part when asked (_core.open_safetensors: C64 as
+F32 pairs, a last dimension of 2, the same bytes, with the names of those tensors), and this module
+shows them as C64. Everything else about the reader (zero-copy views, slices, devices) is
 safe_open.py's."""
+import os
+
 from .. import _core
-from ..errors import Error, InvalidArgumentError
+from ..errors import InvalidArgumentError
+from ..safe_open import _open_source
 
 
 def itemsize(dtype):
@@ -13,27 +15,26 @@ def itemsize(dtype):
     return 2 * _core.dtype_size("F32") if dtype == "C64" else _core.dtype_size(dtype)
 
 
-def _with_pairs(args):
-    """A C64Source for opener arguments (path) or (label, bytes); None when they are no safetensors
-    file whose only dtype the library lacks is C64."""
-    try:
-        opened = _core.safetensors_with_c64(*args)
-    except Error:
+def _shown(opened):
+    """The source of _core.open_safetensors's answer (source, complex tensor names), its complex
+    tensors shown as C64; None for content that is not safetensors."""
+    if opened is None:
         return None
-    return C64Source(*opened) if opened is not None else None
+    source, pairs = opened
+    return C64Source(source, pairs) if pairs else source
 
 
-def with_c64(opener):
-    """opener(label, ...) with a file or bytes the library refused for C64 opened here instead."""
-    def open_(*args):
-        try:
-            return opener(*args)
-        except InvalidArgumentError as err:
-            source = _with_pairs(args) if err.code == "UnsupportedDType" else None
-            if source is None:
-                raise  # another dtype the library lacks (F4, F8_E8M0, ...), or another failure: its error stands
-            return source
-    return open_
+def open_path(path):
+    """The drop-in's catalogue of a path: a safetensors file through the library's reader with its
+    complex tensors as pairs; a directory or a file of another format as weightloader.safe_open opens it."""
+    source = None if os.path.isdir(path) else _shown(_core.open_safetensors(path))
+    return source if source is not None else _open_source(path)
+
+
+def open_bytes(label, data):
+    """The drop-in's catalogue of a whole file given as bytes, as open_path's (found by content)."""
+    source = _shown(_core.open_safetensors(label, data))
+    return source if source is not None else _core.from_bytes(label, data)
 
 
 class C64Source:

@@ -9,20 +9,20 @@ import re
 import numpy as np
 import torch
 
-from .. import _core
 from ..errors import Error
-from ..safe_open import _normalise_index, _open_reader, _open_source, _recognised, _State
+from ..safe_open import _FRAMEWORKS, _normalise_index, _open_reader, _recognised, _State
+from ..safe_open import safe_open as _weightloader_safe_open
 from . import _c64, _index
 from ._error import SafetensorError, raised_as_safetensors
 
-_FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np"}
 _OTHER_FRAMEWORKS = {"tf", "tensorflow", "jax", "flax", "mlx", "paddle"}
 _DEVICE = re.compile(r"(cpu|mps)|(cuda|musa|npu|xpu|xla|mlu|hpu)(:[0-9]+)?|mps:0")
 _BACKENDS = ("mmap", "pread")
 
 
 def _framework(framework):
-    if framework in _FRAMEWORKS:
+    """safetensors' names, exactly (weightloader's safe_open also takes other cases)."""
+    if isinstance(framework, str) and framework in _FRAMEWORKS:
         return _FRAMEWORKS[framework]
     if framework in _OTHER_FRAMEWORKS:
         raise SafetensorError(f"framework {framework} is not supported by weightloader.safetensors: use pt or numpy")
@@ -45,10 +45,20 @@ def _device(device, framework):
     return device
 
 
-class safe_open:  # noqa: N801  (safetensors' spelling)
+def _view_index(index, shape):
+    """torch's indexing of a view (what safetensors does for torch over a mapping): the ranges of
+    ints and start:stop slices, None (index the whole tensor) for steps, lists, None, tensors."""
+    try:
+        return _normalise_index(index, shape)
+    except (Error, TypeError):
+        return None
+
+
+class safe_open(_weightloader_safe_open):  # noqa: N801  (safetensors' spelling)
     """safe_open(filename, framework, device="cpu", *, backend="mmap"): a checkpoint read tensor by
     tensor, as safetensors.safe_open; any format weightloader reads. framework: "pt" or "np"/"numpy";
-    backend "pread" reads every tensor through the library instead of viewing a mapping."""
+    backend "pread" reads every tensor through the library instead of viewing a mapping. weightloader's
+    safe_open with safetensors' argument rules, its errors (SafetensorError) and its slicer."""
 
     def __init__(self, filename, framework, device="cpu", *, backend="mmap"):
         fw = _framework(framework)
@@ -60,58 +70,20 @@ class safe_open:  # noqa: N801  (safetensors' spelling)
             raise FileNotFoundError(f"No such file or directory: {path}")
         with raised_as_safetensors("Error while deserializing header: "):
             self._state, self._metadata = _open_reader(path, fw, dev, mappable=backend == "mmap",
-                                                       opener=_c64.with_c64(_open_source))
-        # safetensors' own slicer for NumPy and pread; torch's indexing of a view for torch over a mapping
-        self._strict = fw == "np" or backend == "pread"
+                                                       opener=_c64.open_path)
+        if fw == "np" or backend == "pread":  # safetensors' own slicer; torch's indexing of a view otherwise
+            self._index_rule = _index.ranges
+        else:
+            self._index_rule = _view_index
 
-    def _live(self):
-        if self._state is None:
-            raise SafetensorError("File is closed")
-        return self._state
+    def _errors(self):
+        return raised_as_safetensors()
 
-    def _info(self, name):
-        state = self._live()
-        if not isinstance(name, str) or name not in state.source:
-            raise SafetensorError(f"File does not contain tensor {name}")
-        return state.info(name)
+    def _closed(self):
+        return SafetensorError("File is closed")
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, _exc_type, _exc_value, _traceback):
-        self._state = None
-
-    def metadata(self):
-        """The header's __metadata__ (str to str), or None."""
-        self._live()
-        return dict(self._metadata) if self._metadata is not None else None
-
-    def keys(self):
-        """The tensor names, sorted."""
-        return sorted(self._live().names)
-
-    def offset_keys(self):
-        """The tensor names in the order of their data in the file."""
-        state = self._live()
-        files, order = {}, []
-        for name in state.names:
-            info = state.info(name)
-            order.append((files.setdefault(info["file"], len(files)), info["offset"], name))
-        return [name for _, _, name in sorted(order)]
-
-    def get_tensor(self, name):
-        """The whole tensor, in the framework and on the device asked for."""
-        self._info(name)
-        with raised_as_safetensors():
-            return self._state.tensor(name)
-
-    def get_tensors(self):
-        """Every tensor, by name, in the order of offset_keys()."""
-        return {name: self.get_tensor(name) for name in self.offset_keys()}
-
-    def get_slice(self, name):
-        """An object with get_shape(), get_dtype() and [index] that reads only what the index selects."""
-        return _SafeSlice(self._live(), name, self._info(name), self._strict)
+    def _no_tensor(self, name):
+        return SafetensorError(f"File does not contain tensor {name}")
 
 
 class _safe_open_handle(safe_open):  # noqa: N801
@@ -122,39 +94,13 @@ class _safe_open_handle(safe_open):  # noqa: N801
         super().__init__(f.name, framework, device, backend=backend)
 
 
-class _SafeSlice:
-    """A tensor not read yet: get_shape(), get_dtype() and indexing."""
-
-    def __init__(self, state, name, info, strict):
-        self._state, self._name, self._info, self._strict = state, name, info, strict
-
-    def get_shape(self):
-        return list(self._info["shape"])
-
-    def get_dtype(self):
-        return self._info["dtype"]
-
-    def __getitem__(self, index):
-        state, name, dtype = self._state, self._name, self._info["dtype"]
-        if self._strict:
-            ranges = _index.ranges(index, self._info["shape"])
-        else:
-            try:
-                ranges = _normalise_index(index, self._info["shape"])
-            except (Error, TypeError):  # steps, lists, None, tensors: torch indexes the whole tensor
-                with raised_as_safetensors():
-                    return state.tensor(name)[index]
-        with raised_as_safetensors():
-            return state.read_ranges(name, dtype, ranges)
-
-
 def deserialize(bytes):  # noqa: A002  (safetensors' parameter name)
     """[(name, {"shape": [...], "dtype": "F32", "data": bytearray})] of a whole file given as bytes,
     in the order of the data. F4 comes as its packed bytes (dtype "F4", the logical shape); F6_* decoded
     to F32 (no framework has a type for them)."""
     with raised_as_safetensors("Error while deserializing: "):
         data = bytes if isinstance(bytes, builtins.bytes) else builtins.bytes(bytes)
-        source = _recognised(_c64.with_c64(_core.from_bytes), "<bytes>", data)
+        source = _recognised(_c64.open_bytes, "<bytes>", data)
         state = _State(source, "np", None, None, mappable=False)
         out = []
         for name in sorted(state.names, key=lambda n: state.info(n)["offset"]):

@@ -7,8 +7,7 @@ import time
 
 from .. import errors
 from ..errors import _from_core
-from ..loaders import LoadReport
-from ..refresh import refresh_report
+from ..refresh import RefreshReport, refresh_report
 from .model_loader import LOAD_FORMAT
 
 EXTENSION = "weightloader.vllm_plugin.worker.WeightloaderWorkerExtension"
@@ -31,7 +30,7 @@ def refresh(llm, newer, since=None):
     if failed:  # the worker's weightloader error, as it was raised there
         raise getattr(errors, failed["class"])(failed["message"], failed["code"], failed["file"], failed["tensor"])
     llm.reset_prefix_cache()
-    ranks = [LoadReport(r) for r in ranks]
+    ranks = [RefreshReport(r) for r in ranks]
     first = ranks[0]
     report = {"loaded": first.loaded, "layers": first.layers, "bytes_read": sum(r.bytes_read for r in ranks),
               "seconds": time.perf_counter() - started, "missing": [], "unexpected": [], "ranks": ranks}

@@ -18,7 +18,8 @@ using nlohmann::json;
 
 // dtypes the reference implementation knows but weightloader has no element type for, with their bit
 // widths. The header is validated with them like any other dtype; then the sub-byte floats are
-// catalogued with their decoder (safetensors_subbyte_decoder) and the others refused.
+// catalogued with their decoder (safetensors_subbyte_decoder), complex ones as pairs where the reader
+// asks for them (safetensors_complex_part), and the others refused.
 constexpr std::pair<std::string_view, unsigned> kForeignDTypes[] = {
     {"F4", 4}, {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"C64", 64},
 };
@@ -239,21 +240,33 @@ SafetensorsHeader parse_stated_safetensors_header(std::string_view header, uint6
   return stated;
 }
 
-Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start, uint64_t file_size,
-                                   const std::string& file) {
-  SafetensorsHeader stated = parse_stated_safetensors_header(header, data_start, file_size, file);
+std::optional<DType> safetensors_complex_part(std::string_view dtype_name) {
+  if (dtype_name == "C64") return DType::F32;
+  return std::nullopt;
+}
+
+namespace {
+
+// The catalogue of a stated header. complex: null to refuse a complex tensor as any other dtype the
+// library lacks; else such tensors are catalogued as pairs of their part and their names added.
+Catalogue catalogue_of(SafetensorsHeader stated, const std::string& file, std::vector<std::string>* complex) {
   Catalogue catalogue;
   catalogue.metadata = std::move(stated.metadata).value_or(std::map<std::string, std::string>{});
   catalogue.tensors.reserve(stated.tensors.size());
   for (SafetensorsHeader::Tensor& t : stated.tensors) {
     std::shared_ptr<const Decoder> decoder = t.dtype ? nullptr : safetensors_subbyte_decoder(t.dtype_name);
-    if (!t.dtype && !decoder)
+    const std::optional<DType> part = t.dtype || decoder || !complex ? std::nullopt : safetensors_complex_part(t.dtype_name);
+    if (!t.dtype && !decoder && !part)
       throw Error(ErrorCode::UnsupportedDType,
                   fmt::format("dtype {} is valid safetensors but weightloader does not support it", t.dtype_name),
                   file, t.name);
+    if (part) {
+      complex->push_back(t.name);
+      t.shape.push_back(2);
+    }
     TensorInfo info;
     info.name = std::move(t.name);
-    info.dtype = decoder ? decoder->output_dtype() : *t.dtype;
+    info.dtype = decoder ? decoder->output_dtype() : part ? *part : *t.dtype;
     info.decoder = std::move(decoder);
     info.shape = std::move(t.shape);
     info.file = file;
@@ -262,6 +275,20 @@ Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start,
     catalogue.tensors.push_back(std::move(info));
   }
   return catalogue;
+}
+
+}  // namespace
+
+Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start, uint64_t file_size,
+                                   const std::string& file) {
+  return catalogue_of(parse_stated_safetensors_header(header, data_start, file_size, file), file, nullptr);
+}
+
+SafetensorsWithComplex parse_safetensors_header_with_complex(std::string_view header, uint64_t data_start,
+                                                             uint64_t file_size, const std::string& file) {
+  SafetensorsWithComplex out;
+  out.catalogue = catalogue_of(parse_stated_safetensors_header(header, data_start, file_size, file), file, &out.complex);
+  return out;
 }
 
 }  // namespace wl

@@ -44,6 +44,11 @@ Catalogue read_safetensors_catalogue(const ByteSource& file) {
   return parse_safetensors_header(header, 8 + header.size(), file.size(), file.name());
 }
 
+SafetensorsWithComplex read_safetensors_catalogue_with_complex(const ByteSource& file) {
+  const std::string header = header_bytes(file);
+  return parse_safetensors_header_with_complex(header, 8 + header.size(), file.size(), file.name());
+}
+
 SafetensorsHeader read_stated_safetensors_header(const ByteSource& file) {
   const std::string header = header_bytes(file);
   return parse_stated_safetensors_header(header, 8 + header.size(), file.size(), file.name());
