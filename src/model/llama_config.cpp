@@ -358,10 +358,11 @@ std::string LlamaConfig::features() const {
     if (moe.routed_scaling_factor != 1) experts += fmt::format(", weights x{}", moe.routed_scaling_factor);
     if (moe.shared_expert_intermediate_size)
       experts += moe.shared_expert_gated ? ", gated shared expert" : fmt::format(", shared experts of {} units", moe.shared_expert_intermediate_size);
-    if (moe.first_dense_layers) experts += fmt::format(", first {} layers dense", moe.first_dense_layers);
+    if (moe.first_dense_layers)
+      experts += moe.first_dense_layers == 1 ? ", layer 0 dense" : fmt::format(", layers 0-{} dense", moe.first_dense_layers - 1);
     f.push_back(experts);
   }
-  if (prediction_layers) f.push_back(fmt::format("{} prediction layers not run", prediction_layers));
+  if (prediction_layers) f.push_back(fmt::format("prediction layers not run ({})", prediction_layers));
   f.push_back(tie_word_embeddings ? "tied head" : "untied head");
   return fmt::format("{}: {}", architecture, fmt::join(f, ", "));
 }

@@ -80,7 +80,7 @@ def test_deepseek_v3_logits_match_transformers(tmp_path, tp):
     features = llm.config["features"]
     assert "latent attention (q lora_rank 24, kv_lora_rank 16, qk nope/rope 8/8, v 12, adjacent rope pairs)" in features
     assert ("8 experts, top-2 renormalised, sigmoid scores + correction bias to choose, best 2 of 4 groups (by top-2 sum), "
-            "weights x2.5, shared experts of 32 units, first 1 layers dense") in features
+            "weights x2.5, shared experts of 32 units, layer 0 dense") in features
 
 
 def test_deepseek_v3_parts_change_transformers_logits():
@@ -196,7 +196,7 @@ def test_deepseek_v3_experts_stacked_as_transformers_5_holds_them(tmp_path):
     assert error(engine_logits(llm, ids), reference(model, ids)) < TOLERANCE
 
 
-def test_inspect_describes_deepseek_and_gguf_is_refused_by_name(tmp_path):
+def test_inspect_describes_deepseek_and_gguf_and_llama2c_are_refused_by_name(tmp_path):
     model = deepseek(transformers.DeepseekV3Config, **V3)
     model.save_pretrained(tmp_path / "m")
     cli = os.environ.get("WL_CLI", "build/weightloader")
@@ -206,6 +206,8 @@ def test_inspect_describes_deepseek_and_gguf_is_refused_by_name(tmp_path):
     done = subprocess.run([cli, "convert", str(tmp_path / "m"), str(tmp_path / "m.gguf"), "-q"], capture_output=True, text=True)
     assert done.returncode != 0 and "deepseek_v3" in done.stderr and "GGUF" in done.stderr, done.stderr
     assert not (tmp_path / "m.gguf").exists()
+    done = subprocess.run([cli, "convert", str(tmp_path / "m"), str(tmp_path / "m.bin"), "-q"], capture_output=True, text=True)
+    assert done.returncode != 0 and "deepseek_v3 cannot be written as llama2.c" in done.stderr, done.stderr
 
 
 def fp8_blocks(w, block=128):
