@@ -249,3 +249,27 @@ def test_deepseek_v3_fp8_block_weights_load_to_the_same_logits(tmp_path):
         for n in (1, 11):
             ids = sequence(n, seed=n)
             assert error(engine_logits(llm, ids), reference(model, ids)) < TOLERANCE
+
+
+def test_deepseek_v3_prediction_layers_are_not_read(tmp_path):
+    """The released V3 stores its multi-token prediction module as the layer after the last
+    (num_nextn_predict_layers): the engine does not run it, so its tensors are left unread; a
+    checkpoint with such a layer its config.json does not announce is refused."""
+    from safetensors.torch import load_file, save_file
+    model = deepseek(transformers.DeepseekV3Config, **V3)
+    model.save_pretrained(tmp_path)
+    state = load_file(str(tmp_path / "model.safetensors"))
+    last = V3["num_hidden_layers"] - 1
+    extra = {k.replace(f"layers.{last}.", f"layers.{last + 1}."): v.clone() for k, v in state.items() if f"layers.{last}." in k}
+    extra[f"model.layers.{last + 1}.eh_proj.weight"] = torch.zeros(32, 64)
+    save_file({**state, **extra}, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    assert cfg["num_nextn_predict_layers"] == 1
+    llm = wl.LLM(str(tmp_path))
+    assert "prediction layers not run (1)" in llm.config["features"]
+    ids = sequence(7, seed=7)
+    assert error(engine_logits(llm, ids), reference(model, ids)) < TOLERANCE
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "num_nextn_predict_layers": 0}))
+    with pytest.raises(wl.Error, match="num_hidden_layers") as e:
+        wl.LLM(str(tmp_path))
+    assert e.value.code == "ConfigInvalid"
