@@ -75,8 +75,13 @@ const std::vector<Field>& fields() {
          std::string s = fmt::format("{} of {} units, top-{}{}", m.num_experts, m.expert_intermediate_size, m.experts_per_token,
                                      m.norm_topk_prob ? " renormalised" : "");
          if (m.shared_expert_intermediate_size) s += fmt::format(", a shared expert of {} units", m.shared_expert_intermediate_size);
-         if (m.decoder_sparse_step != 1 || !m.mlp_only_layers.empty()) s += ", dense layers between";
+         if (m.decoder_sparse_step != 1 || !m.mlp_only_layers.empty() || m.first_dense_layers) s += ", dense layers between";
+         if (m.scoring != MoeConfig::Scoring::Softmax || m.groups > 1 || m.routed_scaling_factor != 1 || !m.shared_expert_gated)
+           s += fmt::format(", routed as {}", c.architecture);
          return s;
+       }},
+      {"latent attention", [](const LlamaConfig& c) {
+         return c.latent_attention() ? fmt::format("kv_lora_rank {}", c.mla.kv_lora_rank) : std::string("none");
        }},
   };
   return all;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "engine/engine_math.hpp"
+#include "engine/expert_routing.hpp"
 #include "engine/rotary.hpp"
 #include "engine/matvec.hpp"
 #include "weightloader/dtype_convert.hpp"
@@ -59,13 +60,20 @@ void LlamaEngine::bind() {
   layers_.clear();
   uint64_t widest_ff = 0, widest_kv = 0;
   kv_width_ = 0;
+  const float scale = c.attention_multiplier > 0 ? float(c.attention_multiplier)  // Granite
+                                                 : 1.0f / std::sqrt(float(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(c.head_dim)));
   for (uint64_t l = 0; l < c.num_layers; ++l) {
     const std::string at = fmt::format("model.layers.{}.", l);
     const LayerPartition& lp = part_.layers[l];
     Layer L{};
     L.kv_heads = lp.kv_heads, L.kv_head0 = lp.kv_head0, L.kv_offset = kv_width_;
     L.kv_group = lp.kv_heads ? c.num_heads / c.layer_kv_heads(l) : 0;
-    kv_width_ += lp.kv_heads * c.head_dim;
+    L.k_dim = L.v_dim = c.head_dim, L.scale = scale;
+    if (c.latent_attention() && lp.kv_heads) {
+      L.latent = bind_latent(at + "self_attn.");
+      L.k_dim = c.mla.qk_head_dim(), L.v_dim = c.mla.v_head_dim, L.scale = float(c.mla.softmax_scale);
+    }
+    kv_width_ += lp.kv_heads * std::max(L.k_dim, L.v_dim);  // the keys' region, then as wide for the values
     widest_kv = std::max(widest_kv, lp.kv_heads);
     // Gemma 2 normalises each sublayer's output too; its MLP's input norm is pre_feedforward_layernorm.
     // OLMo 2 normalises the outputs only.
@@ -86,11 +94,12 @@ void LlamaEngine::bind() {
     if (c.moe_layer(l)) {
       const std::string moe = moe_prefix(c, l);
       L.router = f32(moe + "gate.weight");
+      L.router_correction = f32(moe + "gate.e_score_correction_bias");
       for (uint64_t e = part_.expert0; e < part_.expert0 + part_.experts; ++e)
         L.experts.push_back(bind_mlp(fmt::format("{}experts.{}.", moe, e), part_.expert_ff));
       if (c.moe.shared_expert_intermediate_size) {
-        L.shared = bind_mlp(moe + "shared_expert.", part_.shared_ff);
-        L.shared_gate = f32(moe + "shared_expert_gate.weight");
+        L.shared = bind_mlp(shared_expert_prefix(c, l), part_.shared_ff);
+        L.shared_gate = c.moe.shared_expert_gated ? f32(moe + "shared_expert_gate.weight") : nullptr;
       }
       widest_ff = std::max({widest_ff, part_.expert_ff, part_.shared_ff});
     } else if (lp.ff) {
@@ -102,6 +111,14 @@ void LlamaEngine::bind() {
   const uint64_t hd = c.head_dim;
   qkv_.resize((part_.q_heads + 2 * widest_kv) * hd);
   att_.resize(part_.q_heads * hd);
+  if (c.latent_attention()) {
+    const LatentAttention& a = c.mla;
+    qkv_.resize(std::max(qkv_.size(), part_.q_heads * a.qk_head_dim()));
+    att_.resize(part_.q_heads * std::max(hd, a.v_head_dim));
+    q_latent_.resize(a.q_lora_rank);
+    kv_latent_.resize(a.kv_lora_rank + a.qk_rope_head_dim);
+    kv_expanded_.resize(part_.q_heads * (a.qk_nope_head_dim + a.v_head_dim));
+  }
   partial_.resize(c.hidden_size);
   expert_out_.resize(c.hidden_size);
   router_logits_.resize(c.moe.num_experts);
@@ -159,35 +176,34 @@ void LlamaEngine::add_all_reduced(const float* bias, const float* post_norm) {
 
 void LlamaEngine::attention(const Layer& L, uint64_t pos) {
   const LlamaConfig& c = config_;
-  const uint64_t hd = c.head_dim, kvw = L.kv_heads * hd, window = L.window;
+  const uint64_t kd = L.k_dim, vd = L.v_dim, kw = L.kv_heads * kd, vw = L.kv_heads * vd, window = L.window;
   const float* k_cache = k_cache_.data() + L.kv_offset * positions_;
   const float* v_cache = v_cache_.data() + L.kv_offset * positions_;
-  const float scale = c.attention_multiplier > 0 ? float(c.attention_multiplier)  // Granite
-                                                 : 1.0f / std::sqrt(float(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(hd)));
+  const float scale = L.scale;
   // A sliding window shows a position itself and the window - 1 positions before it.
   const uint64_t first = window && pos + 1 > window ? pos + 1 - window : 0;
   // One task per query head.
   pool_.run(part_.q_heads, [&](size_t h) {
     const uint64_t kv_local = (part_.q_head0 + h) / L.kv_group - L.kv_head0;
-    const float* q = qkv_.data() + h * hd;
+    const float* q = qkv_.data() + h * kd;
     thread_local std::vector<float> scores;
     scores.resize(pos + 1);
     for (uint64_t t = first; t <= pos; ++t) {
-      const float* k = k_cache + t * kvw + kv_local * hd;
+      const float* k = k_cache + t * kw + kv_local * kd;
       float s = 0;
-      for (uint64_t j = 0; j < hd; ++j) s += q[j] * k[j];
+      for (uint64_t j = 0; j < kd; ++j) s += q[j] * k[j];
       scores[t] = s * scale;
     }
     soft_cap(scores.data() + first, pos + 1 - first, c.attn_logit_softcapping);
     const float max = *std::max_element(scores.begin() + first, scores.end());
     float sum = 0;
     for (uint64_t t = first; t <= pos; ++t) sum += scores[t] = std::exp(scores[t] - max);
-    float* out = att_.data() + h * hd;
-    std::fill(out, out + hd, 0.0f);
+    float* out = att_.data() + h * vd;
+    std::fill(out, out + vd, 0.0f);
     for (uint64_t t = first; t <= pos; ++t) {
-      const float* v = v_cache + t * kvw + kv_local * hd;
+      const float* v = v_cache + t * vw + kv_local * vd;
       const float a = scores[t] / sum;
-      for (uint64_t j = 0; j < hd; ++j) out[j] += a * v[j];
+      for (uint64_t j = 0; j < vd; ++j) out[j] += a * v[j];
     }
   });
 }
@@ -217,7 +233,7 @@ void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
   std::copy(k, k + kvw, k_cache_.begin() + at);
   std::copy(v, v + kvw, v_cache_.begin() + at);
   attention(L, pos);
-  const MatVec o{L.o, dtype_, D, att_.size(), att_.data(), partial_.data()};
+  const MatVec o{L.o, dtype_, D, part_.q_heads * hd, att_.data(), partial_.data()};
   run_matvecs(pool_, {&o, 1});
   add_all_reduced(L.o_bias, L.post_attn_norm);
 }
@@ -233,34 +249,27 @@ void LlamaEngine::mlp(const Mlp& m, float* out) {
   run_matvecs(pool_, {&down, 1});
 }
 
-// Mixtral and Qwen2-MoE: a softmax over all experts' router logits, the top k kept (renormalised
-// to sum to 1 when norm_topk_prob), each chosen expert's output weighted by its probability.
+// The router chooses the experts and their weights (expert_routing.hpp); each chosen expert's
+// output is added with its weight, then the shared expert's (Qwen2-MoE's scaled by its gate).
 void LlamaEngine::experts(const Layer& L) {
   const MoeConfig& moe = config_.moe;
   const uint64_t D = config_.hidden_size, E = moe.num_experts;
   const MatVec router{reinterpret_cast<const std::byte*>(L.router), DType::F32, E, D, xb_.data(), router_logits_.data()};
   run_matvecs(pool_, {&router, 1});
-  const float max = *std::max_element(router_logits_.begin(), router_logits_.end());
-  float sum = 0;
-  for (float& v : router_logits_) sum += v = std::exp(v - max);
-  std::vector<uint64_t> order(E);
-  std::iota(order.begin(), order.end(), 0);
-  // Highest probability first; the lower expert index first among equals (as torch.topk).
-  std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) { return router_logits_[a] > router_logits_[b]; });
-  float chosen = 0;
-  for (uint64_t i = 0; i < moe.experts_per_token; ++i) chosen += router_logits_[order[i]];
   std::fill(partial_.begin(), partial_.end(), 0.0f);
-  for (uint64_t i = 0; i < moe.experts_per_token; ++i) {
-    const uint64_t e = order[i];
+  for (const ChosenExpert& chosen : route_token(moe, router_logits_, L.router_correction)) {
+    const uint64_t e = chosen.expert;
     if (e < part_.expert0 || e >= part_.expert0 + part_.experts) continue;  // another rank's (expert parallel)
-    const float weight = router_logits_[e] / (moe.norm_topk_prob ? chosen : sum);
     mlp(L.experts[e - part_.expert0], expert_out_.data());
-    for (uint64_t j = 0; j < D; ++j) partial_[j] += weight * expert_out_[j];
+    for (uint64_t j = 0; j < D; ++j) partial_[j] += chosen.weight * expert_out_[j];
   }
   if (!L.shared.units) return;
-  float g = 0;
-  for (uint64_t j = 0; j < D; ++j) g += L.shared_gate[j] * xb_[j];
-  const float weight = 1.0f / (1.0f + std::exp(-g));  // each rank scales its part: the sum is scaled alike
+  float weight = 1;  // each rank scales its part: the sum is scaled alike
+  if (L.shared_gate) {
+    float g = 0;
+    for (uint64_t j = 0; j < D; ++j) g += L.shared_gate[j] * xb_[j];
+    weight = 1.0f / (1.0f + std::exp(-g));
+  }
   mlp(L.shared, expert_out_.data());
   for (uint64_t j = 0; j < D; ++j) partial_[j] += weight * expert_out_[j];
 }
@@ -336,7 +345,10 @@ const std::vector<float>& LlamaEngine::forward(int32_t token, uint64_t pos) {
 
   // A pruned layer's skipped sub-block adds nothing to the residual stream.
   for (const Layer& L : layers_) {
-    if (L.kv_heads) attention_block(L, pos);
+    if (L.kv_heads && L.latent.kv_a)
+      latent_attention_block(L, pos);
+    else if (L.kv_heads)
+      attention_block(L, pos);
     if (L.router || L.mlp.units) ffn_block(L);
   }
 

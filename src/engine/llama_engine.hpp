@@ -1,5 +1,5 @@
 // The forward pass of one tensor-parallel rank, for every family LlamaConfig describes (biases,
-// sliding windows, soft-caps, Gemma's norms, partial rotary, experts). The rank owns its slice of every weight
+// sliding windows, soft-caps, Gemma's norms, partial rotary, experts, latent attention). The rank owns its slice of every weight
 // (declared by tensor_parallel.hpp) and its part of the KV cache; it meets the other ranks only
 // through its Communicator: the embedding row comes from the rank that owns it, the row-parallel
 // products' partial sums are all-reduced, and the vocabulary slices of the logits are gathered.
@@ -50,22 +50,33 @@ class LlamaEngine {
     const float *gate_up_bias = nullptr, *down_bias = nullptr;
     uint64_t units = 0;  // this rank's
   };
+  // Latent attention's projections (DeepSeek; latent_attention.cpp). kv_a null: q/k/v attention.
+  struct Latent {
+    const std::byte *q_a = nullptr, *q_b = nullptr, *q = nullptr, *kv_a = nullptr, *kv_b = nullptr;
+    const float *q_a_bias = nullptr, *q_a_norm = nullptr, *kv_a_bias = nullptr, *kv_a_norm = nullptr;
+  };
   struct Layer {
     const float *attn_norm, *post_attn_norm = nullptr, *ffn_norm, *post_ffn_norm = nullptr;
     const float *qkv_bias = nullptr, *o_bias = nullptr;
     const float *q_norm = nullptr, *k_norm = nullptr;  // [head_dim] each (Qwen3); null: none
     const std::byte *qkv, *o;
+    Latent latent;
     Mlp mlp;                               // a dense layer's
     const float* router = nullptr;         // [experts, hidden]: a sparse layer's
+    const float* router_correction = nullptr;  // [experts]: DeepSeek-V3's e_score_correction_bias
     std::vector<Mlp> experts;
     Mlp shared;                            // the shared expert (units 0: none)
-    const float* shared_gate = nullptr;    // [hidden]
+    const float* shared_gate = nullptr;    // [hidden]; null: the shared expert is not gated
     uint64_t window = 0;
     size_t rope = 0;  // which of ropes_ turns its queries and keys
     bool turns = true;  // false: this layer's queries and keys do not turn (SmolLM3)
     // This rank's kv heads (0: the layer has no attention), the first one's index, the query heads
     // that share each, and where the layer's cache begins (in floats per position).
     uint64_t kv_heads = 0, kv_head0 = 0, kv_group = 0, kv_offset = 0;
+    // Each head's query and key width, its value width (head_dim both, but for latent attention),
+    // and what the scores are multiplied by.
+    uint64_t k_dim = 0, v_dim = 0;
+    float scale = 1;
   };
   LlamaConfig config_;
   Communicator& comm_;
@@ -83,6 +94,7 @@ class LlamaEngine {
   uint64_t kv_width_ = 0;  // the cache's floats per position, summed over layers
   // Per-token activations and this rank's KV cache: [layer][position][the layer's kv_heads * head_dim].
   std::vector<float> x_, xb_, qkv_, att_, partial_, expert_out_, router_logits_, gate_up_, hidden_, k_cache_, v_cache_;
+  std::vector<float> q_latent_, kv_latent_, kv_expanded_;  // latent attention's [q_lora_rank], [kv_lora_rank + rope], kv_b_proj's
   // Rotary frequencies (rope scaling applied) and this position's cos and sin: [0] every layer's,
   // [1] the sliding-window layers' own where the configuration gives them (sliding_rope_theta).
   struct RopeTable {
@@ -96,7 +108,10 @@ class LlamaEngine {
   void bind();
   const RopeScaling& rope_scaling(size_t table) const { return table ? config_.sliding_rope_scaling : config_.rope_scaling; }
   Mlp bind_mlp(const std::string& at, uint64_t units) const;
+  Latent bind_latent(const std::string& at) const;
   void attention_block(const Layer& L, uint64_t pos);
+  // DeepSeek's: the latents computed whole, each head's keys and values expanded from them and cached.
+  void latent_attention_block(const Layer& L, uint64_t pos);
   void attention(const Layer& L, uint64_t pos);
   void ffn_block(const Layer& L);
   void input_norm(const float* norm);  // xb_ = the sublayer's input: x_ normalised by `norm` (null: as it is)

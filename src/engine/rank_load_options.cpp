@@ -11,6 +11,9 @@ namespace wl {
 void drop_unused_by_engine(NameMapping& names, const LlamaConfig& config) {
   names.drop(R"(.*rotary_emb\.inv_freq)");
   if (config.tie_word_embeddings) names.drop(R"((.*\.)?lm_head\.weight)");
+  std::vector<std::string> predicting;  // DeepSeek-V3's prediction layers, after the last
+  for (uint64_t l = config.num_layers; l < config.num_layers + config.prediction_layers; ++l) predicting.push_back(std::to_string(l));
+  if (!predicting.empty()) names.drop(fmt::format(R"(model\.layers\.({})\..*)", fmt::join(predicting, "|")));
 }
 
 LoadOptions rank_load_options(LoadOptions base, const LlamaConfig& config, const RankPartition& part) {

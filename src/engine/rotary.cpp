@@ -85,4 +85,13 @@ void rope(float* v, uint64_t heads, uint64_t hd, const std::vector<float>& cos, 
     }
 }
 
+void rope_adjacent_pairs(float* v, uint64_t heads, uint64_t stride, const std::vector<float>& cos, const std::vector<float>& sin) {
+  for (uint64_t h = 0; h < heads; ++h, v += stride)
+    for (uint64_t j = 0; j < cos.size(); ++j) {
+      const float a = v[2 * j], b = v[2 * j + 1];
+      v[2 * j] = a * cos[j] - b * sin[j];
+      v[2 * j + 1] = b * cos[j] + a * sin[j];
+    }
+}
+
 }  // namespace wl

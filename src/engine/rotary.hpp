@@ -21,4 +21,10 @@ float rotary_attention_factor(const LlamaConfig& config, bool sliding = false);
 // turns with element j + cos.size(); the rest of the head passes through.
 void rope(float* v, uint64_t heads, uint64_t head_dim, const std::vector<float>& cos, const std::vector<float>& sin);
 
+// DeepSeek's layout over the leading 2 * cos.size() dimensions of each head (`stride` floats
+// apart): elements 2j and 2j + 1 turn together with frequency j (V2's complex product; V3's
+// rope_interleave, which also de-interleaves them afterwards, the same for queries and keys alike,
+// so that their products are these).
+void rope_adjacent_pairs(float* v, uint64_t heads, uint64_t stride, const std::vector<float>& cos, const std::vector<float>& sin);
+
 }  // namespace wl

@@ -84,11 +84,36 @@ void declare_attention(Model& m, const LlamaConfig& c, const RankPartition& p, u
   if (c.o_bias && p.rank == 0) m.add_parameter(attn + "o_proj.bias", {D}, DType::F32);
 }
 
+// Latent attention: the low-rank projections into the latents (q_a_proj, kv_a_proj_with_mqa) and
+// their norms whole on every rank (each computes the latents itself); q_b_proj (or q_proj) and
+// kv_b_proj column-parallel by head, o_proj row-parallel.
+void declare_latent_attention(Model& m, const LlamaConfig& c, const RankPartition& p, const std::string& attn, DType dtype) {
+  const LatentAttention& a = c.mla;
+  const uint64_t D = c.hidden_size, H = p.q_heads, qk = a.qk_head_dim(), kv = a.qk_nope_head_dim + a.v_head_dim;
+  auto whole = [&](const std::string& name, Shape shape, DType type) { m.add_parameter(attn + name, std::move(shape), type); };
+  if (a.q_lora_rank) {
+    whole("q_a_proj.weight", {a.q_lora_rank, D}, dtype);
+    if (c.qkv_bias) whole("q_a_proj.bias", {a.q_lora_rank}, DType::F32);
+    whole("q_a_layernorm.weight", {a.q_lora_rank}, DType::F32);
+    m.add_parameter(attn + "q_b_proj.weight", {H * qk, a.q_lora_rank}, dtype, {rows(attn + "q_b_proj.weight", p.q_head0 * qk, H * qk, 0)});
+  } else {
+    m.add_parameter(attn + "q_proj.weight", {H * qk, D}, dtype, {rows(attn + "q_proj.weight", p.q_head0 * qk, H * qk, 0)});
+  }
+  whole("kv_a_proj_with_mqa.weight", {a.kv_lora_rank + a.qk_rope_head_dim, D}, dtype);
+  if (c.qkv_bias) whole("kv_a_proj_with_mqa.bias", {a.kv_lora_rank + a.qk_rope_head_dim}, DType::F32);
+  whole("kv_a_layernorm.weight", {a.kv_lora_rank}, DType::F32);
+  m.add_parameter(attn + "kv_b_proj.weight", {H * kv, a.kv_lora_rank}, dtype, {rows(attn + "kv_b_proj.weight", p.q_head0 * kv, H * kv, 0)});
+  m.add_parameter(attn + "o_proj.weight", {D, H * a.v_head_dim}, dtype,
+                  {columns(attn + "o_proj.weight", p.q_head0 * a.v_head_dim, H * a.v_head_dim)});
+  if (c.o_bias && p.rank == 0) m.add_parameter(attn + "o_proj.bias", {D}, DType::F32);
+}
+
 void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_t l, DType dtype) {
   const std::string at = moe_prefix(c, l);
   const uint64_t D = c.hidden_size;
   const bool mixtral = c.architecture == "mixtral";
   m.add_parameter(at + "gate.weight", {c.moe.num_experts, D}, DType::F32);
+  if (c.moe.score_correction_bias) m.add_parameter(at + "gate.e_score_correction_bias", {c.moe.num_experts}, DType::F32);
   for (uint64_t e = p.expert0; e < p.expert0 + p.experts; ++e) {
     const std::string ex = fmt::format("{}experts.{}.", at, e);
     const MlpNames names = mixtral ? MlpNames{ex + "w1", ex + "w3", ex + "w2", ""}
@@ -96,10 +121,10 @@ void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_
     declare_mlp(m, ex, names, c.moe.expert_intermediate_size, p.expert_ff0, p.expert_ff, D, dtype, false, false);
   }
   if (!c.moe.shared_expert_intermediate_size) return;
-  const std::string sh = at + "shared_expert.";
+  const std::string sh = shared_expert_prefix(c, l);
   declare_mlp(m, sh, {sh + "gate_proj", sh + "up_proj", sh + "down_proj", ""}, c.moe.shared_expert_intermediate_size, p.shared_ff0,
               p.shared_ff, D, dtype, false, false);
-  m.add_parameter(at + "shared_expert_gate.weight", {1, D}, DType::F32);
+  if (c.moe.shared_expert_gated) m.add_parameter(at + "shared_expert_gate.weight", {1, D}, DType::F32);
 }
 
 Error refuse_split(unsigned size, const std::string& why) {
@@ -127,6 +152,10 @@ LayerPartition partition_layer(const LlamaConfig& c, uint64_t l, unsigned rank, 
 
 std::string moe_prefix(const LlamaConfig& c, uint64_t layer) {
   return fmt::format("model.layers.{}.{}.", layer, c.architecture == "mixtral" ? "block_sparse_moe" : "mlp");
+}
+
+std::string shared_expert_prefix(const LlamaConfig& c, uint64_t layer) {
+  return moe_prefix(c, layer) + (c.moe.shared_expert_gated ? "shared_expert." : "shared_experts.");
 }
 
 RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size, bool expert_parallel) {
@@ -178,7 +207,10 @@ Model declare_rank_parameters(const LlamaConfig& c, const RankPartition& p, DTyp
         whole(at + "post_feedforward_layernorm.weight", D);
       }
     }
-    if (attention) declare_attention(m, c, p, l, at + "self_attn.", dtype);
+    if (attention && c.latent_attention())
+      declare_latent_attention(m, c, p, at + "self_attn.", dtype);
+    else if (attention)
+      declare_attention(m, c, p, l, at + "self_attn.", dtype);
     if (c.moe_layer(l)) {
       declare_moe(m, c, p, l, dtype);
     } else if (ffn) {

@@ -44,6 +44,10 @@ struct Family {
     Mixtral,    // num_local_experts of intermediate_size, top-k renormalised
     Qwen2Moe,   // num_experts of moe_intermediate_size, a gated shared expert, sparse steps
     Qwen3Moe,   // Qwen2-MoE's without the shared expert (num_local_experts in transformers 5)
+    DeepseekV2, // n_routed_experts of moe_intermediate_size, softmax scores, greedy or group-limited
+                // choice, shared experts without a gate, routed_scaling_factor, dense first layers
+    DeepseekV3, // V2's with sigmoid scores, e_score_correction_bias for choosing, groups scored by
+                // their best two, the chosen weights renormalised when norm_topk_prob
   };
   // Which projections have biases.
   enum class Biases {
@@ -68,6 +72,7 @@ struct Family {
   bool post_norms_only = false;     // no input norms; each sublayer's output normalised (OLMo 2)
   bool qk_norm_whole = false;       // q and k normalised over the whole projection, not per head (OLMo 2)
   bool decilm = false;              // per-layer widths from block_configs (hf_layer_widths)
+  bool latent_attention = false;    // multi-head latent attention (DeepSeek's q/kv low-rank projections)
   GgufArchitecture gguf{};          // how llama.cpp stores it; none: GGUF output is refused
 };
 

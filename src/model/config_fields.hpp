@@ -26,6 +26,7 @@ class JsonFields {
   const std::string& file() const { return file_; }
   const nlohmann::json& at(const char* key) const { return c_[key]; }
   bool has(const char* key) const { return c_.contains(key) && !c_[key].is_null(); }
+  bool is_null(const char* key) const { return c_.contains(key) && c_[key].is_null(); }  // given as null
   uint64_t uint(const char* key, std::optional<uint64_t> fallback = std::nullopt) const {
     if (!has(key)) {
       if (fallback) return *fallback;

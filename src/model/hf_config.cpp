@@ -139,6 +139,7 @@ RopeScaling read_scaling(const JsonFields& top, const json& object, const std::s
     r.beta_slow = f.number("beta_slow", 1);
     r.truncate = f.boolean("truncate", true);
     r.attention_factor = f.has("attention_factor") ? f.number("attention_factor", 1.0) : yarn_attention_factor(f, r.factor);
+    r.mscale_all_dim = f.number("mscale_all_dim", 0);
     if (r.original_max_position_embeddings == 0 || !(r.beta_fast > 0) || !(r.beta_slow > 0) || !(r.attention_factor > 0))
       throw config_invalid(top.file(), field, "yarn needs positive original_max_position_embeddings, beta_fast, beta_slow and attention_factor");
   }
@@ -349,8 +350,69 @@ std::vector<uint64_t> layer_list(const JsonFields& f, const char* key) {
   return out;
 }
 
+// A field whose only value transformers 5 runs (the original DeepSeek code read it; transformers
+// ignores it and runs `expected`): another value is refused.
+void expect_string(const JsonFields& f, const Family& family, const char* key, const char* expected) {
+  if (f.has(key) && f.string(key) != expected)
+    throw config_invalid(f.file(), key, fmt::format("'{}' is not supported ({} models route with '{}')", f.string(key), family.model_type, expected));
+}
+
+// DeepSeek-V2 and V3: n_routed_experts of moe_intermediate_size, n_shared_experts as one ungated
+// MLP of n_shared_experts * moe_intermediate_size, the first first_k_dense_replace layers dense.
+MoeConfig read_deepseek_moe(const JsonFields& f, const Family& family) {
+  const bool v3 = family.experts == Family::Experts::DeepseekV3;
+  MoeConfig m;
+  m.num_experts = f.uint("n_routed_experts", v3 ? 256 : 64);
+  m.experts_per_token = v3 ? f.uint("num_experts_per_tok", 8) : f.uint("num_experts_per_tok");
+  m.expert_intermediate_size = f.uint("moe_intermediate_size", v3 ? 2048 : 1407);
+  const uint64_t shared = f.uint("n_shared_experts", v3 ? 1 : 2);
+  if (m.expert_intermediate_size == 0) throw config_invalid(f.file(), "moe_intermediate_size", "must be positive");
+  if (shared > (1u << 10)) throw config_invalid(f.file(), "n_shared_experts", "is above the supported maximum 1024");
+  m.shared_expert_intermediate_size = shared * m.expert_intermediate_size;
+  m.shared_expert_gated = false;
+  m.first_dense_layers = f.uint("first_k_dense_replace", v3 ? 3 : 0);
+  m.routed_scaling_factor = f.number("routed_scaling_factor", v3 ? 2.5 : 1.0);
+  if (!(m.routed_scaling_factor > 0) || !std::isfinite(m.routed_scaling_factor))
+    throw config_invalid(f.file(), "routed_scaling_factor", "must be a positive number");
+  if (f.uint("moe_layer_freq", 1) != 1) throw config_invalid(f.file(), "moe_layer_freq", "only 1 is supported (every layer after the dense ones sparse)");
+  if (v3) {
+    expect_string(f, family, "topk_method", "noaux_tc");
+    expect_string(f, family, "scoring_func", "sigmoid");
+    m.scoring = MoeConfig::Scoring::Sigmoid;
+    m.score_correction_bias = true;
+    m.norm_topk_prob = f.boolean("norm_topk_prob", true);
+    m.groups = f.uint("n_group", 8);
+    m.topk_groups = f.uint("topk_group", 4);
+    m.group_by_top_two = true;
+  } else {
+    expect_string(f, family, "scoring_func", "softmax");
+    const std::string method = f.string("topk_method", "greedy");
+    if (method != "greedy" && method != "group_limited_greedy")
+      throw config_invalid(f.file(), "topk_method", fmt::format("'{}' is not supported (greedy, group_limited_greedy)", method));
+    // transformers 5's DeepSeek-V2 never renormalises (the original code did, when set): refused rather than guessed.
+    m.norm_topk_prob = false;
+    if (f.boolean("norm_topk_prob", false))
+      throw config_invalid(f.file(), "norm_topk_prob", "true is not supported: transformers 5's DeepSeek-V2 does not renormalise");
+    if (method == "group_limited_greedy") m.groups = f.uint("n_group"), m.topk_groups = f.uint("topk_group");
+  }
+  const char* count = "n_routed_experts";
+  if (m.num_experts == 0) throw config_invalid(f.file(), count, "must be positive");
+  if (m.groups == 0 || m.num_experts % m.groups != 0)
+    throw config_invalid(f.file(), "n_group", fmt::format("{} does not divide n_routed_experts {}", m.groups, m.num_experts));
+  if (m.group_by_top_two && m.num_experts / m.groups < 2)
+    throw config_invalid(f.file(), "n_group", fmt::format("{} groups of {} experts: each group is scored by its best two", m.groups, m.num_experts / m.groups));
+  if (m.topk_groups == 0 || m.topk_groups > m.groups)
+    throw config_invalid(f.file(), "topk_group", fmt::format("{} is not in [1, n_group {}]", m.topk_groups, m.groups));
+  const uint64_t eligible = m.topk_groups * (m.num_experts / m.groups);
+  if (m.experts_per_token == 0 || m.experts_per_token > eligible)
+    throw config_invalid(f.file(), "num_experts_per_tok",
+                         fmt::format("{} is not in [1, {}] (the experts of topk_group of the n_group groups)", m.experts_per_token, eligible));
+  return m;
+}
+
 // Mixtral's experts are intermediate_size wide: the caller sets that.
 MoeConfig read_moe(const JsonFields& f, const Family& family) {
+  if (family.experts == Family::Experts::DeepseekV2 || family.experts == Family::Experts::DeepseekV3) return read_deepseek_moe(f, family);
   MoeConfig m;
   const bool qwen = family.experts == Family::Experts::Qwen2Moe || family.experts == Family::Experts::Qwen3Moe;
   // Transformers 5 names Qwen3-MoE's expert count num_local_experts (4: num_experts).
@@ -372,6 +434,8 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
       m.expert_intermediate_size = f.uint("moe_intermediate_size", 1408);
       m.shared_expert_intermediate_size = f.uint("shared_expert_intermediate_size", 5632);
       break;
+    case Family::Experts::DeepseekV2:
+    case Family::Experts::DeepseekV3: break;  // read_deepseek_moe
     case Family::Experts::Qwen3Moe:
       if (f.has("num_local_experts") && f.has("num_experts") && f.uint("num_experts") != f.uint("num_local_experts"))
         throw config_invalid(f.file(), "num_experts", "disagrees with num_local_experts: transformers 4 reads the one, 5 the other");
@@ -456,6 +520,44 @@ void read_rope_layers(const JsonFields& f, const Family& family, LlamaConfig& c)
   if (std::all_of(c.rope_layers.begin(), c.rope_layers.end(), [](bool turns) { return turns; })) c.rope_layers.clear();
 }
 
+// DeepSeek's multi-head latent attention: its widths (head_dim becomes qk_rope_head_dim, as
+// transformers sets it whatever config.json says) and its rotary layout. q_lora_rank null: q_proj.
+void read_latent_attention(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  static constexpr const char* kKeys[] = {"kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "rope_interleave"};
+  if (!family.latent_attention) {
+    for (const char* key : kKeys)
+      if (f.has(key)) throw config_invalid(f.file(), key, fmt::format("is a DeepSeek field; {} models do not apply it", family.model_type));
+    return;
+  }
+  LatentAttention& a = c.mla;
+  a.q_lora_rank = f.is_null("q_lora_rank") ? 0 : f.uint("q_lora_rank", 1536);
+  a.kv_lora_rank = f.uint("kv_lora_rank", 512);
+  a.qk_nope_head_dim = f.uint("qk_nope_head_dim", 128);
+  a.qk_rope_head_dim = f.uint("qk_rope_head_dim", 64);
+  a.v_head_dim = f.uint("v_head_dim", 128);
+  // V2 always turns adjacent pairs (its complex rotation); V3 as rope_interleave says.
+  a.interleaved_rope = family.experts != Family::Experts::DeepseekV3 || f.boolean("rope_interleave", true);
+  if (f.has("q_lora_rank") && a.q_lora_rank == 0)
+    throw config_invalid(f.file(), "q_lora_rank", "must be positive, or null for q_proj");
+  for (const char* key : {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"})
+    if (f.uint(key, 1) == 0) throw config_invalid(f.file(), key, "must be positive");
+  if (c.num_kv_heads != c.num_heads)
+    throw config_invalid(f.file(), "num_key_value_heads",
+                         fmt::format("{} differs from num_attention_heads {}: latent attention expands keys and values for every head", c.num_kv_heads, c.num_heads));
+  c.head_dim = a.qk_rope_head_dim;
+  c.prediction_layers = f.uint("num_nextn_predict_layers", 0);
+}
+
+// transformers' yarn_apply_mscale: with rope scaling, mscale_all_dim makes the scores sharper.
+double latent_softmax_scale(const LatentAttention& a, const RopeScaling& r) {
+  double scale = 1.0 / std::sqrt(double(a.qk_head_dim()));
+  if (!r.type.empty() && r.mscale_all_dim && r.factor > 1) {
+    const double m = 0.1 * r.mscale_all_dim * std::log(r.factor) + 1.0;
+    scale *= m * m;
+  }
+  return scale;
+}
+
 // DeciLM's rotary layouts other than rotate-half (vLLM turns these two with Meta's interleaved pairs).
 void refuse_interleaved_rotary(const JsonFields& f, const Family& family) {
   const std::string position = family.decilm ? f.string("position_embedding_type") : "";
@@ -488,6 +590,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   read_layer_widths(f, type, c);
   if (family.experts == Family::Experts::Mixtral) c.moe.expert_intermediate_size = c.intermediate_size;
   c.head_dim = f.uint("head_dim", c.num_heads ? c.hidden_size / c.num_heads : 0);
+  read_latent_attention(f, family, c);
   c.vocab_size = f.uint("vocab_size", 0);
   c.max_position_embeddings = f.uint("max_position_embeddings", 2048);
   c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
@@ -496,6 +599,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.post_norms_only = family.post_norms_only;
   read_listed_windows(f, family, c);
   apply_ropes(f, ropes, c);
+  if (c.latent_attention()) c.mla.softmax_scale = latent_softmax_scale(c.mla, c.rope_scaling);
   check_layer_types(f, family, c);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.tied_by_default);
   read_multipliers(f, family, c);

@@ -97,6 +97,15 @@ void validate(const LlamaConfig& c, const std::string& file) {
     if (!(theta > 0) || !std::isfinite(theta)) throw invalid(file, sliding ? at + "rope_theta" : "rope_theta", "must be a positive number");
   }
   if (!(c.rms_norm_eps > 0) || !std::isfinite(c.rms_norm_eps)) throw invalid(file, "rms_norm_eps", "must be a positive number");
+  if (c.latent_attention()) {
+    positive(c.mla.kv_lora_rank, "kv_lora_rank", kMaxWidth);
+    positive(c.mla.qk_nope_head_dim, "qk_nope_head_dim", kMaxWidth);
+    positive(c.mla.v_head_dim, "v_head_dim", kMaxWidth);
+    if (c.mla.q_lora_rank > kMaxWidth) throw invalid(file, "q_lora_rank", fmt::format("{} is above the supported maximum {}", c.mla.q_lora_rank, kMaxWidth));
+  }
+  if (c.moe.num_experts && c.moe.first_dense_layers > c.num_layers)
+    throw invalid(file, "first_k_dense_replace", fmt::format("{} is more than num_hidden_layers {}", c.moe.first_dense_layers, c.num_layers));
+  if (c.prediction_layers > kMaxLayers) throw invalid(file, "num_nextn_predict_layers", "is above the supported maximum");
 }
 
 // Meta's params.json (dim, n_layers, n_heads, ...); the FFN width from the tensors, and the
@@ -139,11 +148,33 @@ void check_experts(const WeightSource& s, const LlamaConfig& c, uint64_t l, cons
   const uint64_t E = c.moe.num_experts, ff = c.moe.expert_intermediate_size;
   const std::string moe = fmt::format("{}, {} experts of {} units", dims, E, ff);
   const bool mixtral = c.architecture == "mixtral";
+  const char* count = mixtral ? "num_local_experts" : c.latent_attention() ? "n_routed_experts" : "num_experts";
   check_shape(s, at + (mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight"), {E, c.hidden_size}, moe);
   check_shape(s, at + (mixtral ? "block_sparse_moe.experts.0.w1.weight" : "mlp.experts.0.gate_proj.weight"), {ff, c.hidden_size}, moe);
   if (s.find(fmt::format("{}{}.experts.{}.", at, mixtral ? "block_sparse_moe" : "mlp", E) + (mixtral ? "w1.weight" : "gate_proj.weight")))
-    throw invalid(s.origin(), mixtral ? "num_local_experts" : "num_experts", fmt::format("{} but the checkpoint has an expert {}", E, E));
-  check_shape(s, at + "mlp.shared_expert.gate_proj.weight", {c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
+    throw invalid(s.origin(), count, fmt::format("{} but the checkpoint has an expert {}", E, E));
+  if (c.moe.score_correction_bias) check_shape(s, at + "mlp.gate.e_score_correction_bias", {E}, moe);
+  const std::string shared = c.moe.shared_expert_gated ? "mlp.shared_expert." : "mlp.shared_experts.";
+  check_shape(s, at + shared + "gate_proj.weight", {c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
+}
+
+// Latent attention's projections against its widths (every head's rows; the latent's columns).
+void check_latent_attention(const WeightSource& s, const LlamaConfig& c, const std::string& at, const std::string& dims) {
+  const LatentAttention& a = c.mla;
+  const uint64_t D = c.hidden_size, H = c.num_heads;
+  const std::string widths = fmt::format("{}, q_lora_rank {}, kv_lora_rank {}, qk_nope/rope/v head dims {}/{}/{}", dims, a.q_lora_rank,
+                                         a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim);
+  if (a.q_lora_rank) {
+    check_shape(s, at + "q_a_proj.weight", {a.q_lora_rank, D}, widths);
+    check_shape(s, at + "q_b_proj.weight", {H * a.qk_head_dim(), a.q_lora_rank}, widths);
+    if (s.find(at + "q_proj.weight")) throw invalid(s.origin(), "q_lora_rank", fmt::format("{} but the checkpoint has q_proj", a.q_lora_rank));
+  } else {
+    check_shape(s, at + "q_proj.weight", {H * a.qk_head_dim(), D}, widths);
+    if (s.find(at + "q_a_proj.weight")) throw invalid(s.origin(), "q_lora_rank", "null but the checkpoint has q_a_proj");
+  }
+  check_shape(s, at + "kv_a_proj_with_mqa.weight", {a.kv_lora_rank + a.qk_rope_head_dim, D}, widths);
+  check_shape(s, at + "kv_b_proj.weight", {H * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank}, widths);
+  check_shape(s, at + "o_proj.weight", {D, H * a.v_head_dim}, widths);
 }
 
 // Layer l's tensors against the layer's widths (of whichever MLP it has).
@@ -152,7 +183,9 @@ void check_layer(const WeightSource& s, const LlamaConfig& c, uint64_t l) {
   const std::string at = fmt::format("model.layers.{}.", l);
   const std::string dims = fmt::format("layer {}: hidden_size {}, heads {} x head_dim {}, kv heads {}, intermediate_size {}", l, c.hidden_size,
                                        c.num_heads, c.head_dim, c.layer_kv_heads(l), ff);
-  if (kv_dim) {
+  if (kv_dim && c.latent_attention()) {
+    check_latent_attention(s, c, at + "self_attn.", dims);
+  } else if (kv_dim) {
     check_shape(s, at + "self_attn.q_proj.weight", {c.q_dim(), c.hidden_size}, dims);
     check_shape(s, at + "self_attn.k_proj.weight", {kv_dim, c.hidden_size}, dims);
     check_shape(s, at + "self_attn.v_proj.weight", {kv_dim, c.hidden_size}, dims);
@@ -179,7 +212,8 @@ void check_tensors(const WeightSource& s, const LlamaConfig& c) {
   check_shape(s, "model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, dims);
   check_shape(s, "lm_head.weight", {c.vocab_size, c.hidden_size}, dims);
   for (uint64_t l = 0; l < c.num_layers; ++l) check_layer(s, c, l);
-  if (s.find(fmt::format("model.layers.{}.{}.weight", c.num_layers, c.post_norms_only ? "post_attention_layernorm" : "input_layernorm")))
+  // DeepSeek-V3's prediction layers follow the last: their tensors are there, and not read.
+  if (!c.prediction_layers && s.find(fmt::format("model.layers.{}.{}.weight", c.num_layers, c.post_norms_only ? "post_attention_layernorm" : "input_layernorm")))
     throw invalid(s.origin(), "num_hidden_layers", fmt::format("{} but the checkpoint has a layer {}", c.num_layers, c.num_layers));
 }
 
@@ -226,7 +260,7 @@ uint64_t LlamaConfig::window_layer(uint64_t l) const {
 }
 
 bool LlamaConfig::moe_layer(uint64_t l) const {
-  if (!moe.num_experts || (l + 1) % moe.decoder_sparse_step != 0) return false;
+  if (!moe.num_experts || l < moe.first_dense_layers || (l + 1) % moe.decoder_sparse_step != 0) return false;
   return std::find(moe.mlp_only_layers.begin(), moe.mlp_only_layers.end(), l) == moe.mlp_only_layers.end();
 }
 
@@ -246,6 +280,7 @@ json rope_scaling_json(const RopeScaling& r) {
   } else if (r.type == "yarn") {
     j["original_max_position_embeddings"] = r.original_max_position_embeddings, j["attention_factor"] = r.attention_factor;
     j["beta_fast"] = r.beta_fast, j["beta_slow"] = r.beta_slow, j["truncate"] = r.truncate;
+    if (r.mscale_all_dim) j["mscale_all_dim"] = r.mscale_all_dim;  // latent attention's scale reads it
   }
   return j;
 }
@@ -283,7 +318,7 @@ std::string LlamaConfig::features() const {
     f.push_back(fmt::format("per-layer widths (intermediate_size {}, kv heads {}; 0: skipped)", ff, kv));
   }
   if (num_kv_heads != num_heads) f.push_back(fmt::format("GQA ({} heads, {}{} kv)", num_heads, layer_widths.empty() ? "" : "at most ", num_kv_heads));
-  if (head_dim * num_heads != hidden_size) f.push_back(fmt::format("head_dim {} ≠ hidden/heads", head_dim));
+  if (head_dim * num_heads != hidden_size && !latent_attention()) f.push_back(fmt::format("head_dim {} ≠ hidden/heads", head_dim));
   if (rotary_dims() != head_dim) f.push_back(fmt::format("partial rotary ({} of {})", rotary_dims(), head_dim));
   if (!rope_scaling.type.empty()) f.push_back(fmt::format("rope scaling {} x{}", rope_scaling.type, rope_scaling.factor));
   if (sliding_rope_theta)
@@ -309,9 +344,25 @@ std::string LlamaConfig::features() const {
     f.push_back(fmt::format("{} of {} layers without rope", std::count(rope_layers.begin(), rope_layers.end(), false), rope_layers.size()));
   if (hidden_act != "silu") f.push_back(hidden_act);
   if (fused_checkpoint) f.push_back("fused qkv_proj/gate_up_proj stored");
-  if (moe.num_experts)
-    f.push_back(fmt::format("{} experts, top-{}{}{}", moe.num_experts, moe.experts_per_token, moe.norm_topk_prob ? " renormalised" : "",
-                            moe.shared_expert_intermediate_size ? ", gated shared expert" : ""));
+  if (latent_attention())
+    f.push_back(fmt::format("latent attention (q {}, kv_lora_rank {}, qk nope/rope {}/{}, v {}, {} rope pairs{})",
+                            mla.q_lora_rank ? fmt::format("lora_rank {}", mla.q_lora_rank) : "q_proj", mla.kv_lora_rank, mla.qk_nope_head_dim,
+                            mla.qk_rope_head_dim, mla.v_head_dim, mla.interleaved_rope ? "adjacent" : "half-split",
+                            mla.softmax_scale * std::sqrt(double(mla.qk_head_dim())) != 1.0 ? fmt::format(", softmax scale {:.6g}", mla.softmax_scale) : ""));
+  if (moe.num_experts) {
+    std::string experts = fmt::format("{} experts, top-{}{}", moe.num_experts, moe.experts_per_token, moe.norm_topk_prob ? " renormalised" : "");
+    if (moe.scoring == MoeConfig::Scoring::Sigmoid) experts += ", sigmoid scores";
+    if (moe.score_correction_bias) experts += " + correction bias to choose";
+    if (moe.groups > 1)
+      experts += fmt::format(", best {} of {} groups (by {})", moe.topk_groups, moe.groups, moe.group_by_top_two ? "top-2 sum" : "best expert");
+    if (moe.routed_scaling_factor != 1) experts += fmt::format(", weights x{}", moe.routed_scaling_factor);
+    if (moe.shared_expert_intermediate_size)
+      experts += moe.shared_expert_gated ? ", gated shared expert" : fmt::format(", shared experts of {} units", moe.shared_expert_intermediate_size);
+    if (moe.first_dense_layers)
+      experts += moe.first_dense_layers == 1 ? ", layer 0 dense" : fmt::format(", layers 0-{} dense", moe.first_dense_layers - 1);
+    f.push_back(experts);
+  }
+  if (prediction_layers) f.push_back(fmt::format("prediction layers not run ({})", prediction_layers));
   f.push_back(tie_word_embeddings ? "tied head" : "untied head");
   return fmt::format("{}: {}", architecture, fmt::join(f, ", "));
 }
@@ -321,6 +372,8 @@ std::string LlamaConfig::to_hf_config_json() const {
   const std::string type = qwen2 ? "qwen2" : architecture;
   const Family* family = family_by_type(type);
   if (!family) throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json for architecture '{}'", architecture));
+  if (family->latent_attention)  // only ever read from its own config.json, which a conversion copies
+    throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json is written for {} (latent attention)", type));
   json j = {
       {"architectures", {family->architecture}},
       {"model_type", type},
@@ -384,7 +437,9 @@ std::string LlamaConfig::to_hf_config_json() const {
     j["query_pre_attn_scalar"] = query_pre_attn_scalar;
   }
   switch (family->experts) {
-    case Family::Experts::None: break;
+    case Family::Experts::None:
+    case Family::Experts::DeepseekV2:  // refused above
+    case Family::Experts::DeepseekV3: break;
     case Family::Experts::Mixtral:
       j["num_local_experts"] = moe.num_experts, j["num_experts_per_tok"] = moe.experts_per_token;
       break;

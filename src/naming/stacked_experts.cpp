@@ -1,4 +1,5 @@
 // transformers 5's stacked experts and the per-expert names of each family's earlier checkpoints.
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
@@ -17,9 +18,11 @@ struct Family {
   std::string_view router;           // the earlier router stem (transformers 5: mlp.gate)
 };
 
-constexpr std::array<Family, 2> kFamilies{{
+constexpr std::array<Family, 4> kFamilies{{
     {"mixtral", "block_sparse_moe.experts.", "w1", "w3", "w2", "block_sparse_moe.gate"},
     {"qwen2_moe", "mlp.experts.", "gate_proj", "up_proj", "down_proj", "mlp.gate"},
+    {"deepseek_v2", "mlp.experts.", "gate_proj", "up_proj", "down_proj", "mlp.gate"},
+    {"deepseek_v3", "mlp.experts.", "gate_proj", "up_proj", "down_proj", "mlp.gate"},
 }};
 
 const Family* family(std::string_view model_type) {
@@ -62,7 +65,8 @@ std::vector<std::vector<std::string>> fused_moe_parts(std::string_view param, ui
   for (const Family& f : kFamilies)
     for (const std::string& module : earlier_modules(param.substr(0, at), f)) {
       auto name = [&](std::string_view projection) { return fmt::format("{}.experts.{}.{}.weight", module, expert, projection); };
-      namings.push_back(gate_up ? std::vector<std::string>{name(f.gate), name(f.up)} : std::vector<std::string>{name(f.down)});
+      std::vector<std::string> naming = gate_up ? std::vector<std::string>{name(f.gate), name(f.up)} : std::vector<std::string>{name(f.down)};
+      if (std::find(namings.begin(), namings.end(), naming) == namings.end()) namings.push_back(std::move(naming));  // families share names
     }
   return namings;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <numbers>
 
 #include <nlohmann/json.hpp>
@@ -109,6 +110,30 @@ TEST(Rotary, EveryScalingTypeMatchesTransformers) {
     // Written back as config.json (convert's outputs), it reads as the same scaling.
     EXPECT_EQ(llama_config_from_hf_json(c.to_hf_config_json(), "again").rope_scaling, c.rope_scaling);
   }
+}
+
+}  // namespace
+}  // namespace wl
+
+namespace wl {
+namespace {
+
+// DeepSeek's layout: element 2j turns with 2j + 1 by frequency j, as the complex product
+// (x[2j] + i x[2j+1]) (cos + i sin) of DeepSeek-V2; the rest of the stride is left alone.
+TEST(Rotary, AdjacentPairsAsAComplexProduct) {
+  const std::vector<float> cos{std::cos(0.5f), std::cos(0.25f)}, sin{std::sin(0.5f), std::sin(0.25f)};
+  const std::vector<float> given{1, 2, 3, 4, 9, 5, 6, 7, 8, 9};  // two heads of 4 rotary dimensions, a stride of 5
+  std::vector<float> v = given;
+  rope_adjacent_pairs(v.data(), 2, 5, cos, sin);
+  for (int h = 0; h < 2; ++h)
+    for (int j = 0; j < 2; ++j) {
+      const std::complex<float> x(given[5 * h + 2 * j], given[5 * h + 2 * j + 1]);
+      const std::complex<float> want = x * std::complex<float>(cos[j], sin[j]);
+      EXPECT_FLOAT_EQ(v[5 * h + 2 * j], want.real());
+      EXPECT_FLOAT_EQ(v[5 * h + 2 * j + 1], want.imag());
+    }
+  EXPECT_EQ(v[4], 9.0f);
+  EXPECT_EQ(v[9], 9.0f);
 }
 
 }  // namespace

@@ -298,3 +298,65 @@ TEST(HfConfig, GenerationConfigEos) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+std::string deepseek(const char* type, const std::string& fields) {
+  return fmt::format(R"({{"model_type": "{}", {}, "kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 4, "v_head_dim": 6,
+                        "n_routed_experts": 8, "moe_intermediate_size": 8, "num_experts_per_tok": 2{}}})",
+                     type, kSizes, fields.empty() ? "" : ", " + fields);
+}
+
+TEST(HfConfig, DeepseekLatentAttentionAndRouting) {
+  const LlamaConfig v3 = read(deepseek("deepseek_v3", R"("q_lora_rank": 12, "n_group": 4, "topk_group": 2, "head_dim": 99)"));
+  EXPECT_TRUE(v3.latent_attention());
+  EXPECT_EQ(v3.head_dim, 4u);  // qk_rope_head_dim, whatever head_dim says (as transformers sets it)
+  EXPECT_EQ(v3.mla.q_lora_rank, 12u);
+  EXPECT_EQ(v3.mla.qk_head_dim(), 8u);
+  EXPECT_TRUE(v3.mla.interleaved_rope);
+  EXPECT_DOUBLE_EQ(v3.mla.softmax_scale, 1 / std::sqrt(8.0));
+  EXPECT_EQ(v3.moe.scoring, MoeConfig::Scoring::Sigmoid);
+  EXPECT_TRUE(v3.moe.score_correction_bias && v3.moe.group_by_top_two && v3.moe.norm_topk_prob && !v3.moe.shared_expert_gated);
+  EXPECT_EQ(v3.moe.shared_expert_intermediate_size, 8u);  // n_shared_experts 1 of moe_intermediate_size
+  EXPECT_DOUBLE_EQ(v3.moe.routed_scaling_factor, 2.5);
+  EXPECT_EQ(v3.moe.first_dense_layers, 3u);  // V3's default first_k_dense_replace: every layer of 2 dense
+  EXPECT_FALSE(v3.moe_layer(1));
+  const LlamaConfig v2 = read(deepseek("deepseek_v2", R"("q_lora_rank": null, "first_k_dense_replace": 1, "topk_method": "group_limited_greedy",
+                                                        "n_group": 2, "topk_group": 1, "rope_parameters": {"rope_type": "yarn", "factor": 4.0,
+                                                        "original_max_position_embeddings": 16, "mscale": 1.0, "mscale_all_dim": 0.5})"));
+  EXPECT_EQ(v2.mla.q_lora_rank, 0u);
+  EXPECT_EQ(v2.moe.scoring, MoeConfig::Scoring::Softmax);
+  EXPECT_FALSE(v2.moe.norm_topk_prob || v2.moe.group_by_top_two || v2.moe.score_correction_bias);
+  EXPECT_EQ(v2.moe.groups, 2u);
+  EXPECT_FALSE(v2.moe_layer(0));
+  EXPECT_TRUE(v2.moe_layer(1));
+  const double m = 0.1 * 0.5 * std::log(4.0) + 1;  // yarn_apply_mscale
+  EXPECT_NEAR(v2.mla.softmax_scale, m * m / std::sqrt(8.0), 1e-12);
+  EXPECT_NE(v2.features().find("latent attention (q q_proj, kv_lora_rank 8"), std::string::npos) << v2.features();
+}
+
+TEST(HfConfig, DeepseekFieldsTheEngineCannotFollowAreRefusedByName) {
+  const std::pair<std::string, const char*> cases[] = {
+      {deepseek("deepseek_v3", R"("n_group": 3)"), "'n_group'"},
+      {deepseek("deepseek_v3", R"("n_group": 8, "topk_group": 1)"), "'n_group'"},  // groups of one: no best two
+      {deepseek("deepseek_v3", R"("n_group": 4, "topk_group": 5)"), "'topk_group'"},
+      {deepseek("deepseek_v3", R"("n_group": 4, "topk_group": 1, "num_experts_per_tok": 3)"), "'num_experts_per_tok'"},
+      {deepseek("deepseek_v3", R"("scoring_func": "softmax")"), "'scoring_func'"},
+      {deepseek("deepseek_v3", R"("n_group": 1, "topk_group": 1, "num_key_value_heads": 2)"), "'num_key_value_heads'"},
+      {deepseek("deepseek_v2", R"("topk_method": "noaux_tc")"), "'topk_method'"},
+      {deepseek("deepseek_v2", R"("norm_topk_prob": true)"), "'norm_topk_prob'"},
+      {deepseek("deepseek_v2", R"("q_lora_rank": 0)"), "'q_lora_rank'"},
+      {deepseek("deepseek_v2", R"("kv_lora_rank": 0)"), "'kv_lora_rank'"},
+      {deepseek("deepseek_v2", R"("moe_layer_freq": 2)"), "'moe_layer_freq'"},
+      {deepseek("deepseek_v2", R"("routed_scaling_factor": 0)"), "'routed_scaling_factor'"},
+      {llama(R"("kv_lora_rank": 8)"), "'kv_lora_rank'"},
+  };
+  for (const auto& [json, field] : cases) {
+    const std::string msg = refusal(json);
+    EXPECT_NE(msg.find(field), std::string::npos) << json << " → " << msg;
+  }
+}
+
+}  // namespace
+}  // namespace wl

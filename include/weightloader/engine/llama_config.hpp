@@ -1,6 +1,6 @@
 // The model description the engine runs: the hyperparameters of a decoder-only transformer of the
 // Llama lineage, read from the checkpoint itself — a Hugging Face config.json (Llama, Mistral,
-// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM: src/families/), GGUF metadata (the
+// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM, DeepSeek-V2 and -V3: src/families/), GGUF metadata (the
 // architectures the families are written as, read as llama.cpp reads them), Meta's params.json or a llama2.c header. Every field that changes the math is here; one a family's config.json
 // sets that the engine cannot honour is refused, naming it, never ignored.
 #pragma once
@@ -26,22 +26,55 @@ struct WL_API RopeScaling {
   double beta_fast = 32, beta_slow = 1;  // yarn: the rotation counts that bound the blended band
   bool truncate = true;                  // yarn: the band's bounds rounded to whole dimensions
   double attention_factor = 1.0;         // yarn, longrope: cos and sin scale by it
+  double mscale_all_dim = 0;             // yarn (DeepSeek): latent attention's softmax scale grows by mscale(factor, this)^2
   std::vector<float> short_factor, long_factor;  // longrope: one divisor per rotary frequency
   bool operator==(const RopeScaling&) const = default;
   // Whether the frequencies depend on the length of the sequence (dynamic, longrope).
   bool depends_on_length() const { return type == "dynamic" || type == "longrope"; }
 };
 
-// A mixture-of-experts MLP (Mixtral's block_sparse_moe, Qwen2-MoE's mlp with a shared expert).
+// A mixture-of-experts MLP (Mixtral's block_sparse_moe, Qwen2-MoE's mlp with a shared expert,
+// DeepSeek's with grouped routing and shared experts).
 struct WL_API MoeConfig {
   uint64_t num_experts = 0;          // 0: a dense MLP
   uint64_t experts_per_token = 0;
   uint64_t expert_intermediate_size = 0;
   bool norm_topk_prob = true;        // renormalise the chosen experts' weights to sum to 1
-  uint64_t shared_expert_intermediate_size = 0;  // 0: no shared expert (it has a sigmoid gate)
+  uint64_t shared_expert_intermediate_size = 0;  // 0: no shared expert
+  bool shared_expert_gated = true;   // Qwen2-MoE's shared_expert has a sigmoid gate; DeepSeek's shared_experts add as they are
   uint64_t decoder_sparse_step = 1;  // layer l is sparse when (l + 1) % step == 0 ...
-  std::vector<uint64_t> mlp_only_layers;  // ... and it is not one of these
+  std::vector<uint64_t> mlp_only_layers;  // ... and it is not one of these ...
+  uint64_t first_dense_layers = 0;   // ... nor one of the first ones (DeepSeek's first_k_dense_replace)
+  // How the router's logits become scores: a softmax over all experts, or each one's sigmoid
+  // (DeepSeek-V3, whose e_score_correction_bias is added to choose the experts, not to weight them).
+  enum class Scoring { Softmax, Sigmoid };
+  Scoring scoring = Scoring::Softmax;
+  bool score_correction_bias = false;
+  // Grouped choice (DeepSeek): the experts fall into `groups` consecutive groups, each scored by
+  // its best expert (V2's group_limited_greedy) or its best two's sum (V3); only the experts of
+  // the best `topk_groups` groups are chosen from. 1 group: every expert competes.
+  uint64_t groups = 1, topk_groups = 1;
+  bool group_by_top_two = false;
+  double routed_scaling_factor = 1;  // the chosen experts' weights are multiplied by it
   bool operator==(const MoeConfig&) const = default;
+};
+
+// Multi-head latent attention (DeepSeek-V2 and V3). Queries come from the hidden state (q_proj) or
+// through a low-rank bottleneck (q_a_proj, q_a_layernorm, q_b_proj); keys and values from one
+// compressed latent: kv_a_proj_with_mqa gives kv_lora_rank values, normalised by kv_a_layernorm,
+// and one rotary key of qk_rope_head_dim that every head shares; kv_b_proj expands the latent per
+// head into qk_nope_head_dim key and v_head_dim value dimensions. Each head's query and key are
+// [nope | rope]; the model's head_dim is qk_rope_head_dim (the dimensions that turn).
+struct WL_API LatentAttention {
+  uint64_t q_lora_rank = 0;   // 0: queries from q_proj
+  uint64_t kv_lora_rank = 0;  // 0: not latent attention
+  uint64_t qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  // The rotary dimensions turn in adjacent pairs (0, 1), (2, 3), ... (DeepSeek's layout: V2 always,
+  // V3's rope_interleave); false: the first half with the second, as other families.
+  bool interleaved_rope = true;
+  double softmax_scale = 0;   // (qk_nope + qk_rope)^-0.5, times yarn's mscale(factor, mscale_all_dim)^2
+  uint64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+  bool operator==(const LatentAttention&) const = default;
 };
 
 // One layer's widths in a pruned model whose layers differ (config.json's per-layer intermediate_size
@@ -109,6 +142,10 @@ struct WL_API LlamaConfig {
   std::vector<bool> rope_layers;
   bool fused_checkpoint = false;       // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
   MoeConfig moe;
+  LatentAttention mla;                 // kv_lora_rank 0: q/k/v attention
+  // Layers after the last that predict further tokens (DeepSeek-V3's num_nextn_predict_layers): the
+  // engine does not run them, and their tensors are not read.
+  uint64_t prediction_layers = 0;
   std::vector<int32_t> eos_token_ids;  // config.json / generation_config.json / GGUF; empty: the tokenizer's
   std::string origin;      // where it was read from: "config.json", "gguf" or "llama2c"
 
@@ -117,6 +154,7 @@ struct WL_API LlamaConfig {
   uint64_t layer_intermediate_size(uint64_t l) const { return layer_widths.empty() ? intermediate_size : layer_widths[l].intermediate_size; }
   uint64_t layer_kv_heads(uint64_t l) const { return layer_widths.empty() ? num_kv_heads : layer_widths[l].num_kv_heads; }
   uint64_t rotary_dims() const { return rotary_dim ? rotary_dim : head_dim; }
+  bool latent_attention() const { return mla.kv_lora_rank != 0; }
   // The longest sequence the model runs: max_position_embeddings, or what yarn and dynamic scaling
   // extend it to (factor times the context they scale).
   uint64_t context_length() const;
