@@ -34,15 +34,17 @@ void mxfp4(const float* x, uint8_t* y) {
   float sk[16];
   for (int k = 0; k < 16; ++k) sk[k] = s * kValues[k];
   float best[32];
-  uint8_t code[32];
+  int32_t code[32];  // as wide as the floats, and selected by masks, so that the loop vectorises
   for (int j = 0; j < 32; ++j) best[j] = std::fabs(sk[0] - x[j]), code[j] = 0;
-  for (int k = 1; k < 16; ++k)
+  for (int k = 1; k < 16; ++k) {
+    const float level = sk[k];
     for (int j = 0; j < 32; ++j) {
-      const float err = std::fabs(sk[k] - x[j]);
-      const bool better = err < best[j];
-      best[j] = better ? err : best[j];
-      code[j] = better ? static_cast<uint8_t>(k) : code[j];
+      const float err = std::fabs(level - x[j]);
+      const int32_t better = -static_cast<int32_t>(err < best[j]);  // all ones where err is smaller
+      best[j] = err < best[j] ? err : best[j];
+      code[j] = (code[j] & ~better) | (k & better);
     }
+  }
   y[0] = e;
   for (int j = 0; j < 16; ++j) y[1 + j] = static_cast<uint8_t>(code[j] | (code[j + 16] << 4));
 }
