@@ -4,10 +4,12 @@ gguf.quants.quantize (the pinned gguf-py; what llama.cpp's convert_hf_to_gguf.py
 384: 16 Mi matrix elements, every row a whole number of 256-blocks, so every type quantises every
 matrix), made once in --dir.
 
-weightloader: the whole `convert` (a fresh process reading the safetensors file from the page cache,
-quantising, writing the GGUF) — f16, which quantises nothing, is shown as the floor of that path.
-gguf-py: quantize() alone on the matrices already in memory as NumPy arrays (no reading, no writing).
-Best of --runs each; the ratio is gguf-py's time over weightloader's. Both are single-threaded.
+Two ratios, gguf-py's time over weightloader's, best of --runs each, all single-threaded:
+- in memory: weightloader's quantisers alone (bench/gguf_quantize.cpp, wl_bench_gguf_quantize, on the
+  same values in one array) against gguf-py's quantize() on the matrices as NumPy arrays;
+- convert: the whole `weightloader convert --gguf-type T` (a fresh process reading the safetensors
+  file from the page cache, quantising, writing the GGUF; f16, which quantises nothing, is shown as
+  the floor of that path) against the same quantize() alone (no reading, no writing for gguf-py).
 
     PYTHONPATH=build/python build-deps/venv/bin/python bench/gguf_quantize.py [--dir /tmp/wl-gguf-quantize] [--runs 3] [--types q4_0,mxfp4]
 """
@@ -75,22 +77,33 @@ def main():
     mib = sum(m.nbytes for m in matrices.values()) / 2**20
 
     def convert(gtype):
-        subprocess.run([cli, "convert", model, out, "--gguf-type", gtype, "--no-tokenizer", "-q"], check=True)
+        subprocess.run([cli, "convert", model, out, "--gguf-type", gtype, "--no-tokenizer", "-q"], check=True,
+                       stdout=subprocess.DEVNULL)
         os.remove(out)
+
+    raw = os.path.join(a.dir, "matrices.f32")
+    if not os.path.exists(raw):
+        np.concatenate([m.ravel() for m in matrices.values()]).tofile(raw)
+
+    def in_memory(gtype):
+        done = subprocess.run([os.path.join(a.build, "bench", "wl_bench_gguf_quantize"), raw, gtype.upper(),
+                               str(a.runs)], check=True, capture_output=True, text=True)
+        return float(done.stdout)
 
     convert("f16")  # warm: the page cache, the binary
     floor = best_of(a.runs, lambda: convert("f16"))
     print(f"{mib:.0f} MiB of F32 in {len(matrices)} matrices; weightloader convert --gguf-type f16 (no quantising): "
           f"{floor:.3f} s\n")
-    print("| type | weightloader convert s | MiB/s | gguf-py quantize s | MiB/s | gguf-py / weightloader |")
+    print("| type | weightloader quantisers s | weightloader convert s | gguf-py quantize s | "
+          "gguf-py / weightloader, in memory | gguf-py / weightloader convert |")
     print("| --- | --- | --- | --- | --- | --- |")
     for t in a.types.split(","):
         qtype = gguf.GGMLQuantizationType[t.upper()]
+        alone = in_memory(t)
         ours = best_of(a.runs, lambda: convert(t))
         peer = best_of(a.runs, lambda: [quants.quantize(m, qtype) for m in matrices.values()])
-        print(f"| {t.upper()} | {ours:.3f} | {mib / ours:.0f} | {peer:.3f} | {mib / peer:.0f} | {peer / ours:.1f}x |",
-              flush=True)
-
+        print(f"| {t.upper()} | {alone:.3f} ({mib / alone:.0f} MiB/s) | {ours:.3f} | {peer:.3f} ({mib / peer:.0f} MiB/s) | "
+              f"{peer / alone:.1f}x | {peer / ours:.1f}x |", flush=True)
 
 if __name__ == "__main__":
     main()

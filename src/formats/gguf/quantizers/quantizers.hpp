@@ -6,8 +6,9 @@
 // way (nearest, ties to even, overflow to infinity), as NumPy's astype(np.float16) does; values
 // are quantised with the unrounded float32 scale, as gguf-py does.
 //
-// This folder is compiled with -ffp-contract=off: a fused multiply-add would round once where
-// gguf-py rounds twice.
+// This folder is compiled with -ffp-contract=off (a fused multiply-add would round once where
+// gguf-py rounds twice) and -fno-trapping-math (no floating-point traps: the selects and float to
+// integer conversions below vectorise; no value changes).
 #pragma once
 
 #include <bit>
@@ -73,6 +74,17 @@ inline uint8_t trunc_clip(float v, float top) {
   v = v < top ? v : top;
   v = v > 0.0f ? v : 0.0f;
   return static_cast<uint8_t>(static_cast<int>(v));
+}
+
+// gguf-py's np_roundf (halves away from zero: floor(|v|) + floor(2 (|v| - floor(|v|))), the sign
+// put back) of a v with |v| < 2^31, as an integer; NaN or infinite v (a block of subnormals), which
+// NumPy converts to the integer 0 (on x86): 0. Written with integer conversions, so that it
+// vectorises where std::round would not.
+inline int32_t round_away(float v) {
+  const float a = std::fabs(v) < 0x1p31f ? std::fabs(v) : 0.0f;  // NaN and infinities: 0
+  const auto whole = static_cast<int32_t>(a);
+  const int32_t q = whole + (a - static_cast<float>(whole) >= 0.5f ? 1 : 0);  // a - whole is exact
+  return v < 0.0f ? -q : q;
 }
 
 // A ternary digit as the code 0, 1 or 2: gguf-py's np_roundf (halves away from zero) of a
