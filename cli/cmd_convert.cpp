@@ -34,7 +34,13 @@ void add_convert_command(CLI::App& app) {
                   "safetensors directory: at most this much per file (5GB, 500MB, 2GiB, bytes), split and indexed "
                   "as Hugging Face's save_pretrained does");
   cmd->add_option("--dtype", a->dtype, "safetensors: element type written (default: --kw dtype=, else as stored)");
-  cmd->add_option("--gguf-type", a->gguf_type, "gguf: type of the matrices (f32, f16, bf16, q8_0)")->capture_default_str();
+  std::string gguf_types;
+  for (const GgufOutputType& t : gguf_output_types()) gguf_types += fmt::format("\n  {:<6} {}", t.name, t.about);
+  cmd->add_option("--gguf-type", a->gguf_type,
+                  "gguf: type of the matrices (vectors stay f32; a matrix whose rows are not whole blocks of a block "
+                  "type is written f16, as llama.cpp's converter does); the block types are quantised byte for byte as "
+                  "gguf-py's gguf.quants.quantize does:" + gguf_types)
+      ->capture_default_str();
   cmd->add_option("--llama2c-version", a->version, "llama2c: 0 (original), 1 (ak42 float32) or 2 (int8 groups)")->capture_default_str();
   cmd->add_option("--group-size", a->group, "llama2c v2: values per quantisation group")->capture_default_str();
   cmd->add_option("--heads", a->heads, "attention heads, when the source does not say (gguf, llama2c)");

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "weightloader/byte_size.hpp"
 #include "weightloader/dtype.hpp"
@@ -46,8 +47,9 @@ struct ConvertOptions {
   // save_pretrained splits (model-00001-of-0000N.safetensors + model.safetensors.index.json);
   // 0: one model.safetensors
   uint64_t shard_bytes = 0;
-  std::string gguf_type = "f16"; // gguf: f32, f16, bf16 or q8_0 for matrices (norms stay F32;
-                                 // q8_0 matrices with rows not a multiple of 32 are written F16)
+  std::string gguf_type = "f16"; // gguf: the matrices' type, one of gguf_output_types() (vectors
+                                 // stay F32; matrices whose rows are not whole blocks of a block
+                                 // type are written F16)
   int llama2c_version = 1;      // llama2.c: 0, 1 or 2
   uint64_t llama2c_group = 64;  // llama2.c v2 group size
   LlamaHeads heads;             // overrides for GGUF / llama2.c
@@ -58,6 +60,15 @@ struct ConvertOptions {
   // written when convert_peak_bytes() is above it.
   uint64_t max_host_memory = 0;
 };
+
+// A type `convert --gguf-type` writes the matrices in: its name ("q4_0") and what it is ("4.5 bits:
+// blocks of 32 4-bit values, one f16 scale"). f32, f16 and bf16, then the types the GGUF writer
+// quantises (gguf_quantized_types()), as gguf-py's gguf.quants.quantize does, byte for byte.
+struct GgufOutputType {
+  std::string name;
+  std::string about;
+};
+WL_API std::vector<GgufOutputType> gguf_output_types();
 
 // The most host memory a conversion holds at once: for safetensors and GGUF, the largest tensor as
 // read (stored bytes, staged) and as written (or as F32, quantized from); for llama2.c and the

@@ -1,5 +1,6 @@
 #include "convert/gguf_output.hpp"
 
+#include <cctype>
 #include <map>
 
 #include <fmt/format.h>
@@ -13,20 +14,37 @@ namespace wl {
 
 namespace {
 
-// A GGUF output type: the matrices' ggml type and the general.file_type (llama_ftype) that
-// llama.cpp records for it.
+// A GGUF output type: its --gguf-type name, the matrices' ggml type, the general.file_type
+// (llama_ftype) that llama.cpp records for it, and what it is. The float types, then every type the
+// GGUF writer quantises (gguf_quantized_types()), named in lower case.
 struct GgufTarget {
-  const char* name;
+  std::string name;
   GgmlType type;
   uint32_t file_type;
+  std::string about;
 };
 
+const std::vector<GgufTarget>& gguf_targets() {
+  static const std::vector<GgufTarget> targets = [] {
+    std::vector<GgufTarget> v = {{"f32", GgmlType::F32, 0, "float32, exact"},
+                                 {"f16", GgmlType::F16, 1, "float16 (IEEE half), rounded to nearest"},
+                                 {"bf16", GgmlType::BF16, 32, "bfloat16, rounded to nearest"}};
+    for (const GgufQuantizedType& q : gguf_quantized_types()) {
+      std::string name = ggml_type_name(q.type);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      v.push_back({name, q.type, q.file_type, std::string(q.about)});
+    }
+    return v;
+  }();
+  return targets;
+}
+
 const GgufTarget& gguf_target(const std::string& name) {
-  static const GgufTarget targets[] = {
-      {"f32", GgmlType::F32, 0}, {"f16", GgmlType::F16, 1}, {"bf16", GgmlType::BF16, 32}, {"q8_0", GgmlType::Q8_0, 7}};
-  for (const GgufTarget& t : targets)
+  for (const GgufTarget& t : gguf_targets())
     if (name == t.name) return t;
-  throw Error(ErrorCode::InvalidArgument, fmt::format("gguf type '{}' is not f32, f16, bf16 or q8_0", name));
+  std::string names;
+  for (const GgufTarget& t : gguf_targets()) names += (names.empty() ? "" : ", ") + t.name;
+  throw Error(ErrorCode::InvalidArgument, fmt::format("gguf type '{}' is not one of {}", name, names));
 }
 
 // One stored tensor and the source tensors it is written from: one, or a stack's slots in order.
@@ -37,12 +55,12 @@ struct Output {
   bool copy = false;    // a second copy of a source tensor (not counted again in the progress)
 };
 
-// Matrices and stacks take the requested type; vectors stay F32; a Q8_0 tensor whose rows are
-// not whole 32-element blocks falls back to F16, as llama.cpp's converter does.
+// Matrices and stacks take the requested type; vectors stay F32; a tensor of a block type whose
+// rows are not whole blocks (32 elements, 256 for TQ1_0 / TQ2_0) falls back to F16, as llama.cpp's
+// converter does when gguf-py's quantize refuses it.
 GgmlType stored_type(const Shape& shape, GgmlType target) {
-  GgmlType ty = shape.size() >= 2 ? target : GgmlType::F32;
-  if (ty == GgmlType::Q8_0 && shape.back() % 32 != 0) ty = GgmlType::F16;
-  return ty;
+  if (shape.size() < 2) return GgmlType::F32;
+  return shape.back() % ggml_block_elems(target) == 0 ? target : GgmlType::F16;
 }
 
 // A tensor stored alone: named through the "gguf" scheme for the architecture, with its q/k rows
@@ -105,6 +123,12 @@ std::vector<Output> plan_outputs(const WeightSource& s, const GgufModel& m, Ggml
 }
 
 }  // namespace
+
+std::vector<GgufOutputType> gguf_output_types() {
+  std::vector<GgufOutputType> types;
+  for (const GgufTarget& t : gguf_targets()) types.push_back({t.name, t.about});
+  return types;
+}
 
 uint64_t write_gguf_output(const WeightSource& s, const std::string& out, const ConvertOptions& o, Tally& tally) {
   const LlamaHeads h = llama_heads_from_metadata(s, o.heads);

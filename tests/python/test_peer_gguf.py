@@ -1,7 +1,8 @@
 """weightloader against gguf-py (llama.cpp's own Python reader/writer, the pinned `gguf` package), both
 directions, bit for bit:
 
-1. gguf-py reads every GGUF that `weightloader convert` writes (f32, f16, bf16, q8_0; a Hugging Face
+1. gguf-py reads every GGUF that `weightloader convert` writes (f32, f16, bf16 and every block type:
+   q8_0, q5_1, q5_0, q4_1, q4_0, mxfp4, tq2_0, tq1_0 (test_gguf_quantize.py: their bytes); a Hugging Face
    safetensors model and a llama2.c one): it accepts the file and its metadata, the tensor names are
    llama.cpp's for the architecture, and for every tensor gguf-py's values (gguf.quants.dequantize
    of the stored bytes) equal what weightloader reads from the same file, bit for bit in F32.
@@ -39,7 +40,11 @@ WL_DECODES = {G.F32, G.F16, G.BF16, G.F64, G.I8, G.I16, G.I32, G.I64,
 
 # --gguf-type -> (the matrices' GGML type, general.file_type as llama.cpp's LlamaFileType numbers it)
 GGUF_TYPES = {"f32": (G.F32, gguf.LlamaFileType.ALL_F32), "f16": (G.F16, gguf.LlamaFileType.MOSTLY_F16),
-              "bf16": (G.BF16, gguf.LlamaFileType.MOSTLY_BF16), "q8_0": (G.Q8_0, gguf.LlamaFileType.MOSTLY_Q8_0)}
+              "bf16": (G.BF16, gguf.LlamaFileType.MOSTLY_BF16), "q8_0": (G.Q8_0, gguf.LlamaFileType.MOSTLY_Q8_0),
+              "q5_1": (G.Q5_1, gguf.LlamaFileType.MOSTLY_Q5_1), "q5_0": (G.Q5_0, gguf.LlamaFileType.MOSTLY_Q5_0),
+              "q4_1": (G.Q4_1, gguf.LlamaFileType.MOSTLY_Q4_1), "q4_0": (G.Q4_0, gguf.LlamaFileType.MOSTLY_Q4_0),
+              "mxfp4": (G.MXFP4, gguf.LlamaFileType.MOSTLY_MXFP4_MOE),
+              "tq2_0": (G.TQ2_0, gguf.LlamaFileType.MOSTLY_TQ2_0), "tq1_0": (G.TQ1_0, gguf.LlamaFileType.MOSTLY_TQ1_0)}
 
 
 def bits(t):
@@ -124,16 +129,18 @@ def test_gguf_py_reads_our_gguf_as_we_do(converted, model, gtype):
                    for k in gguf.MODEL_TENSORS[gguf.MODEL_ARCH.LLAMA] for b in range(n_blocks)}
     assert {t.name for t in reader.tensors} <= llama_names
 
-    # Types: the matrices in the requested type (q8_0: rows that are not whole 32-blocks fall back to a
-    # float type), vectors in F32.
+    # Types: the matrices in the requested type (a block type: rows that are not whole blocks fall back
+    # to F16, as llama.cpp's converter does), vectors in F32.
+    block = gguf.GGML_QUANT_SIZES[matrix_type][0]
     for t in reader.tensors:
         if len(t.shape) == 1:
             assert t.tensor_type == G.F32, t.name
-        elif gtype == "q8_0" and int(t.shape[0]) % 32:
-            assert t.tensor_type in (G.F16, G.BF16, G.F32), t.name
+        elif int(t.shape[0]) % block:
+            assert t.tensor_type == G.F16, t.name
         else:
             assert t.tensor_type == matrix_type, t.name
-    assert any(t.tensor_type == matrix_type for t in reader.tensors if len(t.shape) == 2)
+    if block < 256:  # neither model has rows of 256
+        assert any(t.tensor_type == matrix_type for t in reader.tensors if len(t.shape) == 2)
 
     # The same tensors, matched by offset: names (through gguf-py's own HF -> GGUF map), shapes,
     # types, and the values bit for bit, as stored and converted to F32 while reading.

@@ -80,6 +80,9 @@ enum class GgmlType : uint32_t {
 };
 // "Q8_0"; "type N" for a number that is not a ggml type.
 WL_API std::string ggml_type_name(GgmlType type);
+// Elements per block: 1 for the plain types (F32, F16, I8, ...), 32 for Q8_0, 256 for the K-quants;
+// 1 for a number that is not a ggml type.
+WL_API uint64_t ggml_block_elems(GgmlType type);
 // Whether weightloader can read tensors of this type (raw or through a decoder).
 WL_API bool ggml_type_supported(GgmlType type);
 
@@ -137,21 +140,35 @@ WL_API bool is_gguf(std::span<const std::byte> head, uint64_t file_size);
 
 // --- writing ---
 
-// A tensor the writer will receive: stored as `type` (F32, F16, BF16 or Q8_0).
-// The name is stored as given; the caller chooses it (the converter: through the "gguf" naming scheme).
+// A block type the writer quantises, byte for byte as gguf-py's gguf.quants.quantize does (the
+// pinned gguf-py's NumPy code: its roundings, its float32 operations in the same order, its f16
+// scales): its ggml type, the general.file_type (llama.cpp's llama_ftype) of a file whose matrices
+// are of it, and what a block holds.
+struct GgufQuantizedType {
+  GgmlType type;
+  uint32_t file_type;
+  std::string_view about;  // "4.5 bits: blocks of 32 4-bit values, one f16 scale"
+};
+// Q8_0, Q5_1, Q5_0, Q4_1, Q4_0, MXFP4, TQ2_0 and TQ1_0 (formats/gguf/quantizers/list.inc), from the
+// most bits per value to the fewest.
+WL_API std::span<const GgufQuantizedType> gguf_quantized_types();
+
+// A tensor the writer will receive: stored as `type` (F32, F16, BF16 or one of
+// gguf_quantized_types()). The name is stored as given; the caller chooses it (the converter:
+// through the "gguf" naming scheme).
 struct GgufWriteEntry {
   std::string name;
-  Shape shape;  // PyTorch order; for Q8_0 the last dimension must be a multiple of 32
+  Shape shape;  // PyTorch order; for a block type the last dimension must be whole blocks (32, or 256 for TQ*)
   GgmlType type = GgmlType::F32;
   // Stored row j is the tensor's row row_order[j] (e.g. q/k rows interleaved, as llama.cpp reads
-  // a Llama); empty: the rows as given. Rows along dim 0; for Q8_0 each row must be whole blocks.
+  // a Llama); empty: the rows as given. Rows along dim 0; for a block type each row must be whole blocks.
   std::vector<uint64_t> row_order = {};
 };
 
 // Writes a GGUF v3 file whose tensors arrive one after the other, so a checkpoint never has to be
 // in memory at once. The header is written by the constructor; write_tensor() then takes each
-// entry's tensor in order (any dtype, converted or quantised as the entry says; Q8_0 as ggml's
-// quantize_row_q8_0_ref: scale amax/127 stored as F16, values round(x/scale)). finish() checks
+// entry's tensor in order (any dtype, converted or quantised as the entry says; a block type as
+// gguf-py quantises it, refusing a value that is not finite). finish() checks
 // that every tensor came and moves the file into place; without it `path` is left untouched.
 // Alignment 32 unless the metadata sets general.alignment (a UINT32 power of two).
 // Throws InvalidArgument, DuplicateTensorName, GgufNameTooLong, GgufEmptyKey, GgufBadAlignment,

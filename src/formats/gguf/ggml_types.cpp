@@ -79,6 +79,11 @@ std::string ggml_type_name(GgmlType type) {
   return t ? std::string(t->name) : fmt::format("type {}", static_cast<uint32_t>(type));
 }
 
+uint64_t ggml_block_elems(GgmlType type) {
+  const gguf::GgmlTypeTraits* t = gguf::ggml_type_traits(static_cast<uint32_t>(type));
+  return t ? t->block_elems : 1;
+}
+
 bool ggml_type_supported(GgmlType type) {
   return gguf::ggml_raw_dtype(type).has_value() || gguf::ggml_decoder(type) != nullptr;
 }

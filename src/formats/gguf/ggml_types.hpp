@@ -34,7 +34,9 @@ std::string ggml_decoded_type_names();
 // the tensor) when it is read. Null when `type` is not a ggml type.
 std::shared_ptr<const Decoder> ggml_refusing_decoder(GgmlType type, std::string file, std::string tensor);
 
-// Quantises `n` floats (a multiple of 32, all finite) into n / 32 Q8_0 blocks of 34 bytes.
-void quantize_q8_0(const float* x, uint64_t n, std::byte* out);
+// Quantises `n` finite floats (a multiple of the type's block) into n / block_elems blocks at
+// `out`, as gguf-py's gguf.quants.quantize does (quantizers/, one file per type, the table in
+// quants.cpp). False (nothing written) for a type without a quantiser (gguf_quantized_types()).
+bool ggml_quantize(GgmlType type, const float* x, uint64_t n, std::byte* out);
 
 }  // namespace wl::gguf

@@ -1,6 +1,6 @@
 // The table of ggml block decoders (each in its own file under decoders/, listed in
-// decoders/list.inc), the Decoder that runs them (SIMD where quants_hwy.cpp has a kernel), and
-// Q8_0 quantisation as quantize_row_q8_0_ref.
+// decoders/list.inc), the Decoder that runs them (SIMD where quants_hwy.cpp has a kernel), and the
+// table of block quantisers (each in its own file under quantizers/, listed in quantizers/list.inc).
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -12,6 +12,7 @@
 
 #include "formats/gguf/decoders/decoders.hpp"
 #include "formats/gguf/ggml_types.hpp"
+#include "formats/gguf/quantizers/quantizers.hpp"
 #include "formats/gguf/quants.hpp"
 #include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
@@ -125,17 +126,50 @@ bool dequantize_reference(GgmlType type, const uint8_t* blocks, uint64_t nblocks
   return true;
 }
 
-void quantize_q8_0(const float* x, uint64_t n, std::byte* out) {
-  for (uint64_t i = 0; i < n; i += 32, x += 32, out += 34) {
-    float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const uint16_t bits = f32_to_f16_bits(d);
-    std::memcpy(out, &bits, sizeof bits);
-    for (int j = 0; j < 32; ++j)
-      out[2 + j] = static_cast<std::byte>(static_cast<int8_t>(std::round(x[j] * id)));
-  }
+namespace {
+
+using QuantizeFn = void (*)(const float* x, uint8_t* block);
+
+struct QuantizerEntry {
+  GgufQuantizedType type;
+  QuantizeFn fn;
+};
+
+// The registered quantisers (quantizers/list.inc: one line each).
+constexpr QuantizerEntry kQuantizers[] = {
+#define WL_GGML_QUANTIZER(TYPE, fn, file_type, about) {{GgmlType::TYPE, file_type, about}, quantizers::fn},
+#include "formats/gguf/quantizers/list.inc"
+#undef WL_GGML_QUANTIZER
+};
+
+const QuantizerEntry* quantizer_of(GgmlType type) {
+  for (const QuantizerEntry& e : kQuantizers)
+    if (e.type.type == type) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+bool ggml_quantize(GgmlType type, const float* x, uint64_t n, std::byte* out) {
+  const QuantizerEntry* e = quantizer_of(type);
+  if (!e) return false;
+  const GgmlTypeTraits& traits = *ggml_type_traits(static_cast<uint32_t>(type));
+  auto* y = reinterpret_cast<uint8_t*>(out);
+  for (uint64_t i = 0; i < n / traits.block_elems; ++i) e->fn(x + i * traits.block_elems, y + i * traits.block_bytes);
+  return true;
 }
 
 }  // namespace wl::gguf
+
+namespace wl {
+
+std::span<const GgufQuantizedType> gguf_quantized_types() {
+  static const std::vector<GgufQuantizedType> types = [] {
+    std::vector<GgufQuantizedType> v;
+    for (const gguf::QuantizerEntry& e : gguf::kQuantizers) v.push_back(e.type);
+    return v;
+  }();
+  return types;
+}
+
+}  // namespace wl

@@ -123,7 +123,7 @@ struct GgufStreamWriter::State {
 
 namespace {
 
-// A row order must name a row of the tensor for each of its rows, and a Q8_0 tensor's rows must be
+// A row order must name a row of the tensor for each of its rows, and a block type's rows must be
 // whole blocks to be moved one by one.
 void check_row_order(const GgufWriteEntry& e, uint64_t block_elems, const std::string& path) {
   if (e.row_order.empty()) return;
@@ -140,6 +140,18 @@ void check_row_order(const GgufWriteEntry& e, uint64_t block_elems, const std::s
                 e.name);
 }
 
+bool writable(GgmlType type) {
+  if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return true;
+  const auto quantized = gguf_quantized_types();
+  return std::any_of(quantized.begin(), quantized.end(), [&](const GgufQuantizedType& q) { return q.type == type; });
+}
+
+std::string writable_names() {
+  std::string names = "F32, F16, BF16";
+  for (const GgufQuantizedType& q : gguf_quantized_types()) names += ", " + ggml_type_name(q.type);
+  return names;
+}
+
 // Checks the entries and lays them out.
 std::vector<Planned> plan_entries(const std::vector<GgufWriteEntry>& entries, uint64_t alignment,
                                   const std::string& path) {
@@ -148,9 +160,9 @@ std::vector<Planned> plan_entries(const std::vector<GgufWriteEntry>& entries, ui
   uint64_t offset = 0;
   for (const GgufWriteEntry& e : entries) {
     Planned p;
-    if (e.type != GgmlType::F32 && e.type != GgmlType::F16 && e.type != GgmlType::BF16 && e.type != GgmlType::Q8_0)
+    if (!writable(e.type))
       throw Error(ErrorCode::InvalidArgument,
-                  fmt::format("cannot write {} tensors (only F32, F16, BF16 and Q8_0)", ggml_type_name(e.type)), path,
+                  fmt::format("cannot write {} tensors (only {})", ggml_type_name(e.type), writable_names()), path,
                   e.name);
     if (e.name.size() > kGgufMaxNameBytes)
       throw Error(ErrorCode::GgufNameTooLong,
@@ -211,21 +223,30 @@ std::string build_header(const std::vector<GgufWriteEntry>& entries, const std::
 }  // namespace
 
 void GgufStreamWriter::State::encode(const std::byte* in, DType from, uint64_t elems, const GgufWriteEntry& entry) {
-  if (entry.type != GgmlType::Q8_0) {
-    const DType to = *gguf::ggml_raw_dtype(entry.type);
-    std::vector<std::byte> bytes(elems * dtype_size(to));
-    convert(from, in, to, bytes.data(), elems);
+  if (const auto raw = gguf::ggml_raw_dtype(entry.type)) {
+    std::vector<std::byte> bytes(elems * dtype_size(*raw));
+    convert(from, in, *raw, bytes.data(), elems);
     out.write(bytes.data(), bytes.size());
     data_written += bytes.size();
     return;
   }
-  std::vector<float> values(elems);
-  convert(from, in, DType::F32, values.data(), elems);
-  for (uint64_t i = 0; i < elems; ++i)
-    if (!std::isfinite(values[i]))
-      throw Error(ErrorCode::InvalidArgument, fmt::format("cannot quantise {} to Q8_0", values[i]), path, entry.name);
-  std::vector<std::byte> blocks(elems / 32 * 34);
-  gguf::quantize_q8_0(values.data(), elems, blocks.data());
+  std::vector<float> converted;
+  const float* values = reinterpret_cast<const float*>(in);
+  if (from != DType::F32 || reinterpret_cast<uintptr_t>(in) % alignof(float) != 0) {
+    converted.resize(elems);
+    convert(from, in, DType::F32, converted.data(), elems);
+    values = converted.data();
+  }
+  bool all_finite = true;
+  for (uint64_t i = 0; i < elems; ++i) all_finite &= values[i] - values[i] == 0.0f;
+  if (!all_finite) {
+    const float* bad = std::find_if(values, values + elems, [](float v) { return !std::isfinite(v); });
+    throw Error(ErrorCode::InvalidArgument, fmt::format("cannot quantise {} to {}", *bad, ggml_type_name(entry.type)),
+                path, entry.name);
+  }
+  const gguf::GgmlTypeTraits& traits = *gguf::ggml_type_traits(static_cast<uint32_t>(entry.type));
+  std::vector<std::byte> blocks(elems / traits.block_elems * traits.block_bytes);
+  gguf::ggml_quantize(entry.type, values, elems, blocks.data());
   out.write(blocks.data(), blocks.size());
   data_written += blocks.size();
 }
@@ -289,8 +310,8 @@ void GgufStreamWriter::write_part(const TensorView& part) {
   if (numel > 0) {
     const size_t esize = dtype_size(src.dtype());
     const uint64_t row_elems = numel / rows;
-    // Batches of whole rows that are also whole Q8_0 blocks (the last batch is, as numel is).
-    const uint64_t unit = entry.type == GgmlType::Q8_0 ? 32 : 1;
+    // Batches of whole rows that are also whole blocks (the last batch is, as numel is).
+    const uint64_t unit = gguf::ggml_type_traits(static_cast<uint32_t>(entry.type))->block_elems;
     const uint64_t unit_rows = unit / std::gcd(unit, row_elems);
     const uint64_t batch_rows = (std::max<uint64_t>(1, kBatchElems / row_elems) + unit_rows - 1) / unit_rows * unit_rows;
     std::vector<std::byte> gathered;

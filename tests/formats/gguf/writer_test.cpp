@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "formats/gguf/gguf_test_util.hpp"
+#include "formats/gguf/ggml_types.hpp"
+#include "formats/gguf/quants.hpp"
 #include "weightloader/dtype_convert.hpp"
 
 namespace wl::test {
@@ -47,6 +49,42 @@ TEST(GgufWriter, RoundTripsEveryWritableType) {
   EXPECT_EQ(gguf_values<float>(cat, "a.q8", DType::F32), q8_0_round_trip(values_of(a)));
   EXPECT_EQ(gguf_values<float>(cat, "c.q8", DType::F32), q8_0_round_trip(values_of(c)));
   for (const TensorInfo& t : cat.tensors) EXPECT_EQ(t.offset % 32, 0u) << t.name;
+}
+
+// Every block type the writer quantises: written whole and in parts (a stack of 3 slices, each
+// quantised on its own), read back as the type's decoder gives the quantiser's blocks; rows that
+// are not whole blocks are refused; a value that is not finite is refused naming the type.
+TEST(GgufWriter, WritesEveryQuantizedType) {
+  ASSERT_EQ(gguf_quantized_types().size(), 8u);
+  for (const GgufQuantizedType& q : gguf_quantized_types()) {
+    SCOPED_TRACE(ggml_type_name(q.type));
+    const uint64_t block = ggml_block_elems(q.type);
+    const TensorView a = f32_tensor({3, 2 * block}, 11);
+    TempDir dir;
+    const std::string path = dir.file("q.gguf");
+    {
+      GgufStreamWriter w(path, {{"whole", a.shape(), q.type}, {"parts", a.shape(), q.type}});
+      w.write_tensor(a);
+      for (uint64_t r = 0; r < 3; ++r) w.write_part(a.rows(r, r + 1));
+      w.finish();
+    }
+    const Catalogue cat = read_gguf_catalogue(path);
+    const gguf::GgmlTypeTraits& traits = *gguf::ggml_type_traits(static_cast<uint32_t>(q.type));
+    std::vector<uint8_t> blocks(a.numel() / block * traits.block_bytes);
+    ASSERT_TRUE(gguf::ggml_quantize(q.type, a.data<float>(), a.numel(), reinterpret_cast<std::byte*>(blocks.data())));
+    std::vector<float> expected(a.numel());
+    ASSERT_TRUE(gguf::dequantize_reference(q.type, blocks.data(), blocks.size() / traits.block_bytes, expected.data()));
+    EXPECT_EQ(cat.tensors[0].stored_type(), ggml_type_name(q.type));
+    EXPECT_EQ(cat.tensors[0].nbytes, blocks.size());
+    EXPECT_EQ(gguf_values<float>(cat, "whole", DType::F32), expected);
+    EXPECT_EQ(gguf_values<float>(cat, "parts", DType::F32), expected);
+    expect_error(ErrorCode::GgufRowNotBlockMultiple,
+                 [&] { write_gguf(dir.file("bad.gguf"), {{"t", f32_tensor({2, block + 16}, 1), q.type}}); });
+    TensorView inf = f32_tensor({1, block}, 2);
+    inf.data<float>()[3] = -INFINITY;
+    expect_contains(expect_error(ErrorCode::InvalidArgument, [&] { write_gguf(dir.file("inf.gguf"), {{"t", inf, q.type}}); }),
+                    "cannot quantise -inf to " + ggml_type_name(q.type));
+  }
 }
 
 // Inputs of any dtype, contiguous or not, are converted; BF16 -> BF16 is exact.
