@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/named_errors.hpp"
 #include "core/tensor_json.hpp"
 #include "formats/quantized/bnb.hpp"
 #include "formats/quantized/fp4_packed.hpp"
@@ -99,10 +100,10 @@ QuantLayer make_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen,
       if (c.ct_sparsity == "sparse-bitmask" || c.ct_sparsity == "sparse-24-bitmask") return sparse_layer(raw, prefix, extra, c);
       throw Error(ErrorCode::QuantUnsupported,
                   fmt::format("compressed-tensors '{}' sparsity is not decoded (sparse-bitmask and sparse-24-bitmask are)", c.ct_sparsity),
-                  t.file, t.name);
+                  raw->file_of(t), t.name);
     case Seen::None: break;
   }
-  throw Error(ErrorCode::QuantUnsupported, fmt::format("{} layers are not decoded yet", seen_name(seen)), t.file, t.name);
+  throw Error(ErrorCode::QuantUnsupported, fmt::format("{} layers are not decoded yet", seen_name(seen)), raw->file_of(t), t.name);
 }
 
 // A layer's decoder with the spec that rebuilds it (the layer's config and stored tensors).
@@ -129,26 +130,34 @@ class SpecifiedDecoder final : public Decoder {
   std::string spec_;
 };
 
-// What make_layer was given, with the layer's stored tensors; empty when one cannot be carried.
+// What make_layer was given, with the layer's stored tensors (their files by index into raw's, which
+// the catalogue the decoder is in keeps); empty when one cannot be carried.
 std::string layer_spec(const WeightSource& raw, Seen seen, const std::string& prefix, const std::string& extra, const QuantConfig& c,
                        const std::vector<std::string>& stored) {
   if (c.block_json.empty()) return {};  // a config made in code, not read from a file
-  FileList files;
   nlohmann::json tensors = nlohmann::json::array();
   for (const std::string& name : stored) {
-    std::optional<nlohmann::json> t = tensor_json(raw.at(name), files);
+    std::optional<nlohmann::json> t = tensor_json(raw.at(name));
     if (!t) return {};
     tensors.push_back(std::move(*t));
   }
   return nlohmann::json{{"kind", "quantized-layer"}, {"config", nlohmann::json::parse(c.block_json)}, {"origin", c.origin},
                         {"seen", static_cast<int>(seen)}, {"prefix", prefix}, {"extra", extra}, {"format", raw.format()},
-                        {"source", raw.origin()}, {"files", files.names}, {"tensors", std::move(tensors)}}
+                        {"source", raw.origin()}, {"tensors", std::move(tensors)}}
       .dump();
 }
 
+// The layers' own checks name the tensor they refuse; its file is added here, from raw's catalogue.
 QuantLayer specified_layer(const std::shared_ptr<const WeightSource>& raw, Seen seen, const std::string& prefix, const std::string& extra,
                            const QuantConfig& c, const TensorInfo& t) {
-  QuantLayer layer = make_layer(raw, seen, prefix, extra, c, t);
+  QuantLayer layer;
+  try {
+    layer = make_layer(raw, seen, prefix, extra, c, t);
+  } catch (const Error& e) {
+    const TensorInfo* refused = e.file().empty() ? raw->find(e.tensor()) : nullptr;
+    if (!refused) throw;
+    throw in_file(e, raw->file_of(*refused));
+  }
   std::string spec = layer_spec(*raw, seen, prefix, extra, c, layer.stored);
   if (!spec.empty()) layer.dense.decoder = std::make_shared<SpecifiedDecoder>(layer.dense.decoder, std::move(spec));
   return layer;
@@ -171,7 +180,7 @@ std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw
     if (!config_expects(config, seen))
       throw Error(ErrorCode::QuantConfigInvalid,
                   fmt::format("{} says {}, but this tensor belongs to a {} layer", config.origin, config.method_name(), seen_name(seen)),
-                  t.file, t.name);
+                  raw->file_of(t), t.name);
     layers.push_back(specified_layer(raw, seen, prefix, extra, config, t));
     for (const std::string& s : layers.back().stored) layer_of_stored.emplace(s, layers.size() - 1);
   }
@@ -204,14 +213,15 @@ std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw
   metadata["quantization"] =
       fmt::format("{}; {} layers dequantized on read (packed {}); dense size {} at 16 bits ({} parameters)", config.describe(),
                   layers.size(), human_bytes(stored_bytes), human_bytes(dense_elems * 2), dense_elems);
-  return std::make_unique<WeightSource>(raw->format(), raw->origin(), std::move(tensors), std::move(metadata), raw->opener());
+  return std::make_unique<WeightSource>(raw->format(), raw->origin(), Catalogue{raw->files(), std::move(tensors), std::move(metadata)},
+                                        raw->opener());
 }
 
-std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spec, const std::shared_ptr<const Opener>& opener) {
-  const auto files = spec.at("files").get<std::vector<std::string>>();
+std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spec, const std::shared_ptr<const Opener>& opener,
+                                                       const std::vector<std::string>& files) {
   std::vector<TensorInfo> tensors;
   for (const nlohmann::json& t : spec.at("tensors"))
-    tensors.push_back(tensor_from_json(t, files, [](const nlohmann::json& d) -> std::shared_ptr<const Decoder> {
+    tensors.push_back(tensor_from_json(t, files.size(), [](const nlohmann::json& d) -> std::shared_ptr<const Decoder> {
       bad_catalogue_value("a quantized layer's stored tensor with a decoder " + d.dump());
     }));
   if (tensors.empty()) bad_catalogue_value("a quantized layer without tensors");
@@ -220,7 +230,7 @@ std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spe
   const int seen = spec.at("seen").get<int>();
   if (seen <= static_cast<int>(Seen::None) || seen > static_cast<int>(Seen::Mxfp4)) bad_catalogue_value(fmt::format("layer kind {}", seen));
   auto raw = std::make_shared<const WeightSource>(spec.at("format").get<std::string>(), spec.at("source").get<std::string>(),
-                                                  std::move(tensors), std::map<std::string, std::string>{}, opener);
+                                                  Catalogue{files, std::move(tensors), {}}, opener);
   return specified_layer(raw, static_cast<Seen>(seen), spec.at("prefix").get<std::string>(), spec.at("extra").get<std::string>(), config,
                          raw->tensors().front())
       .dense.decoder;

@@ -243,6 +243,7 @@ Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start,
                                    const std::string& file) {
   SafetensorsHeader stated = parse_stated_safetensors_header(header, data_start, file_size, file);
   Catalogue catalogue;
+  catalogue.files = {file};  // every tensor's file: index 0
   catalogue.metadata = std::move(stated.metadata).value_or(std::map<std::string, std::string>{});
   catalogue.tensors.reserve(stated.tensors.size());
   for (SafetensorsHeader::Tensor& t : stated.tensors) {
@@ -256,7 +257,6 @@ Catalogue parse_safetensors_header(std::string_view header, uint64_t data_start,
     info.dtype = decoder ? decoder->output_dtype() : *t.dtype;
     info.decoder = std::move(decoder);
     info.shape = std::move(t.shape);
-    info.file = file;
     info.offset = t.offset;
     info.nbytes = t.nbytes;
     catalogue.tensors.push_back(std::move(info));
