@@ -220,7 +220,7 @@ struct WL_API Catalogue {
   // `from`, or when `t`'s decoder reads side tensors (their indices are the decoder's own) from
   // files that would move.
   TensorInfo adopt(TensorInfo t, const std::vector<std::string>& from);
-  // Every tensor of `other`, adopted (TensorInfo::adopt); its metadata is left out.
+  // Every tensor of `other`, adopted (adopt above); its metadata is left out.
   void append(const Catalogue& other);
 };
 

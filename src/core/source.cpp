@@ -148,7 +148,10 @@ std::unique_ptr<WeightSource> WeightSource::from_memory(std::string label, std::
     t.name = m.name;
     t.dtype = m.dtype;
     t.shape = m.shape;
-    t.source = catalogue.add_file(label + "/" + m.name);  // each tensor its own region, named for messages
+    // Each tensor its own region, named for messages (names are unique, so no lookup: a name given
+    // twice is refused below as appearing twice in one file).
+    catalogue.files.push_back(label + "/" + m.name);
+    t.source = static_cast<SourceIndex>(catalogue.files.size() - 1);
     const uint64_t n = shape_numel(m.shape);
     uint64_t span = n;  // elements from the first to the last one, inclusive
     if (!m.strides.empty()) {

@@ -1,5 +1,5 @@
 // The I/O planner on its own: requests in, chunks, extents, gathers and prefault ranges out. No
-// file is opened; TensorInfo::file is only a label and the destinations are local buffers.
+// file is opened; sources are the indices given with the requests and the destinations are local buffers.
 #include "core/io_plan.hpp"
 #include "weightloader/slice_reads.hpp"
 
