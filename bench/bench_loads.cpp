@@ -62,7 +62,7 @@ int tp(unsigned rank, unsigned world, const std::string& path, const std::string
       const uint64_t n = t.shape[static_cast<size_t>(dim)], per = (n + world - 1) / world;
       slice = {static_cast<size_t>(dim), std::min<uint64_t>(n, rank * per), std::min<uint64_t>(n, (rank + 1) * per)};
     }
-    shards.push_back(wl::TensorView::empty(t.dtype, wl::WeightSource::slice_shape(t, slice)));
+    shards.push_back(wl::TensorView::empty(t.dtype, source->slice_shape(t, slice)));
     requests.push_back({&t, slice, t.dtype, shards.back().raw()});
     param_bytes += shards.back().nbytes();
   }

@@ -14,9 +14,9 @@ namespace wl::cli {
 namespace {
 // Where a tensor's bytes are: its file, or for one assembled from pieces (Meta's shards) the first
 // piece's and how many more.
-std::string where(const TensorInfo& t) {
-  if (t.parts.empty()) return t.file;
-  return fmt::format("{} + {} more along dim {}", t.parts.front().file, t.parts.size() - 1, t.parts_dim);
+std::string where(const WeightSource& source, const TensorInfo& t) {
+  if (t.parts.empty()) return source.file_of(t);
+  return fmt::format("{} + {} more along dim {}", source.file_of(t.parts.front()), t.parts.size() - 1, t.parts_dim);
 }
 
 // The model's architecture and what it exercises, as the engine reads its configuration; empty
@@ -47,7 +47,7 @@ struct Inspection {
 nlohmann::json residency_of(const WeightSource& source) {
   nlohmann::json files = nlohmann::json::array();
   std::set<std::string> names;
-  for (const TensorInfo& t : source.tensors()) names.insert(t.file);
+  for (const TensorInfo& t : source.tensors()) names.insert(source.file_of(t));
   for (const std::string& name : names) {
     const auto file = source.opener()->open(name);
     const std::optional<uint64_t> resident = file->resident_bytes();
@@ -85,11 +85,11 @@ void print_json(const Args& a, const Inspection& in) {
   for (const TensorInfo& t : source.tensors()) {
     // "bytes" is the older spelling of "nbytes", kept for scripts that read it.
     nlohmann::json e = {{"name", t.name}, {"dtype", t.stored_type()}, {"shape", t.shape}, {"nbytes", t.nbytes},
-                        {"bytes", t.nbytes}, {"file", t.file}, {"offset", t.offset}};
+                        {"bytes", t.nbytes}, {"file", source.file_of(t)}, {"offset", t.offset}};
     if (!t.parts.empty()) {
       e["parts_dim"] = t.parts_dim;
       e["parts"] = nlohmann::json::array();
-      for (const TensorInfo& p : t.parts) e["parts"].push_back({{"file", p.file}, {"offset", p.offset}, {"shape", p.shape}});
+      for (const TensorInfo& p : t.parts) e["parts"].push_back({{"file", source.file_of(p)}, {"offset", p.offset}, {"shape", p.shape}});
     }
     j["tensors"].push_back(std::move(e));
   }
@@ -111,7 +111,7 @@ void print_table(const Inspection& in) {
   for (const TensorInfo& t : source.tensors()) width = std::max(width, t.name.size());
   fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", "name", width, "dtype", "shape", "bytes", "file");
   for (const TensorInfo& t : source.tensors())
-    fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", t.name, width, t.stored_type(), shape_to_string(t.shape), t.nbytes, where(t));
+    fmt::print("{:<{}}  {:<8} {:<20} {:>12}  {}\n", t.name, width, t.stored_type(), shape_to_string(t.shape), t.nbytes, where(source, t));
   fmt::print("{} tensors, {} parameters, {} ({} bytes), format {}, loader {}\n", source.tensors().size(), in.parameters,
              human_bytes(source.total_bytes()), source.total_bytes(), source.format(), in.loader);
   fmt::print("names: {}\n", in.scheme.to_string());

@@ -190,7 +190,7 @@ class NpyDirLoader : public wl::WeightLoader {
  public:
   std::unique_ptr<wl::WeightSource> get_weights(const std::string& path, const wl::LoadOptions&) const override {
     wl::Catalogue catalogue = read_npy_dir(path);
-    return std::make_unique<wl::WeightSource>("npy_dir", path, std::move(catalogue.tensors));
+    return std::make_unique<wl::WeightSource>("npy_dir", path, std::move(catalogue));
   }
 };
 
@@ -280,7 +280,7 @@ wl::Catalogue read_npy_dir(const std::string& dir) {
     info.name = name;
     info.dtype = header.dtype;
     info.shape = header.shape;
-    info.file = path;
+    info.source = catalogue.add_file(path);
     info.offset = header.data_offset;
     info.nbytes = wl::shape_numel(header.shape) * wl::dtype_size(header.dtype);
     if (header.fortran_order) info.strides = fortran_strides(header.shape);

@@ -15,12 +15,6 @@
 
 namespace wl {
 
-// What a format's reader makes of one file: its tensors and its string metadata.
-struct Catalogue {
-  std::vector<TensorInfo> tensors;
-  std::map<std::string, std::string> metadata;
-};
-
 struct WL_API FileFormat {
   std::string name;  // "safetensors"
   // True when the source's first bytes (up to 4096; fewer if it is shorter) and its size look

@@ -53,7 +53,7 @@ struct WL_API LoadPlan {
 
 // What executing a plan costs, known before a tensor byte is read.
 struct WL_API LoadCost {
-  std::map<std::string, uint64_t> file_bytes;  // bytes read from each file (its TensorInfo::file)
+  std::map<std::string, uint64_t> file_bytes;  // bytes read from each file, by name (WeightSource::file_of)
   uint64_t bytes_read = 0;                     // their sum: the load's LoadReport::bytes_read
   uint64_t host_parameters = 0;    // storage of the parameters on the host that receive data
   uint64_t device_parameters = 0;  // the same on a device

@@ -21,13 +21,17 @@ namespace wl {
 
 class Decoder;
 
+// Which of a catalogue's files (Catalogue::files, WeightSource::files) holds a tensor's bytes: an
+// index into that list, so that a catalogue is a value whatever the paths are.
+using SourceIndex = uint32_t;
+
 // One tensor of a checkpoint. Nothing of its data has been read.
 struct WL_API TensorInfo {
   std::string name;
   DType dtype = DType::F32;   // type of the values (after decoding, for encoded tensors)
   Shape shape;
-  std::string file;           // the byte source that holds the bytes, as its opener names it
-  uint64_t offset = 0;        // absolute byte offset of element 0 in `file`
+  SourceIndex source = 0;     // the file that holds the bytes, among its catalogue's files
+  uint64_t offset = 0;        // absolute byte offset of element 0 in that file
   uint64_t nbytes = 0;        // bytes stored in the source for this tensor
   uint64_t aux_offset = 0;    // split encodings only: absolute offset of block 0's aux part
   // Element strides as stored; empty means row-major contiguous. Only raw tensors may be strided.
@@ -38,7 +42,8 @@ struct WL_API TensorInfo {
   std::vector<uint64_t> row_order;
   // A tensor assembled from pieces laid side by side along `parts_dim`, in order (Meta's
   // model-parallel shards): each piece is a tensor of some file whose shape is this one's with
-  // parts_dim replaced by its own extent; `file`, `offset` and `strides` are then unused. A read
+  // parts_dim replaced by its own extent; `offset` and `strides` are then unused, and `source` names
+  // the first piece's file (in messages). A read
   // writes each piece's bytes straight into its block of the destination, never concatenating.
   // A row_order (parts_dim 0 only) must keep every row inside its piece.
   std::vector<TensorInfo> parts;
@@ -50,7 +55,7 @@ struct WL_API TensorInfo {
 
 // A tensor a decoder needs beside its own bytes (Decoder::side_reads), and the dtype to read it as.
 struct SideRead {
-  TensorInfo tensor;  // where its bytes are, in the files of the catalogue that holds the decoder
+  TensorInfo tensor;  // where its bytes are: `source` among the files of the catalogue that holds the decoder
   DType as = DType::F32;
 };
 
@@ -171,7 +176,7 @@ struct ReadStats {
 // What a batch of reads would do (WeightSource::estimate_reads), known without reading a tensor
 // byte: the I/O engine's own plan of them, under the options fitted to host_budget.
 struct ReadEstimate {
-  std::map<std::string, uint64_t> file_bytes;  // bytes each file gives (TensorInfo::file)
+  std::map<std::string, uint64_t> file_bytes;  // bytes each file gives, by its name (WeightSource::file_of)
   uint64_t bytes_read = 0;                     // their sum: ReadStats::bytes_read of these reads
   unsigned threads = 0;
   uint64_t staging_bytes = 0;                  // the staging setting, lowered to fit host_budget
@@ -197,12 +202,34 @@ struct MemoryTensor {
   std::shared_ptr<const void> keep_alive;
 };
 
+// A checkpoint's tensors as a value: the files that hold their bytes, each named once as its
+// opener names it, the tensors (each naming its file by index: TensorInfo::source), and the
+// string metadata. What a format's reader makes of a file, and what a WeightSource holds.
+struct WL_API Catalogue {
+  std::vector<std::string> files;
+  std::vector<TensorInfo> tensors;
+  std::map<std::string, std::string> metadata;
+
+  // The index of file `name`, added to `files` unless it is there already.
+  SourceIndex add_file(const std::string& name);
+  // The name of the file that holds `t`'s bytes; InvalidArgument naming the tensor when its index
+  // is not one of `files`.
+  const std::string& file_of(const TensorInfo& t) const;
+  // `t`, a tensor of a catalogue whose files are `from`, with its index (and its pieces') moved to
+  // this catalogue's files, adding those it lacks. InvalidArgument when an index is not one of
+  // `from`, or when `t`'s decoder reads side tensors (their indices are the decoder's own) from
+  // files that would move.
+  TensorInfo adopt(TensorInfo t, const std::vector<std::string>& from);
+  // Every tensor of `other`, adopted (adopt above); its metadata is left out.
+  void append(const Catalogue& other);
+};
+
 // Thread-safe for reading: several threads may read (and read_all) at once.
 class WL_API WeightSource {
  public:
-  // `opener` finds the byte sources the tensors name (TensorInfo::file); null: local_opener().
-  WeightSource(std::string format, std::string origin, std::vector<TensorInfo> tensors,
-               std::map<std::string, std::string> metadata = {}, std::shared_ptr<const Opener> opener = nullptr);
+  // `opener` finds the catalogue's files; null: local_opener(). InvalidArgument when a tensor (a
+  // piece of one, a side tensor of its decoder) names a file index the catalogue does not list.
+  WeightSource(std::string format, std::string origin, Catalogue catalogue, std::shared_ptr<const Opener> opener = nullptr);
   // Tensors already in memory, loaded like a file's: name mapping, conversion, slices, shards,
   // strictness and the report all apply. `label` names them in messages ("<memory>").
   static std::unique_ptr<WeightSource> from_memory(std::string label, std::vector<MemoryTensor> tensors,
@@ -213,8 +240,13 @@ class WL_API WeightSource {
 
   const std::string& format() const noexcept { return format_; }  // "safetensors", ...
   const std::string& origin() const noexcept { return origin_; }  // the path it came from
-  const std::vector<TensorInfo>& tensors() const noexcept { return tensors_; }
-  const std::map<std::string, std::string>& metadata() const noexcept { return metadata_; }
+  const Catalogue& catalogue() const noexcept { return catalogue_; }
+  const std::vector<TensorInfo>& tensors() const noexcept { return catalogue_.tensors; }
+  const std::map<std::string, std::string>& metadata() const noexcept { return catalogue_.metadata; }
+  // The files that hold the tensors' bytes, in index order (TensorInfo::source), as the opener names them.
+  const std::vector<std::string>& files() const noexcept { return catalogue_.files; }
+  // The name of the file that holds `tensor`'s bytes (Catalogue::file_of).
+  const std::string& file_of(const TensorInfo& tensor) const { return catalogue_.file_of(tensor); }
   const std::shared_ptr<const Opener>& opener() const noexcept;
   // The same catalogue with more metadata (config.json found beside it), sharing its sources.
   std::unique_ptr<WeightSource> with_metadata(std::map<std::string, std::string> metadata) const;
@@ -226,8 +258,9 @@ class WL_API WeightSource {
   uint64_t total_bytes() const;                        // bytes stored for all tensors
   // Bytes received over a network for this catalogue so far (headers, then reads); 0 when local.
   uint64_t bytes_fetched() const;
-  // The byte source of one of its files (TensorInfo::file), opened once and shared with its reads.
-  std::shared_ptr<ByteSource> file(const std::string& name) const;
+  // The byte source of one of its files (an index of files()), opened once and shared with its
+  // reads; InvalidArgument for an index it does not list.
+  std::shared_ptr<ByteSource> file(SourceIndex index) const;
 
   // Reads (a slice of) a tensor into host memory at `dst`, converting to `dst_dtype`. Returns
   // bytes read from disk.
@@ -245,15 +278,14 @@ class WL_API WeightSource {
   // (reading a page past its end would raise SIGBUS).
   std::optional<TensorView> view(const TensorInfo& tensor) const;
 
-  // Shape of a slice of `tensor` (throws SliceOutOfBounds if it does not fit).
-  static Shape slice_shape(const TensorInfo& tensor, const Slice& slice);
+  // Shape of a slice of `tensor` (throws SliceOutOfBounds naming it and its file if it does not fit).
+  Shape slice_shape(const TensorInfo& tensor, const Slice& slice) const;
 
  private:
   std::string format_;
   std::string origin_;
-  std::vector<TensorInfo> tensors_;
+  Catalogue catalogue_;
   std::unordered_map<std::string, size_t> by_name_;
-  std::map<std::string, std::string> metadata_;
   // Each file opened once and shared by every read (and pinned to one version, for remote objects).
   std::shared_ptr<const Opener> opener_;
   std::shared_ptr<const CachingOpener> sources_;  // opener_ itself when it is one already

@@ -71,15 +71,17 @@ struct MappedBytes {
 // use (see private_views.cpp).
 class PrivateMappings {
  public:
-  explicit PrivateMappings(std::shared_ptr<const Opener> opener) : opener_(std::move(opener)) {}
+  // The files of `source`, which its tensors' bytes() come from.
+  explicit PrivateMappings(const WeightSource& source) : opener_(source.opener()), files_(source.files()) {}
   // The tensor's stored bytes in its file's private mapping; None for an empty tensor or a file
   // that is not local.
   std::optional<MappedBytes> bytes(const TensorInfo& t);
 
  private:
   std::shared_ptr<const Opener> opener_;
+  std::vector<std::string> files_;
   std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Storage>> maps_;
+  std::map<SourceIndex, std::shared_ptr<Storage>> maps_;  // by file index
 };
 
 // The shard planner's layout from Python's arguments: shard_dims as (pattern, dim or None) pairs,

@@ -111,7 +111,7 @@ pyb::dict rank_shards(const Loader& l, const WeightSource& source, const pyb::li
 pyb::dict installed_views(const LoadPlan& plan, const LoadReport& report, const WeightSource& source,
                           const std::map<std::string, TensorView>& given) {
   const std::set<std::string> backed(report.zero_copy.begin(), report.zero_copy.end());
-  PrivateMappings maps(source.opener());
+  PrivateMappings maps(source);
   pyb::dict views;
   for (const PlannedRead& read : plan.reads) {
     if (!backed.count(read.param->name)) continue;

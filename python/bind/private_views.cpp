@@ -7,9 +7,12 @@
 // is deleted).
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "bind/bindings.hpp"
 #include "core/file.hpp"
 #include "loaders/zero_copy.hpp"
+#include "weightloader/error.hpp"
 
 namespace wl::py {
 
@@ -18,9 +21,12 @@ namespace pyb = pybind11;
 std::optional<MappedBytes> PrivateMappings::bytes(const TensorInfo& t) {
   if (t.nbytes == 0) return std::nullopt;  // the frameworks view no empty buffer
   std::lock_guard lock(mutex_);
-  auto [it, fresh] = maps_.try_emplace(t.file);
+  if (t.source >= files_.size())
+    throw Error(ErrorCode::InvalidArgument, fmt::format("file index {} is not one of the {} files of its catalogue", t.source, files_.size()),
+                {}, t.name);
+  auto [it, fresh] = maps_.try_emplace(t.source);
   if (fresh) {
-    const std::shared_ptr<ByteSource> bytes = opener_->open(t.file);
+    const std::shared_ptr<ByteSource> bytes = opener_->open(files_[t.source]);
     if (const auto* local = dynamic_cast<const File*>(bytes.get())) it->second = local->private_copy();
   }
   if (!it->second) return std::nullopt;
@@ -31,7 +37,7 @@ namespace {
 
 class PrivateViews {
  public:
-  explicit PrivateViews(std::shared_ptr<WeightSource> source) : source_(std::move(source)), maps_(source_->opener()) {}
+  explicit PrivateViews(std::shared_ptr<WeightSource> source) : source_(std::move(source)), maps_(*source_) {}
 
   // The tensor's bytes for reading it as `dtype`, or None where they must be read instead (the rule
   // says no, the file is not local, or the tensor is empty).

@@ -8,6 +8,7 @@
 
 #include "bind/bindings.hpp"
 #include "bind/interruptible.hpp"
+#include "core/named_errors.hpp"
 #include "weightloader/checkpoint_names.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/format.hpp"
@@ -35,13 +36,13 @@ namespace {
 
 using SourcePtr = std::shared_ptr<WeightSource>;
 
-pyb::dict tensor_info(const TensorInfo& t) {
+pyb::dict tensor_info(const WeightSource& source, const TensorInfo& t) {
   pyb::dict d;
   d["name"] = t.name;
   d["dtype"] = std::string(dtype_name(t.dtype));
   d["shape"] = t.shape;
   d["stored_type"] = t.stored_type();
-  d["file"] = t.file;
+  d["file"] = source.file_of(t);
   d["offset"] = t.offset;
   d["nbytes"] = t.nbytes;
   d["raw"] = !t.decoder && t.strides.empty() && t.row_order.empty();
@@ -57,10 +58,10 @@ void read_into(const WeightSource& source, const std::string& name, const std::s
   const DType to = dtype_from_name(dtype);
   Slice s;
   if (slice) s = Slice{std::get<0>(*slice), std::get<1>(*slice), std::get<2>(*slice)};
-  const uint64_t need = shape_numel(WeightSource::slice_shape(t, s)) * dtype_size(to);
+  const uint64_t need = shape_numel(source.slice_shape(t, s)) * dtype_size(to);
   if (need != nbytes)
     throw Error(ErrorCode::InvalidArgument, fmt::format("the destination holds {} bytes; {} are needed", nbytes, need),
-                t.file, t.name);
+                source.file_of(t), t.name);
   // WeightSource::read's settings (one thread, positioned reads, no prefault pass), with a progress
   // callback so that Ctrl-C stops the read between two chunks.
   Interruptible call;
@@ -79,10 +80,10 @@ void read_into(const WeightSource& source, const std::string& name, const std::s
 void read_stored_into(const WeightSource& source, const std::string& name, uintptr_t ptr, uint64_t nbytes) {
   const TensorInfo& t = source.at(name);
   if (!t.parts.empty() || !t.strides.empty() || !t.row_order.empty() || (t.decoder && t.decoder->aux_block_bytes()))
-    throw Error(ErrorCode::InvalidArgument, "its stored bytes are not one contiguous range", t.file, t.name);
+    throw Error(ErrorCode::InvalidArgument, "its stored bytes are not one contiguous range", source.file_of(t), t.name);
   if (nbytes != t.nbytes)
     throw Error(ErrorCode::InvalidArgument, fmt::format("the destination holds {} bytes; {} are stored", nbytes, t.nbytes),
-                t.file, t.name);
+                source.file_of(t), t.name);
   TensorInfo bytes = t;
   bytes.decoder = nullptr;
   bytes.dtype = DType::U8;
@@ -142,8 +143,7 @@ std::optional<std::pair<SourcePtr, std::vector<std::string>>> open_safetensors(c
   safetensors.add(safetensors_format());
   if (!safetensors.detect(*file)) return std::nullopt;
   SafetensorsWithComplex read = read_safetensors_catalogue_with_complex(*file);
-  auto source = std::make_shared<WeightSource>("safetensors", label, std::move(read.catalogue.tensors),
-                                               std::move(read.catalogue.metadata), opener);
+  auto source = std::make_shared<WeightSource>("safetensors", label, std::move(read.catalogue), opener);
   return std::make_pair(std::move(source), std::move(read.complex));
 }
 
@@ -167,14 +167,15 @@ void register_sources(pyb::module_& m) {
       })
       .def("__len__", [](const WeightSource& s) { return s.tensors().size(); })
       .def("__contains__", [](const WeightSource& s, const std::string& n) { return s.find(n) != nullptr; })
-      .def("info", [](const WeightSource& s, const std::string& n) { return tensor_info(s.at(n)); })
+      .def("info", [](const WeightSource& s, const std::string& n) { return tensor_info(s, s.at(n)); })
       .def("metadata", &WeightSource::metadata)
       .def("total_bytes", &WeightSource::total_bytes)
       .def("only", [](const WeightSource& s, const std::vector<std::string>& names) {
         return std::shared_ptr<WeightSource>(s.only(names));
       }, pyb::arg("names"), "the same catalogue with only these tensors (a load of it reads them alone)")
       .def("reads_slice", [](const WeightSource& s, const std::string& n, size_t dim, uint64_t begin, uint64_t end) {
-        return reads_slice(s.at(n), Slice{dim, begin, end});
+        const TensorInfo& t = s.at(n);
+        return naming_file(s.file_of(t), [&] { return reads_slice(t, Slice{dim, begin, end}); });
       }, pyb::arg("name"), pyb::arg("dim"), pyb::arg("begin"), pyb::arg("end"),
            "Whether rows [begin, end) of dimension dim are read as a slice (not cutting through the encoding's blocks).")
       .def("read_stored_into", &read_stored_into, pyb::arg("name"), pyb::arg("ptr"), pyb::arg("nbytes"),

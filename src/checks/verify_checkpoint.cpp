@@ -51,7 +51,7 @@ Counts count_piece(const StreamPiece& piece) {
 void check_files(const WeightSource& s, VerifyReport& r) {
   std::map<std::string, uint64_t> ends;
   for (const TensorInfo& t : s.tensors()) {
-    uint64_t& end = ends[t.file];
+    uint64_t& end = ends[s.file_of(t)];
     end = std::max(end, t.offset + t.nbytes);
     if (t.decoder && t.decoder->aux_block_bytes())  // split encodings keep their scales further on
       end = std::max(end, t.aux_offset + t.numel() / t.decoder->block_elems() * t.decoder->aux_block_bytes());

@@ -47,7 +47,7 @@ bool same_file(const Identity& a, const Identity& b) {
 void refuse_overwriting_input(const WeightSource& source, const std::string& out,
                               const std::vector<std::string>& out_files) {
   std::set<std::string> inputs{source.origin()};
-  for (const TensorInfo& t : source.tensors()) inputs.insert(t.file);
+  for (const TensorInfo& t : source.tensors()) inputs.insert(source.file_of(t));
   std::vector<std::string> outputs{out};
   for (const std::string& f : out_files) outputs.push_back((fs::path(out) / f).string());
   for (const std::string& input : inputs) {

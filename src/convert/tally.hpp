@@ -8,14 +8,15 @@ namespace wl {
 
 class Tally {
  public:
-  Tally(const WeightSource& s, const ProgressCallback& progress) : progress_(progress), total_(s.total_bytes()) {}
+  Tally(const WeightSource& s, const ProgressCallback& progress) : source_(s), progress_(progress), total_(s.total_bytes()) {}
   void add(const TensorInfo& t) {
     done_ += t.nbytes;
     if (progress_ && !progress_(done_, total_))
-      throw Error(ErrorCode::Cancelled, "conversion cancelled by the progress callback", t.file, t.name);
+      throw Error(ErrorCode::Cancelled, "conversion cancelled by the progress callback", source_.file_of(t), t.name);
   }
 
  private:
+  const WeightSource& source_;
   const ProgressCallback& progress_;
   uint64_t done_ = 0, total_;
 };

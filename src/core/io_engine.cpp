@@ -16,6 +16,7 @@
 #include "core/io_plan.hpp"
 #include "core/expected_digest.hpp"
 #include "core/io_way.hpp"
+#include "core/named_errors.hpp"
 #include "core/ordered_digest.hpp"
 #include "core/sigbus_guard.hpp"
 #include "weightloader/dtype_convert.hpp"
@@ -341,7 +342,7 @@ void Executor::run_extent(const Chunk* c, const Extent& e, Scratch& scratch) {
 void Executor::gather_decoded(const ReadRequest& r, const ByteSource& source) const {
   const TensorInfo& t = *r.tensor;
   const Decoder& d = *t.decoder;
-  const Shape sliced = WeightSource::slice_shape(t, r.slice);
+  const Shape sliced = slice_shape_of(t, r.slice);
   uint64_t outer = 1, inner = 1;
   for (size_t i = 0; i < r.slice.dim; ++i) outer *= t.shape[i];
   for (size_t i = r.slice.dim + 1; i < t.shape.size(); ++i) inner *= t.shape[i];
@@ -366,7 +367,7 @@ void Executor::gather_strided(const ReadRequest& r, const ByteSource& source) co
     return;
   }
   const size_t esize = dtype_size(t.dtype);
-  const Shape out_shape = WeightSource::slice_shape(t, r.slice);
+  const Shape out_shape = slice_shape_of(t, r.slice);
   const uint64_t n = shape_numel(out_shape);
   if (n == 0) return;
   // The stored span covered by the whole tensor (strides are non-negative: checked by the reader).
@@ -588,9 +589,9 @@ void check_digests(const std::vector<std::unique_ptr<OrderedDigest>>& digests, c
 
 }  // namespace
 
-ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& cache, const IoOptions& options,
+ReadStats run_reads(const std::vector<ReadRequest>& requests, const SourceFiles& files, const IoOptions& options,
                     const Destination& destination, const SideTensorReads* side) {
-  const PreparedReads prepared = prepare_reads(requests, cache, options, destination.in_place(), true);
+  const PreparedReads prepared = prepare_reads(requests, files, options, destination.in_place(), true);
   const std::vector<ByteSource*>& sources = prepared.sources;
   ReadStats stats;
   const std::vector<ExpectedDigest> expected = options.verify_sha256 ? expected_digests(sources) : std::vector<ExpectedDigest>{};

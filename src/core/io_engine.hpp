@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/destination.hpp"
+#include "core/io_way.hpp"
 #include "core/side_reads.hpp"
 #include "weightloader/source.hpp"
 
@@ -14,7 +15,7 @@ namespace wl {
 
 // Runs every request; throws the first error (naming source and tensor) once every reader has
 // stopped. Cancels with ErrorCode::Cancelled when the progress callback returns false.
-// `sources` opens the tensors' files (a CachingOpener, so that every read shares one source per file).
+// `files` names and opens the tensors' files (TensorInfo::source indexes them).
 // `side`: requests[i] with is_side[i] read side tensors into host memory (core/side_reads.hpp), planned
 // with the rest; the decoders waiting for them are prepared once they are read, before any of
 // their blocks is decoded.
@@ -22,7 +23,7 @@ struct SideTensorReads {
   const SideReads& reads;
   std::vector<char> is_side;  // per request
 };
-ReadStats run_reads(const std::vector<ReadRequest>& requests, const Opener& sources, const IoOptions& options,
+ReadStats run_reads(const std::vector<ReadRequest>& requests, const SourceFiles& files, const IoOptions& options,
                     const Destination& destination = host_memory(), const SideTensorReads* side = nullptr);
 
 // What run_reads would do with the same requests, reading nothing (measure=false: nor probing):
@@ -34,7 +35,7 @@ struct FittedReads {
   ReadEstimate estimate;
   IoOptions options;  // staging and concurrency as fitted, host_budget cleared: what to run
 };
-FittedReads estimate_reads(const std::vector<ReadRequest>& requests, const Opener& sources, const IoOptions& options,
+FittedReads estimate_reads(const std::vector<ReadRequest>& requests, const SourceFiles& files, const IoOptions& options,
                            bool to_device, bool measure);
 
 }  // namespace wl

@@ -4,6 +4,7 @@
 #include "core/io_engine.hpp"
 #include "core/io_memory.hpp"
 #include "core/io_way.hpp"
+#include "core/named_errors.hpp"
 
 namespace wl {
 namespace {
@@ -13,14 +14,18 @@ constexpr uint64_t kLeastStagingBytes = 1ull << 20;
 
 }  // namespace
 
-FittedReads estimate_reads(const std::vector<ReadRequest>& requests, const Opener& sources, const IoOptions& options,
+FittedReads estimate_reads(const std::vector<ReadRequest>& requests, const SourceFiles& files, const IoOptions& options,
                            bool to_device, bool measure) {
-  const PreparedReads r = prepare_reads(requests, sources, options, !to_device, measure);
+  const PreparedReads r = prepare_reads(requests, files, options, !to_device, measure);
   uint64_t reader = 0;  // a network client's buffers, per thread
   for (const ByteSource* s : r.sources) reader = std::max(reader, s->memory_per_reader());
   uint64_t values = 0;  // what a device's pinned ring is sized by
   if (to_device)
-    for (const ReadRequest& q : requests) values += shape_numel(WeightSource::slice_shape(*q.tensor, q.slice)) * dtype_size(q.dst_dtype);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const ReadRequest& q = requests[i];
+      const Shape sliced = naming_file(r.params.files[r.source_of[i]], [&] { return slice_shape_of(*q.tensor, q.slice); });
+      values += shape_numel(sliced) * dtype_size(q.dst_dtype);
+    }
   auto host_bytes = [&](uint64_t staging, unsigned threads, IoPlan& plan) {
     PlanParams params = r.params;
     params.staging_bytes = staging;
@@ -47,8 +52,8 @@ FittedReads estimate_reads(const std::vector<ReadRequest>& requests, const Opene
 
   FittedReads out;
   ReadEstimate& e = out.estimate;
-  for (const Chunk& c : plan.chunks) e.file_bytes[r.files[c.source]] += c.src_bytes + c.aux_bytes;
-  for (const Gather& g : plan.gathers) e.file_bytes[r.files[g.source]] += g.request->tensor->nbytes;
+  for (const Chunk& c : plan.chunks) e.file_bytes[r.params.files[c.source]] += c.src_bytes + c.aux_bytes;
+  for (const Gather& g : plan.gathers) e.file_bytes[r.params.files[g.source]] += g.request->tensor->nbytes;
   for (const auto& [file, bytes] : e.file_bytes) e.bytes_read += bytes;
   e.threads = plan.threads;
   e.staging_bytes = staging;

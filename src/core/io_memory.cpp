@@ -4,6 +4,8 @@
 #include <functional>
 #include <vector>
 
+#include "core/named_errors.hpp"
+
 namespace wl {
 namespace {
 
@@ -35,7 +37,7 @@ uint64_t decoded_bytes(const Chunk& c) {
 // gather_strided / gather_decoded: the whole stored span (and decoded block), then the values.
 uint64_t gather_bytes(const ReadRequest& r, bool in_place) {
   const TensorInfo& t = *r.tensor;
-  const uint64_t out = in_place ? 0 : shape_numel(WeightSource::slice_shape(t, r.slice)) * dtype_size(r.dst_dtype);
+  const uint64_t out = in_place ? 0 : shape_numel(slice_shape_of(t, r.slice)) * dtype_size(r.dst_dtype);
   if (t.decoder) return t.nbytes + t.numel() * dtype_size(t.decoder->output_dtype()) + out;
   uint64_t last = 0;
   for (size_t d = 0; d < t.shape.size() && d < t.strides.size(); ++d)

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/named_errors.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/slice_reads.hpp"
 
@@ -27,7 +28,7 @@ struct SliceRuns {
 };
 
 SliceRuns slice_runs(const TensorInfo& t, const Slice& s) {
-  const Shape sliced = WeightSource::slice_shape(t, s);  // validates the slice
+  const Shape sliced = slice_shape_of(t, s);  // validates the slice
   SliceRuns g;
   if (t.shape.empty()) {
     g.len = 1;
@@ -59,18 +60,18 @@ uint64_t staged_granule_bytes(const TensorInfo& t, DType dst) {
   return stored_bytes_for(t, granule_elems(t)) + (split ? granule_elems(t) * dtype_size(t.decoder->output_dtype()) : 0);
 }
 
-// Appends the chunks of one request.
+// Appends the chunks of one request; its errors name the tensor (plan_reads adds the source).
 void plan_request(const ReadRequest& r, size_t source, bool side, const PlanParams& p, uint64_t staging_room, IoPlan& plan) {
   const TensorInfo& t = *r.tensor;
   const SliceRuns g = slice_runs(t, r.slice);
   if (g.outer * g.len * g.inner == 0) return;
   if (side && (!t.strides.empty() || t.decoder || !t.row_order.empty()))
-    throw Error(ErrorCode::InvalidArgument, "a decoder's side tensor must be raw, contiguous and in stored row order", t.file, t.name);
+    throw Error(ErrorCode::InvalidArgument, "a decoder's side tensor must be raw, contiguous and in stored row order", {}, t.name);
   if (!t.strides.empty()) {
     if (r.dst_outer_stride)
-      throw Error(ErrorCode::UnsupportedLayout, "a strided tensor cannot be read into a strided destination", t.file, t.name);
+      throw Error(ErrorCode::UnsupportedLayout, "a strided tensor cannot be read into a strided destination", {}, t.name);
     if (t.decoder || !t.row_order.empty())
-      throw Error(ErrorCode::InvalidArgument, "strided tensors must be raw and in stored row order", t.file, t.name);
+      throw Error(ErrorCode::InvalidArgument, "strided tensors must be raw and in stored row order", {}, t.name);
     plan.gathers.push_back({&r, source});
     plan.total_bytes += t.nbytes;
     return;
@@ -87,13 +88,13 @@ void plan_request(const ReadRequest& r, size_t source, bool side, const PlanPara
     throw Error(ErrorCode::SliceOutOfBounds,
                 fmt::format("slice [{}, {}) of dim {} does not fall on {}-element block boundaries", g.begin,
                             g.begin + g.len, r.slice.dim, granule),
-                t.file, t.name);
+                {}, t.name);
   const size_t out_size = dtype_size(r.dst_dtype);
   auto* dst = static_cast<std::byte*>(r.dst);
   const uint64_t stride = r.dst_outer_stride ? r.dst_outer_stride : run_elems;
   if (stride < run_elems)
     throw Error(ErrorCode::InvalidArgument,
-                fmt::format("destination stride {} is shorter than the slice's runs of {} elements", stride, run_elems), t.file, t.name);
+                fmt::format("destination stride {} is shorter than the slice's runs of {} elements", stride, run_elems), {}, t.name);
   const uint64_t dst_bytes = ((g.outer - 1) * stride + run_elems) * out_size;  // the span, other blocks' gaps included
   if (p.prefault || p.mode == IoMode::Direct)
     for (uint64_t at = 0; at < dst_bytes; at += kPrefaultPieceBytes)
@@ -153,7 +154,7 @@ void plan_fillers(const std::vector<ReadRequest>& requests, const std::vector<si
     covered.emplace_back(*p.whole[s], *p.whole[s]);
     auto filler = std::make_shared<TensorInfo>();
     const auto r = std::find(source_of.begin(), source_of.end(), s);
-    filler->file = r == source_of.end() ? std::string() : requests[static_cast<size_t>(r - source_of.begin())].tensor->file;
+    if (r != source_of.end()) filler->source = requests[static_cast<size_t>(r - source_of.begin())].tensor->source;
     filler->name = "(bytes outside the tensors, read for verify=sha256)";
     filler->dtype = DType::U8;
     uint64_t at = 0;
@@ -236,8 +237,11 @@ IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<si
   const uint64_t reserved =
       kDecodedPieceBytes + (p.mode == IoMode::Direct ? kBounceBytes + ByteSource::direct_alignment() : 0);
   const uint64_t staging_room = plan.thread_staging > reserved ? plan.thread_staging - reserved : 0;
-  for (size_t i = 0; i < requests.size(); ++i)
-    plan_request(requests[i], source_of[i], i < p.side.size() && p.side[i], p, staging_room, plan);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const size_t s = source_of[i];
+    naming_file(s < p.files.size() ? p.files[s] : std::string(),
+                [&] { plan_request(requests[i], s, i < p.side.size() && p.side[i], p, staging_room, plan); });
+  }
   const bool whole = std::any_of(p.whole.begin(), p.whole.end(), [](const auto& size) { return size.has_value(); });
   if (whole) plan_fillers(requests, source_of, p, staging_room, plan);
   // Side reads in file order among the data, so that a layer's packed weight and the scales stored

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "weightloader/source.hpp"
@@ -69,6 +70,8 @@ struct PlanParams {
   // as one; `waiting` are the decoders whose blocks need them. Empty: none.
   std::vector<char> side;
   std::vector<const Decoder*> waiting;
+  // Per source: its name, which the planner's errors give (a source without one: none).
+  std::vector<std::string> files;
 };
 
 struct IoPlan {
@@ -119,7 +122,7 @@ uint64_t decoded_piece_blocks(const TensorInfo& t);
 // Sources read whole get filler chunks for the bytes no request reads, and then every extent of
 // a source lies in file order (chunks sorted by offset; sources' extents interleaved by offset, so
 // that their digests advance side by side). `source_of[i]` is request i's source. Throws SliceOutOfBounds / InvalidArgument naming the
-// tensor for requests that cannot be read.
+// tensor (and its source, PlanParams::files) for requests that cannot be read.
 // With side reads (PlanParams::side), chunks are merged in (source, offset) order and the extents
 // that hold side chunks come first (IoPlan::side_extents).
 IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<size_t>& source_of, const PlanParams& params);

@@ -89,10 +89,9 @@ std::optional<double> timed_engine_read(const std::string& path, uint64_t offset
   t.name = "io probe";
   t.shape = {n / 4};
   t.dtype = DType::F32;
-  t.file = path;
   t.offset = offset;
   t.nbytes = n;
-  const WeightSource source("raw", path, {t});
+  const WeightSource source("raw", path, Catalogue{{path}, {t}, {}});
   IoOptions io;
   io.mode = mode;
   io.prefault = prefault;

@@ -103,19 +103,26 @@ Way resolve_way(const std::vector<ByteSource*>& sources, const IoOptions& option
 }
 }  // namespace
 
-PreparedReads prepare_reads(const std::vector<ReadRequest>& requests, const Opener& cache, const IoOptions& options,
+PreparedReads prepare_reads(const std::vector<ReadRequest>& requests, const SourceFiles& files, const IoOptions& options,
                             bool in_place, bool measure) {
   PreparedReads r;
   r.source_of.resize(requests.size());
+  constexpr size_t kUnopened = SIZE_MAX;
+  std::vector<size_t> opened(files.names.size(), kUnopened);  // per file index: its place in r.sources
   for (size_t i = 0; i < requests.size(); ++i) {
-    std::shared_ptr<ByteSource> s = cache.open(requests[i].tensor->file);
-    const auto it = std::find(r.sources.begin(), r.sources.end(), s.get());
-    r.source_of[i] = static_cast<size_t>(it - r.sources.begin());
-    if (it == r.sources.end()) {
-      r.sources.push_back(s.get());
-      r.held.push_back(std::move(s));
-      r.files.push_back(requests[i].tensor->file);
+    const TensorInfo& t = *requests[i].tensor;
+    if (t.source >= files.names.size())
+      throw Error(ErrorCode::InvalidArgument,
+                  fmt::format("file index {} is not one of the {} files of its catalogue", t.source, files.names.size()), {},
+                  t.name);
+    size_t& at = opened[t.source];
+    if (at == kUnopened) {
+      at = r.sources.size();
+      r.held.push_back(files.opener.open(files.names[t.source]));
+      r.sources.push_back(r.held.back().get());
+      r.params.files.push_back(files.names[t.source]);
     }
+    r.source_of[i] = at;
   }
   r.converts = std::any_of(requests.begin(), requests.end(), [](const ReadRequest& q) {
     return q.tensor->decoder || q.dst_dtype != q.tensor->dtype;

@@ -20,11 +20,17 @@ struct Way {
   std::string reason;  // when io=auto chose
 };
 
+// A catalogue's files: their names by index (TensorInfo::source), and what opens them (a
+// CachingOpener, so that every read shares one source per file).
+struct SourceFiles {
+  const std::vector<std::string>& names;
+  const Opener& opener;
+};
+
 struct PreparedReads {
   std::vector<std::shared_ptr<ByteSource>> held;  // alive until the reads are done
-  std::vector<ByteSource*> sources;
-  std::vector<size_t> source_of;   // per request
-  std::vector<std::string> files;  // per source: the name its requests give it (TensorInfo::file)
+  std::vector<ByteSource*> sources;               // each file the requests read, once, in order of first use
+  std::vector<size_t> source_of;   // per request: its file's place in `sources`
   bool converts = false;           // some request decodes or converts
   Way way;
   PlanParams params;               // threads and staging as the options ask
@@ -32,7 +38,8 @@ struct PreparedReads {
 
 // measure=false: io=auto and the prefault choice use only what the profile remembers (a plan
 // reads nothing); true: a probe the profile lacks is taken now.
-PreparedReads prepare_reads(const std::vector<ReadRequest>& requests, const Opener& cache, const IoOptions& options,
+// InvalidArgument naming the tensor for a request whose file index `files` does not list.
+PreparedReads prepare_reads(const std::vector<ReadRequest>& requests, const SourceFiles& files, const IoOptions& options,
                             bool in_place, bool measure);
 
 // The rate this machine measured for reads the way `r` runs them, and in `from` which figure it

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/named_errors.hpp"
+
 namespace wl {
 
 namespace {
@@ -10,7 +12,7 @@ ReadRequest side_request(const SideRead& s, const TensorView& into) { return Rea
 
 }  // namespace
 
-SideReads::SideReads(const std::vector<ReadRequest>& requests) {
+SideReads::SideReads(const std::vector<ReadRequest>& requests, const std::vector<std::string>& files) : files_(&files) {
   for (const ReadRequest& r : requests) {
     const Decoder* d = r.tensor->decoder.get();
     if (!d || d->side_reads().empty() || d->prepared() || index_.count(d)) continue;
@@ -48,12 +50,22 @@ std::vector<ReadRequest> SideReads::with(const std::vector<ReadRequest>& data, s
 void SideReads::prepare(const Decoder* d) const {
   const auto it = index_.find(d);
   if (it == index_.end()) return;
-  const Waiting& w = waiting_[it->second];
-  w.decoder->prepare(w.values);
+  hand(waiting_[it->second]);
 }
 
 void SideReads::prepare_all() const {
-  for (const Waiting& w : waiting_) w.decoder->prepare(w.values);
+  for (const Waiting& w : waiting_) hand(w);
+}
+
+void SideReads::hand(const Waiting& w) const {
+  try {
+    w.decoder->prepare(w.values);
+  } catch (const Error& e) {
+    if (!e.file().empty()) throw;
+    for (const SideRead& s : w.decoder->side_reads())
+      if (s.tensor.name == e.tensor() && s.tensor.source < files_->size()) throw in_file(e, (*files_)[s.tensor.source]);
+    throw;
+  }
 }
 
 void prepare_plain_decoders(const std::vector<ReadRequest>& requests) {

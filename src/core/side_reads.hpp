@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -15,8 +16,9 @@ namespace wl {
 class SideReads {
  public:
   // The decoders of `requests` that have not had their side tensors yet, each once, with room for
-  // the values (heap memory, whatever the requests' destination).
-  explicit SideReads(const std::vector<ReadRequest>& requests);
+  // the values (heap memory, whatever the requests' destination). `files`, the catalogue's (which
+  // must outlive this), names a side tensor's file when its decoder refuses the values.
+  SideReads(const std::vector<ReadRequest>& requests, const std::vector<std::string>& files);
 
   bool empty() const { return waiting_.empty(); }
   // Whether every side tensor is one the planner cuts into chunks (raw, contiguous, in stored row
@@ -38,8 +40,12 @@ class SideReads {
     const Decoder* decoder;
     std::vector<TensorView> values;  // in side_reads() order
   };
+  // Hands `w` its values; a refusal that names one of its side tensors (but no file) names its file.
+  void hand(const Waiting& w) const;
+
   std::vector<Waiting> waiting_;
   std::unordered_map<const Decoder*, size_t> index_;
+  const std::vector<std::string>* files_;
 };
 
 // Decoders without side tensors are prepared with none before any read, outside the reader

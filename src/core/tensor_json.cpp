@@ -8,12 +8,6 @@ namespace wl {
 
 using json = nlohmann::json;
 
-size_t FileList::add(const std::string& name) {
-  auto [it, added] = index.emplace(name, names.size());
-  if (added) names.push_back(name);
-  return it->second;
-}
-
 void bad_catalogue_value(const std::string& rule) {
   throw Error(ErrorCode::InvalidArgument, "not a catalogue value: " + rule, "<catalogue value>");
 }
@@ -28,9 +22,9 @@ DType dtype_of(const json& j) {
 
 }  // namespace
 
-std::optional<json> tensor_json(const TensorInfo& t, FileList& files) {
+std::optional<json> tensor_json(const TensorInfo& t) {
   json j{{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"offset", t.offset}, {"nbytes", t.nbytes}};
-  j["file"] = files.add(t.file);
+  j["file"] = t.source;
   if (t.aux_offset) j["aux_offset"] = t.aux_offset;
   if (!t.strides.empty()) j["strides"] = t.strides;
   if (!t.row_order.empty()) j["row_order"] = t.row_order;
@@ -42,7 +36,7 @@ std::optional<json> tensor_json(const TensorInfo& t, FileList& files) {
   if (!t.parts.empty()) {
     json parts = json::array();
     for (const TensorInfo& p : t.parts) {
-      std::optional<json> part = tensor_json(p, files);
+      std::optional<json> part = tensor_json(p);
       if (!part) return std::nullopt;
       parts.push_back(std::move(*part));
     }
@@ -52,15 +46,15 @@ std::optional<json> tensor_json(const TensorInfo& t, FileList& files) {
   return j;
 }
 
-TensorInfo tensor_from_json(const json& j, const std::vector<std::string>& files, const DecoderFactory& decoders) {
+TensorInfo tensor_from_json(const json& j, size_t files, const DecoderFactory& decoders) {
   try {
     TensorInfo t;
     t.name = j.at("name").get<std::string>();
     t.dtype = dtype_of(j.at("dtype"));
     t.shape = j.at("shape").get<Shape>();
     const size_t file = j.at("file").get<size_t>();
-    if (file >= files.size()) bad_catalogue_value(fmt::format("tensor '{}' names file {} of {}", t.name, file, files.size()));
-    t.file = files[file];
+    if (file >= files) bad_catalogue_value(fmt::format("tensor '{}' names file {} of {}", t.name, file, files));
+    t.source = static_cast<SourceIndex>(file);
     t.offset = j.at("offset").get<uint64_t>();
     t.nbytes = j.at("nbytes").get<uint64_t>();
     t.aux_offset = j.value("aux_offset", uint64_t{0});

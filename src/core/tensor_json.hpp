@@ -1,12 +1,12 @@
-// TensorInfo as JSON, for catalogues sent as values: files as indices into a list the caller
-// keeps, decoders as their spec (Decoder::spec), rebuilt by the caller's factory.
+// TensorInfo as JSON, for catalogues sent as values: files as their indices into the catalogue's
+// files (TensorInfo::source, as they are), decoders as their spec (Decoder::spec), rebuilt by the
+// caller's factory.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,20 +14,14 @@
 
 namespace wl {
 
-// File names in order of first use, each once.
-struct FileList {
-  std::vector<std::string> names;
-  std::unordered_map<std::string, size_t> index;
-  size_t add(const std::string& name);
-};
-
 // nullopt when the tensor (or a part of it) has a decoder without a spec.
-std::optional<nlohmann::json> tensor_json(const TensorInfo& t, FileList& files);
+std::optional<nlohmann::json> tensor_json(const TensorInfo& t);
 
 using DecoderFactory = std::function<std::shared_ptr<const Decoder>(const nlohmann::json& spec)>;
 
-// InvalidArgument ("not a catalogue value: ...") for JSON that tensor_json did not write.
-TensorInfo tensor_from_json(const nlohmann::json& j, const std::vector<std::string>& files, const DecoderFactory& decoders);
+// InvalidArgument ("not a catalogue value: ...") for JSON that tensor_json did not write, or that
+// names a file index of `files` or more (the catalogue's count of files).
+TensorInfo tensor_from_json(const nlohmann::json& j, size_t files, const DecoderFactory& decoders);
 [[noreturn]] void bad_catalogue_value(const std::string& rule);
 
 }  // namespace wl

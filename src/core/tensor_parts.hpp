@@ -3,6 +3,7 @@
 #pragma once
 
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "weightloader/source.hpp"
@@ -10,12 +11,14 @@
 namespace wl {
 
 // Checks an assembled tensor: pieces of its shape but along parts_dim, summing to it, themselves
-// whole; a row order that keeps rows in their piece. InvalidArgument naming the tensor otherwise.
-void check_parts(const TensorInfo& t);
+// whole; a row order that keeps rows in their piece. InvalidArgument naming the tensor (and its
+// first piece's file among `files`, its catalogue's) otherwise.
+void check_parts(const TensorInfo& t, const std::vector<std::string>& files);
 
 // `requests` with every request on an assembled tensor replaced by requests on its pieces (the
 // part of the slice each holds). The pieces the new requests point to (with their row orders,
-// or narrowed to the rows a slice keeps) live in `pieces`.
-std::vector<ReadRequest> expand_parts(const std::vector<ReadRequest>& requests, std::deque<TensorInfo>& pieces);
+// or narrowed to the rows a slice keeps) live in `pieces`. Errors name files among `files`.
+std::vector<ReadRequest> expand_parts(const std::vector<ReadRequest>& requests, const std::vector<std::string>& files,
+                                      std::deque<TensorInfo>& pieces);
 
 }  // namespace wl

@@ -3,13 +3,16 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "weightloader/source.hpp"
 
 namespace wl {
 
-// A quantized layer's decoder reads its side tensors through `opener`. InvalidArgument for an
-// unknown kind or parameters out of range.
-std::shared_ptr<const Decoder> decoder_from_spec(const std::string& spec, const std::shared_ptr<const Opener>& opener);
+// A quantized layer's decoder reads its side tensors through `opener`, from `files`: the files of
+// the catalogue the decoder belongs to, which its spec names by index (TensorInfo::source).
+// InvalidArgument for an unknown kind, parameters out of range, or a file index `files` lacks.
+std::shared_ptr<const Decoder> decoder_from_spec(const std::string& spec, const std::shared_ptr<const Opener>& opener,
+                                                 const std::vector<std::string>& files);
 
 }  // namespace wl

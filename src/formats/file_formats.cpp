@@ -60,14 +60,13 @@ const FileFormat& FormatList::detect_or_throw(const ByteSource& source) const {
 std::unique_ptr<WeightSource> open_files(const FileFormat& format, const std::vector<std::string>& names,
                                          const std::string& origin, std::shared_ptr<const Opener> opener) {
   if (!opener) opener = local_opener();
-  std::vector<TensorInfo> tensors;
-  std::map<std::string, std::string> metadata;
+  Catalogue merged;
   for (const std::string& name : names) {
     Catalogue c = format.read_catalogue(*opener->open(name), *opener);
-    std::move(c.tensors.begin(), c.tensors.end(), std::back_inserter(tensors));
-    metadata.merge(c.metadata);
+    merged.append(c);
+    merged.metadata.merge(c.metadata);
   }
-  return std::make_unique<WeightSource>(format.name, origin, std::move(tensors), std::move(metadata), std::move(opener));
+  return std::make_unique<WeightSource>(format.name, origin, std::move(merged), std::move(opener));
 }
 
 }  // namespace wl

@@ -126,7 +126,7 @@ Catalogue read_sharded_catalogue(const Opener& opener, const std::string& index_
                     index_json_path, tensor);
 
   for (auto& [file, shard] : shards) {
-    for (TensorInfo& info : shard.tensors) merged.tensors.push_back(std::move(info));
+    merged.append(shard);  // each shard's file indices moved onto the merged list
     for (auto& [key, value] : shard.metadata) merged.metadata.emplace(key, std::move(value));
   }
   return merged;

@@ -339,8 +339,8 @@ AutoNameMap auto_name_map(Model& model, const WeightSource& source, const LoadOp
   out.match = NameMatch{best.from.scheme.empty() ? "none" : best.from.scheme, best.from.prefix,
                         best.to.scheme.empty() ? "none" : (best.fused ? "vllm" : best.to.scheme), best.to.prefix,
                         best.matched + settled, total};
-  out.renamed = std::make_unique<WeightSource>(source.format(), source.origin(), std::move(renamed), source.metadata(),
-                                               source.opener());
+  out.renamed = std::make_unique<WeightSource>(source.format(), source.origin(),
+                                               Catalogue{source.files(), std::move(renamed), source.metadata()}, source.opener());
   return out;
 }
 

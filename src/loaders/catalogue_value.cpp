@@ -12,21 +12,20 @@ namespace wl {
 using json = nlohmann::json;
 
 std::optional<std::string> catalogue_value(const WeightSource& source) {
-  FileList files;
   json tensors = json::array();
   for (const TensorInfo& t : source.tensors()) {
-    std::optional<json> v = tensor_json(t, files);
+    std::optional<json> v = tensor_json(t);
     if (!v) return std::nullopt;
     tensors.push_back(std::move(*v));
   }
   // Each file's size and version as opened here (opened once: no new request), so that the
   // receivers open them without asking again (a remote object's HEAD).
   json sources = json::array();
-  for (const std::string& name : files.names) {
-    const std::shared_ptr<ByteSource> s = source.file(name);
+  for (SourceIndex i = 0; i < source.files().size(); ++i) {
+    const std::shared_ptr<ByteSource> s = source.file(i);
     sources.push_back({s->size(), s->version()});
   }
-  const json value{{"format", source.format()}, {"origin", source.origin()}, {"metadata", source.metadata()}, {"files", files.names},
+  const json value{{"format", source.format()}, {"origin", source.origin()}, {"metadata", source.metadata()}, {"files", source.files()},
                    {"sources", std::move(sources)}, {"tensors", std::move(tensors)}};
   return value.dump();
 }
@@ -46,11 +45,11 @@ std::unique_ptr<WeightSource> catalogue_from_value(const std::string& value, std
       for (size_t i = 0; i < files.size(); ++i)
         session.expect(files[i], sources[i].at(0).get<uint64_t>(), sources[i].at(1).get<std::string>());
     }
-    const DecoderFactory decoders = [&](const json& spec) { return decoder_from_spec(spec.dump(), opener); };
-    std::vector<TensorInfo> tensors;
-    for (const json& t : j.at("tensors")) tensors.push_back(tensor_from_json(t, files, decoders));
-    return std::make_unique<WeightSource>(j.at("format").get<std::string>(), j.at("origin").get<std::string>(), std::move(tensors),
-                                          j.at("metadata").get<std::map<std::string, std::string>>(), std::move(opener));
+    const DecoderFactory decoders = [&](const json& spec) { return decoder_from_spec(spec.dump(), opener, files); };
+    Catalogue c{files, {}, j.at("metadata").get<std::map<std::string, std::string>>()};
+    for (const json& t : j.at("tensors")) c.tensors.push_back(tensor_from_json(t, files.size(), decoders));
+    return std::make_unique<WeightSource>(j.at("format").get<std::string>(), j.at("origin").get<std::string>(), std::move(c),
+                                          std::move(opener));
   } catch (const json::exception& e) {
     bad_catalogue_value(e.what());
   }

@@ -15,8 +15,7 @@ class CustomBinaryLoader : public WeightLoader {
     const std::shared_ptr<const Opener> files = session_opener(call);
     Catalogue catalogue = read_custom_binary_catalogue(*files, path);
     attach_config_json(*files, path, catalogue.metadata);
-    return std::make_unique<WeightSource>("custom_binary", path, std::move(catalogue.tensors),
-                                          std::move(catalogue.metadata), files);
+    return std::make_unique<WeightSource>("custom_binary", path, std::move(catalogue), files);
   }
 };
 

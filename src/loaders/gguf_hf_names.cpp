@@ -96,7 +96,7 @@ Catalogue as_hf(Catalogue c, const std::string& file) {
       if (!presented.insert(t.name).second)
         throw Error(ErrorCode::DuplicateTensorName,
                     fmt::format("stored tensor '{}' is presented as '{}', a name another tensor already has", stored, t.name),
-                    t.file, t.name);
+                    c.file_of(t), t.name);
       tensors.push_back(std::move(t));
     }
   }

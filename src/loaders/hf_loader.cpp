@@ -87,7 +87,7 @@ class HfLoader final : public WeightLoader {
     auto sharded = [&](const std::string& index, const FileFormat& format) {
       Catalogue c = read_sharded_catalogue(files, index, format);
       attach_config_json(files, dir, c.metadata);
-      return std::make_unique<WeightSource>(format.name, dir, std::move(c.tensors), std::move(c.metadata), session);
+      return std::make_unique<WeightSource>(format.name, dir, std::move(c), session);
     };
     auto plain = [&](const std::vector<std::string>& names, const FileFormat& format) {
       std::unique_ptr<WeightSource> s = open_files(format, names, dir, session);

@@ -93,11 +93,11 @@ bool plan_whole(PlannedRead& read, LoadPlan& plan, const LoadOptions& options) {
 
 // A slice of a tensor into rows of its parameter (ParameterShard): false (a shape error recorded)
 // when the slice does not fit there.
-bool plan_shard(PlannedRead& read, LoadPlan& plan) {
+bool plan_shard(const WeightSource& source, PlannedRead& read, LoadPlan& plan) {
   const TensorInfo& t = *read.tensor;
   Parameter& p = *read.param;
   const ParameterShard& shard = p.shards[size_t(read.shard)];
-  const Shape got = WeightSource::slice_shape(t, shard.slice);
+  const Shape got = source.slice_shape(t, shard.slice);
   // A parameter of one more dimension takes slices as rows of its two leading dimensions merged
   // (vLLM's FusedMoE: [experts, rows, cols] from each expert's [rows, cols]).
   Shape want = p.shape();
@@ -164,7 +164,7 @@ LoadPlan plan_load(Model& model, const WeightSource& source, const LoadOptions& 
                     fmt::format("checkpoint tensors '{}' and '{}' both map onto parameter '{}'", it->second, t.name, p->name),
                     source.origin(), t.name);
       PlannedRead read{&t, p, target.shard, ReadRequest{&t, Slice{}, p->dtype(), p->data.raw()}, 0, false};
-      if (!(target.shard < 0 ? plan_whole(read, plan, options) : plan_shard(read, plan))) continue;
+      if (!(target.shard < 0 ? plan_whole(read, plan, options) : plan_shard(source, read, plan))) continue;
       if (listed.insert(p).second) {
         if (t.stored_type() != dtype_name(p->dtype())) plan.converted.push_back({p->name, t.stored_type(), p->dtype()});
         plan.loaded.push_back(p->name);

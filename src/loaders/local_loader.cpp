@@ -51,7 +51,7 @@ class LocalLoader final : public WeightLoader {
       if (!matches(pattern_, name.substr(0, name.size() - std::string(".index.json").size()))) continue;
       Catalogue c = read_sharded_catalogue(*files, name, format);
       attach_config_json(*files, path, c.metadata);
-      return checkpoint_view(std::make_unique<WeightSource>(format.name, path, std::move(c.tensors), std::move(c.metadata), files),
+      return checkpoint_view(std::make_unique<WeightSource>(format.name, path, std::move(c), files),
                                 *files, as_stored_);
     }
     // Split GGUF models are opened through their first split, which reads the others.

@@ -105,7 +105,7 @@ class MetaLoader final : public WeightLoader {
     std::vector<std::unique_ptr<WeightSource>> shards;
     for (const std::string& f : shard_files(files, dir)) shards.push_back(open_files(*pytorch, {f}, f, session));
 
-    std::vector<TensorInfo> tensors;
+    Catalogue merged{{}, {}, {{"params.json", params_text}}};  // each shard's files once, its pieces' indices moved onto them
     for (const TensorInfo& t : shards.front()->tensors()) {
       std::vector<const TensorInfo*> pieces;
       for (const auto& shard : shards) {
@@ -118,28 +118,30 @@ class MetaLoader final : public WeightLoader {
       if (!canonical)
         throw Error(ErrorCode::UnexpectedTensors, "not a tensor of Meta's Llama (tok_embeddings, layers.N.*, norm, output)",
                     shards.front()->origin(), t.name);
-      TensorInfo whole = *pieces.front();
+      TensorInfo whole = merged.adopt(*pieces.front(), shards.front()->files());
       whole.name = canonical->name;
       const std::optional<size_t> dim = split_dim(canonical->name, pieces, params, shards.front()->origin());
       if (dim) {
         whole.parts.clear();
-        for (const TensorInfo* p : pieces) whole.parts.push_back(*p);
+        for (size_t s = 0; s < pieces.size(); ++s) whole.parts.push_back(merged.adopt(*pieces[s], shards[s]->files()));
         whole.parts_dim = *dim;
         whole.shape[*dim] = 0;
         whole.nbytes = 0;
-        for (const TensorInfo* p : pieces) {
+        for (size_t s = 0; s < pieces.size(); ++s) {
+          const TensorInfo* p = pieces[s];
           if (p->shape.size() != whole.shape.size())
             throw Error(ErrorCode::ConfigInvalid, fmt::format("rank {} here but {} in shard 0", p->shape.size(), whole.shape.size()),
-                        p->file, t.name);
+                        shards[s]->file_of(*p), t.name);
           whole.shape[*dim] += p->shape[*dim];
           whole.nbytes += p->nbytes;
         }
       } else {
-        for (const TensorInfo* p : pieces)
-          if (p->shape != whole.shape)
+        for (size_t s = 0; s < pieces.size(); ++s)
+          if (pieces[s]->shape != whole.shape)
             throw Error(ErrorCode::ConfigInvalid,
-                        fmt::format("replicated tensor is {} here but {} in shard 0", shape_to_string(p->shape), shape_to_string(whole.shape)),
-                        p->file, t.name);
+                        fmt::format("replicated tensor is {} here but {} in shard 0", shape_to_string(pieces[s]->shape),
+                                    shape_to_string(whole.shape)),
+                        shards[s]->file_of(*pieces[s]), t.name);
       }
       // An empty tensor has no rows to reorder (and its row count, unbounded by the file, must not size an allocation).
       if (canonical->rotary && whole.numel() > 0) {
@@ -149,10 +151,9 @@ class MetaLoader final : public WeightLoader {
         whole.row_order = rotary_row_order(whole.shape.at(0), canonical->kv ? params.n_kv_heads : params.n_heads,
                                            RotaryOrder::InterleavedAsHf, origin, t.name);
       }
-      tensors.push_back(std::move(whole));
+      merged.tensors.push_back(std::move(whole));
     }
-    std::map<std::string, std::string> metadata{{"params.json", params_text}};
-    return std::make_unique<WeightSource>("pytorch", dir, std::move(tensors), std::move(metadata), session);
+    return std::make_unique<WeightSource>("pytorch", dir, std::move(merged), session);
   }
 };
 

@@ -12,7 +12,7 @@ std::unique_ptr<WeightSource> with_normalised_names(const WeightSource& source, 
     tensors.push_back(t);
     tensors.back().name = *mapped;
   }
-  return std::make_unique<WeightSource>(source.format(), source.origin(), std::move(tensors), source.metadata(),
+  return std::make_unique<WeightSource>(source.format(), source.origin(), Catalogue{source.files(), std::move(tensors), source.metadata()},
                                         source.opener());
 }
 

@@ -24,7 +24,7 @@ std::string describe_checkpoint(const WeightSource& source) {
   std::vector<std::string> files;
   for (const auto& [key, value] : source.metadata()) all += "\n" + key + "=" + value;
   for (const TensorInfo& t : source.tensors()) {
-    const std::string file = std::filesystem::path(t.file).filename().string();
+    const std::string file = std::filesystem::path(source.file_of(t)).filename().string();
     if (std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
     all += fmt::format("\n{} {} [{}] {} {} {}", t.name, t.stored_type(), fmt::join(t.shape, ","), file, t.offset, t.nbytes);
   }

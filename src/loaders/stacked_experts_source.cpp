@@ -17,8 +17,8 @@ std::string model_type_of(const WeightSource& source) {
   return j.is_object() && j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
 }
 
-[[noreturn]] void refuse(const TensorInfo& t, const std::string& why) {
-  throw Error(ErrorCode::UnsupportedLayout, "a stack of experts cannot be presented per expert: " + why, t.file, t.name);
+[[noreturn]] void refuse(const WeightSource& source, const TensorInfo& t, const std::string& why) {
+  throw Error(ErrorCode::UnsupportedLayout, "a stack of experts cannot be presented per expert: " + why, source.file_of(t), t.name);
 }
 
 // Rows [part, part + 1) * rows / parts of slot `e` of `stack` [experts, rows, cols], as its own tensor.
@@ -44,16 +44,17 @@ std::unique_ptr<WeightSource> with_experts_unstacked(std::unique_ptr<WeightSourc
       if (auto router = unstacked_router(model_type, t.name)) tensors.back().name = *router, changed = true;
       continue;
     }
-    if (t.shape.size() != 3 || t.shape[0] == 0) refuse(t, fmt::format("its shape {} is not [experts, rows, columns]", shape_to_string(t.shape)));
-    if (t.decoder || !t.strides.empty() || !t.row_order.empty() || !t.parts.empty()) refuse(t, "its values are not stored plainly in row-major order");
+    if (t.shape.size() != 3 || t.shape[0] == 0) refuse(*source, t, fmt::format("its shape {} is not [experts, rows, columns]", shape_to_string(t.shape)));
+    if (t.decoder || !t.strides.empty() || !t.row_order.empty() || !t.parts.empty()) refuse(*source, t, "its values are not stored plainly in row-major order");
     if (t.shape[1] % parts.front().parts != 0)
-      refuse(t, fmt::format("its {} rows per expert do not halve into gate and up projections", t.shape[1]));
+      refuse(*source, t, fmt::format("its {} rows per expert do not halve into gate and up projections", t.shape[1]));
     for (uint64_t e = 0; e < t.shape[0]; ++e)
       for (const ExpertStackPart& p : unstacked_experts(model_type, t.name, e)) tensors.push_back(expert_part(t, e, p));
     changed = true;
   }
   if (!changed) return source;
-  return std::make_unique<WeightSource>(source->format(), source->origin(), std::move(tensors), source->metadata(), source->opener());
+  return std::make_unique<WeightSource>(source->format(), source->origin(), Catalogue{source->files(), std::move(tensors), source->metadata()},
+                                        source->opener());
 }
 
 }  // namespace wl

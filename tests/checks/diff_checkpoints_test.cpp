@@ -162,7 +162,7 @@ TEST(DiffGguf, AgainstItsHuggingFaceOriginal) {
             stored.tensors.end());
   for (TensorInfo& t : stored.tensors)
     if (auto hf = to_canonical("gguf", t.name)) t.name = hf->name;
-  const WeightSource raw("gguf", dir.file("m.gguf"), std::move(stored.tensors), stored.metadata);
+  const WeightSource raw("gguf", dir.file("m.gguf"), std::move(stored));
   const DiffReport rows = diff_checkpoints(raw, *original);
   EXPECT_TRUE(rows.only_in_a.empty() && rows.only_in_b.empty()) << rows.to_string();
   for (const TensorDiff& t : rows.tensors) {

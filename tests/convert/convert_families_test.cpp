@@ -138,7 +138,7 @@ TEST(ConvertFamilies, MixtralExpertsAsStacks) {
                          "model.layers.1.block_sparse_moe.experts.0.w2.weight", "model.layers.0.self_attn.q_proj.weight",
                          "model.layers.0.self_attn.k_proj.weight"})
     EXPECT_EQ(values(*back, hf), values(*source, hf)) << hf;
-  const WeightSource raw("gguf", dir.file("m.gguf"), read_gguf_catalogue(dir.file("m.gguf")).tensors);
+  const WeightSource raw("gguf", dir.file("m.gguf"), read_gguf_catalogue(dir.file("m.gguf")));
   EXPECT_NE(values(raw, "blk.0.attn_q.weight"), values(*source, "model.layers.0.self_attn.q_proj.weight"))
       << "stored interleaved, as llama.cpp's converter permutes a llama";
 }
@@ -154,7 +154,7 @@ TEST(ConvertFamilies, GemmaNormsStoredAsOnePlusW) {
   EXPECT_EQ(*f.get<uint32_t>("gemma.attention.key_length"), 6u);
   EXPECT_EQ(*f.get<uint32_t>("gemma.attention.value_length"), 6u);
   EXPECT_FALSE(stored(f, "output.weight"));
-  const WeightSource raw("gguf", dir.file("g.gguf"), read_gguf_catalogue(dir.file("g.gguf")).tensors);
+  const WeightSource raw("gguf", dir.file("g.gguf"), read_gguf_catalogue(dir.file("g.gguf")));
   auto back = open(dir.file("g.gguf"), "local");
   for (const auto& [gguf, hf] : {std::pair{"blk.0.attn_norm.weight", "model.layers.0.input_layernorm.weight"},
                                  {"blk.1.ffn_norm.weight", "model.layers.1.post_attention_layernorm.weight"},

@@ -47,11 +47,13 @@ struct Checkpoint {
   std::vector<float> values = std::vector<float>(5000);
   std::shared_ptr<MemoryOpener> memory = std::make_shared<MemoryOpener>();
   TensorInfo tensor;
+  std::vector<std::string> files;  // the catalogue's: w.bin, index 0
   Checkpoint(const test::TempDir& dir) {
     for (size_t i = 0; i < values.size(); ++i) values[i] = float(i) * 0.25f;
     std::string bytes(7, 'h');  // a header that misaligns the data
     bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
     test::write_bytes(dir.file("w.bin"), bytes);
+    files = {dir.file("w.bin")};
     tensor.name = "w";
     tensor.shape = {50, 100};
     tensor.offset = 7;
@@ -65,9 +67,8 @@ TEST(Destination, EveryModeDeliversThroughStagingWhenReadsCannotGoInPlace) {
   for (IoMode mode : {IoMode::Pread, IoMode::Mmap, IoMode::Direct}) {
     for (DType dst_dtype : {DType::F32, DType::BF16}) {
       SCOPED_TRACE(std::string(io_mode_name(mode)) + " " + std::string(dtype_name(dst_dtype)));
-      ck.tensor.file = dir.file("w.bin");
       CachingOpener cache(local_opener());
-      if (mode == IoMode::Direct && !cache.open(ck.tensor.file)->supports_direct()) continue;
+      if (mode == IoMode::Direct && !cache.open(ck.files[0])->supports_direct()) continue;
       EmulatedDevice device(ck.values.size() * 4);
       IoOptions io;
       io.mode = mode;
@@ -76,7 +77,7 @@ TEST(Destination, EveryModeDeliversThroughStagingWhenReadsCannotGoInPlace) {
       io.staging_bytes = 1 << 20;
       // Rows 10..30 only: a slice.
       const ReadStats stats =
-          run_reads({ReadRequest{&ck.tensor, Slice{0, 10, 30}, dst_dtype, device.address(0)}}, cache, io, device);
+          run_reads({ReadRequest{&ck.tensor, Slice{0, 10, 30}, dst_dtype, device.address(0)}}, SourceFiles{ck.files, cache}, io, device);
       EXPECT_EQ(stats.bytes_read, 20u * 100 * 4);
       EXPECT_GT(device.deliveries(), 2u);
       std::vector<float> got(2000);
@@ -96,12 +97,11 @@ TEST(Destination, EveryModeDeliversThroughStagingWhenReadsCannotGoInPlace) {
 TEST(Destination, StridedTensorsAreGatheredAndDelivered) {
   test::TempDir dir;
   Checkpoint ck(dir);
-  ck.tensor.file = dir.file("w.bin");
   ck.tensor.shape = {100, 50};  // the transpose of the stored 50 x 100
   ck.tensor.strides = {1, 100};
   CachingOpener cache(local_opener());
   EmulatedDevice device(ck.values.size() * 4);
-  run_reads({ReadRequest{&ck.tensor, Slice{}, DType::F32, device.address(0)}}, cache, {}, device);
+  run_reads({ReadRequest{&ck.tensor, Slice{}, DType::F32, device.address(0)}}, SourceFiles{ck.files, cache}, {}, device);
   const float* got = reinterpret_cast<const float*>(device.contents());
   EXPECT_EQ(got[1], ck.values[100]);  // element (0, 1) is stored at 1 * 100
   EXPECT_EQ(got[50], ck.values[1]);   // element (1, 0)

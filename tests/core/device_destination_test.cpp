@@ -23,14 +23,15 @@ constexpr uint64_t kRows = 50, kCols = 100;
 struct Checkpoint {
   std::vector<float> values = std::vector<float>(2 * kRows * kCols);
   TensorInfo a, b;
+  std::vector<std::string> files;  // the catalogue's: w.bin, index 0
   explicit Checkpoint(const test::TempDir& dir) {
     for (size_t i = 0; i < values.size(); ++i) values[i] = float(i) * 0.25f;
     std::string bytes(7, 'h');
     bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
     test::write_bytes(dir.file("w.bin"), bytes);
+    files = {dir.file("w.bin")};
     for (TensorInfo* t : {&a, &b}) {
       t->name = t == &a ? "a" : "b";
-      t->file = dir.file("w.bin");
       t->shape = {kRows, kCols};
       t->offset = 7 + (t == &a ? 0 : kRows * kCols * 4);
       t->nbytes = kRows * kCols * 4;
@@ -67,7 +68,7 @@ TEST(DeviceDestination, EveryModeConvertsOnTheHostAndCopiesThroughTheRing) {
     for (DType dtype : {DType::F32, DType::BF16}) {
       SCOPED_TRACE(std::string(io_mode_name(mode)) + " " + std::string(dtype_name(dtype)));
       CachingOpener cache(local_opener());
-      if (mode == IoMode::Direct && !cache.open(ck.a.file)->supports_direct()) continue;
+      if (mode == IoMode::Direct && !cache.open(ck.files[0])->supports_direct()) continue;
       EmulatedDevice device(1 << 20, 2);
       device.set_delay_us(20);  // copies complete well after they started
       const DeviceDestination ring(device, 4096, 1024);
@@ -75,7 +76,7 @@ TEST(DeviceDestination, EveryModeConvertsOnTheHostAndCopiesThroughTheRing) {
       std::byte* a = device.alloc_device(bytes);
       std::byte* b = device.alloc_device(bytes);
       const ReadStats stats = run_reads({ReadRequest{&ck.a, Slice{}, dtype, a}, ReadRequest{&ck.b, Slice{}, dtype, b}},
-                                        cache, small_chunks(mode), ring);
+                                        SourceFiles{ck.files, cache}, small_chunks(mode), ring);
       EXPECT_EQ(stats.bytes_read, 2 * kRows * kCols * 4);
       EXPECT_EQ(device.bytes_copied(), 2 * bytes);  // BF16: half of what was read crosses the bus
       EXPECT_EQ(device.copies_done(), ring.copies());
@@ -130,7 +131,7 @@ TEST(DeviceDestination, AFailedCopyNamesItsParameterAndFailsTheLoad) {
   std::byte* b = device.alloc_device(kRows * kCols * 4);
   device.fail_copies_at(static_cast<uint64_t>(b - device.address(0)) + 5000);
   try {
-    run_reads({ReadRequest{&ck.a, Slice{}, DType::F32, a}, ReadRequest{&ck.b, Slice{}, DType::F32, b}}, cache,
+    run_reads({ReadRequest{&ck.a, Slice{}, DType::F32, a}, ReadRequest{&ck.b, Slice{}, DType::F32, b}}, SourceFiles{ck.files, cache},
               small_chunks(IoMode::Pread), ring);
     FAIL() << "a failed copy must fail the load";
   } catch (const Error& e) {
@@ -152,7 +153,7 @@ TEST(DeviceDestination, CancellingStopsTheReadsAndWaitsForCopiesInFlight) {
   io.progress = [](uint64_t, uint64_t) { return false; };
   std::byte* a = device.alloc_device(kRows * kCols * 4);
   try {
-    run_reads({ReadRequest{&ck.a, Slice{}, DType::F32, a}}, cache, io, ring);
+    run_reads({ReadRequest{&ck.a, Slice{}, DType::F32, a}}, SourceFiles{ck.files, cache}, io, ring);
     FAIL() << "the load must be cancelled";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::Cancelled);
@@ -180,7 +181,7 @@ TEST(DeviceDestination, SlicesAndEmptyTensorsBehaveAsOnTheHost) {
   std::byte* nothing = device.alloc_device(0);
   run_reads({ReadRequest{&ck.a, Slice{0, kRows / 2, kRows}, DType::BF16, rows},
              ReadRequest{&ck.b, Slice{1, 0, kCols / 2}, DType::BF16, cols}, ReadRequest{&empty, Slice{}, DType::BF16, nothing}},
-            cache, small_chunks(IoMode::Pread), ring);
+            SourceFiles{ck.files, cache}, small_chunks(IoMode::Pread), ring);
   EXPECT_EQ(device_floats(device, rows - device.address(0), half, DType::BF16), ck.expected(half, half, DType::BF16));
   const std::vector<float> got = device_floats(device, cols - device.address(0), half, DType::BF16);
   for (uint64_t r = 0; r < kRows; ++r)

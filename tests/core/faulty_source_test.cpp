@@ -52,8 +52,7 @@ class FaultySourceLoad : public ::testing::Test {
     faulty_ = std::make_shared<FaultySource>(clean, faults);
     auto opener = std::make_shared<MemoryOpener>();
     opener->add(faulty_);
-    return std::make_unique<WeightSource>("safetensors", "faulty.safetensors", std::move(c.tensors),
-                                          std::move(c.metadata), opener);
+    return std::make_unique<WeightSource>("safetensors", "faulty.safetensors", std::move(c), opener);
   }
   LoadReport load(const WeightSource& source, Model& model, IoOptions io = {}) {
     auto loader = WeightLoaderRegistry::with_builtins()->create("local");
@@ -142,7 +141,7 @@ TEST_F(FaultySourceLoad, ATruncatedReadIsTruncatedNamingTheTensor) {
   Catalogue c = safetensors_format().read_catalogue(*clean, *opener);
   auto shrunk = std::make_shared<MemoryOpener>();
   shrunk->add("short.safetensors", MemoryRegion::of_string(bytes_.substr(0, bytes_.size() - 100)));
-  WeightSource source("safetensors", "short.safetensors", std::move(c.tensors), {}, shrunk);
+  WeightSource source("safetensors", "short.safetensors", Catalogue{c.files, std::move(c.tensors), {}}, shrunk);
   Model model = model_for(source);
   for (const char* io : {"pread", "mmap"}) {
     auto loader = WeightLoaderRegistry::with_builtins()->create("local", {{"io", std::string(io)}});

@@ -37,11 +37,10 @@ std::string write_raw(const test::TempDir& dir, uint64_t head) {
   return path;
 }
 
-TensorInfo raw_tensor(const std::string& path, uint64_t head) {
+TensorInfo raw_tensor(uint64_t head) {
   TensorInfo t;
   t.name = "w";
   t.shape = {kRows, kCols};
-  t.file = path;
   t.offset = head;
   t.nbytes = kRows * kCols * 4;
   return t;
@@ -80,7 +79,7 @@ TEST_P(IoModes, EveryModeReadsTheSameValuesWhateverTheAlignment) {
   for (uint64_t head : {0u, 13u, 4096u, 4099u}) {
     const std::string path = write_raw(dir, head);
     if (GetParam() == IoMode::Direct && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
-    WeightSource src("raw", path, {raw_tensor(path, head)});
+    WeightSource src("raw", path, Catalogue{{path}, {raw_tensor(head)}, {}});
     const TensorInfo& t = src.tensors()[0];
     // Same dtype, into a buffer at the file offset's phase and at another phase; then to BF16; then a column slice.
     for (uint64_t phase : {head % 4096, (head + 8) % 4096}) {
@@ -116,13 +115,13 @@ TEST_P(IoModes, BackToBackTensorsReadTogetherLandInTheirOwnDestinations) {
   // Many small tensors back to back: rows of the raw file, every third one converted to BF16.
   std::vector<TensorInfo> tensors;
   for (uint64_t r = 0; r < kRows; ++r) {
-    TensorInfo t = raw_tensor(path, 13 + r * kCols * 4);
+    TensorInfo t = raw_tensor(13 + r * kCols * 4);
     t.name = "row" + std::to_string(r);
     t.shape = {kCols};
     t.nbytes = kCols * 4;
     tensors.push_back(t);
   }
-  WeightSource src("raw", path, tensors);
+  WeightSource src("raw", path, Catalogue{{path}, tensors, {}});
   std::vector<float> f32(kRows * kCols);
   std::vector<uint16_t> bf16(kRows * kCols);
   std::vector<ReadRequest> requests;
@@ -204,7 +203,7 @@ TEST(IoEngine, AStridedSliceOfAPricedSourceComesInOneRequestWithoutItsGaps) {
       auto priced = std::make_shared<PricedSource>(local_opener()->open(path), cost, own_scatter);
       auto files = std::make_shared<MemoryOpener>();
       files->add(priced);
-      WeightSource src("raw", path, {raw_tensor(path, 13)}, {}, files);
+      WeightSource src("raw", path, Catalogue{{path}, {raw_tensor(13)}, {}}, files);
       const TensorInfo& t = src.tensors()[0];
       IoOptions io;
       io.concurrency = 1;
@@ -245,9 +244,8 @@ TEST(IoEngine, StagingStaysWithinTheBound) {
   TensorInfo t;
   t.name = "big";
   t.shape = {3 << 18};
-  t.file = path;
   t.nbytes = 3 << 20;
-  WeightSource src("raw", path, {t});
+  WeightSource src("raw", path, Catalogue{{path}, {t}, {}});
   std::vector<uint16_t> out(3 << 18);
   for (IoMode mode : {IoMode::Pread, IoMode::Direct, IoMode::Mmap}) {
     if (mode == IoMode::Direct && !direct_supported(path)) continue;
@@ -267,7 +265,7 @@ TEST(IoEngine, AutoPicksPreadForCachedFilesAndDirectForEvictedOnes) {
   test::TempDir dir;
   const std::string path = write_raw(dir, 0);
   if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
-  WeightSource src("raw", path, {raw_tensor(path, 0)});
+  WeightSource src("raw", path, Catalogue{{path}, {raw_tensor(0)}, {}});
   std::vector<float> out(kRows * kCols);
   IoOptions io;  // mode Auto
   const ReadStats warm = src.read_all({{&src.tensors()[0], Slice{}, DType::F32, out.data()}}, io);
@@ -285,7 +283,7 @@ TEST(IoEngine, AutoPicksPreadForCachedFilesAndDirectForEvictedOnes) {
 TEST(IoEngine, MmapOfAFileTruncatedWhileLoadingIsTruncatedNamingFileAndTensor) {
   test::TempDir dir;
   const std::string path = write_raw(dir, 0);
-  WeightSource src("raw", path, {raw_tensor(path, 0)});
+  WeightSource src("raw", path, Catalogue{{path}, {raw_tensor(0)}, {}});
   std::vector<float> out(kRows * kCols);
   IoOptions io = options(IoMode::Mmap, 1);
   bool truncated = false;
@@ -309,7 +307,7 @@ TEST(IoEngine, MmapOfAFileTruncatedWhileLoadingIsTruncatedNamingFileAndTensor) {
 TEST(IoEngine, ViewChecksTheFileSizeBeforeMapping) {
   test::TempDir dir;
   const std::string path = write_raw(dir, 0);
-  WeightSource src("raw", path, {raw_tensor(path, 0)});
+  WeightSource src("raw", path, Catalogue{{path}, {raw_tensor(0)}, {}});
   ASSERT_TRUE(src.view(src.tensors()[0]).has_value());
   std::filesystem::resize_file(path, 100);
   const std::string msg = test::expect_error(ErrorCode::Truncated, [&] { src.view(src.tensors()[0]); });

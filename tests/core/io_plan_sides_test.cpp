@@ -15,7 +15,6 @@ TensorInfo raw(const std::string& name, uint64_t offset, uint64_t elems) {
   t.name = name;
   t.dtype = DType::F32;
   t.shape = {elems};
-  t.file = "f.bin";
   t.offset = offset;
   t.nbytes = elems * 4;
   return t;
@@ -42,7 +41,6 @@ TensorInfo block(const std::string& name, uint64_t offset, const std::shared_ptr
   TensorInfo t;
   t.name = name;
   t.shape = {d->block_elems()};
-  t.file = "f.bin";
   t.offset = offset;
   t.nbytes = d->block_bytes();
   t.decoder = d;

@@ -1,5 +1,5 @@
 // The I/O planner on its own: requests in, chunks, extents, gathers and prefault ranges out. No
-// file is opened; TensorInfo::file is only a label and the destinations are local buffers.
+// file is opened; sources are the indices given with the requests and the destinations are local buffers.
 #include "core/io_plan.hpp"
 #include "weightloader/slice_reads.hpp"
 
@@ -33,12 +33,12 @@ class TestDecoder final : public Decoder {
   uint64_t elems_, bytes_, aux_;
 };
 
-TensorInfo raw(const std::string& name, DType dtype, Shape shape, uint64_t offset = 0, std::string file = "f.bin") {
+TensorInfo raw(const std::string& name, DType dtype, Shape shape, uint64_t offset = 0, SourceIndex source = 0) {
   TensorInfo t;
   t.name = name;
   t.dtype = dtype;
   t.shape = std::move(shape);
-  t.file = std::move(file);
+  t.source = source;
   t.offset = offset;
   t.nbytes = t.numel() * dtype_size(dtype);
   return t;
@@ -51,7 +51,6 @@ TensorInfo encoded(const std::string& name, Shape shape, uint64_t offset = 0,
   t.name = name;
   t.dtype = DType::F32;
   t.shape = std::move(shape);
-  t.file = "q.bin";
   t.offset = offset;
   t.nbytes = t.numel() / decoder->block_elems() * decoder->block_bytes();
   t.decoder = std::move(decoder);
@@ -204,7 +203,7 @@ TEST(IoPlan, MergedExtentsLeaveEveryThreadAShare) {
 
 TEST(IoPlan, ChunksOfDifferentSourcesNeverMerge) {
   // Offsets that would be back to back if they were in the same file.
-  const TensorInfo a = raw("a", DType::F32, {10}, 0, "a.bin"), b = raw("b", DType::F32, {10}, 40, "b.bin");
+  const TensorInfo a = raw("a", DType::F32, {10}, 0, 0), b = raw("b", DType::F32, {10}, 40, 1);
   Dest out(80);
   const std::vector<ReadRequest> reqs = {{&a, {}, DType::F32, out.get()}, {&b, {}, DType::F32, out.get() + 40}};
   const IoPlan plan = plan_reads(reqs, {0, 1}, params(IoMode::Pread, 2, 1 << 20));
@@ -527,10 +526,12 @@ TEST(IoPlan, PermutedRowsOfASliceAndOfSmallChunks) {
 TEST(IoPlan, SlicesOffBlockBoundariesThrowNamingTheTensor) {
   const TensorInfo t = encoded("blocks.weight", {2, 8});
   Dest out(64);
+  PlanParams named = params();
+  named.files = {"q.bin"};  // the source's name, which the planner's errors give
   for (const Slice& s : {Slice{1, 2, 6}, Slice{1, 0, 6}, Slice{1, 1, 5}}) {
     EXPECT_FALSE(reads_slice(t, s));  // the same rule, asked before any plan
     try {
-      plan_reads({{&t, s, DType::F32, out.get()}}, all_from(1), params());
+      plan_reads({{&t, s, DType::F32, out.get()}}, all_from(1), named);
       ADD_FAILURE() << "slice [" << s.begin << ", " << s.end << ") was planned";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::SliceOutOfBounds) << e.what();

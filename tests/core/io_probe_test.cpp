@@ -83,9 +83,8 @@ ReadStats auto_read(const std::string& path, bool cold) {
   TensorInfo t;
   t.name = "w";
   t.shape = {kBig / 4};
-  t.file = path;
   t.nbytes = kBig;
-  WeightSource src("big", path, {t});
+  WeightSource src("big", path, Catalogue{{path}, {t}, {}});
   std::vector<float> out(kBig / 4);
   const ReadStats s = src.read_all({{&src.tensors()[0], Slice{}, DType::F32, out.data()}}, IoOptions{});
   EXPECT_EQ(out[999], 999.0f);

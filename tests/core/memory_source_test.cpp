@@ -301,7 +301,7 @@ TEST(MemoryOpener, OpensASafetensorsCheckpointFromMemory) {
   EXPECT_EQ(source->format(), "safetensors");
   EXPECT_EQ(source->metadata().at("format"), "pt");
   ASSERT_EQ(source->tensors().size(), 2u);
-  for (const TensorInfo& t : source->tensors()) EXPECT_EQ(t.file, "m/model.safetensors");
+  for (const TensorInfo& t : source->tensors()) EXPECT_EQ(source->file_of(t), "m/model.safetensors");
   EXPECT_EQ(bytes_of(source->load(source->at("w"))), bytes_of(w));
   EXPECT_EQ(bytes_of(source->load(source->at("b"))), bytes_of(b));
   // Converted on the way, and sliced, exactly as from the file.
@@ -331,9 +331,9 @@ TEST(MemoryOpener, OpensACustomBinaryCheckpointFromMemory) {
     SCOPED_TRACE(path);
     const Catalogue c = read_custom_binary_catalogue(*opener, path);
     ASSERT_EQ(c.tensors.size(), 3u);
-    EXPECT_EQ(c.tensors[0].file, "m/model.bin");
+    EXPECT_EQ(c.file_of(c.tensors[0]), "m/model.bin");
     EXPECT_EQ(c.tensors[1].shape, Shape{});
-    const WeightSource source("custom_binary", "m", c.tensors, c.metadata, opener);
+    const WeightSource source("custom_binary", "m", c, opener);
     EXPECT_EQ(floats_of(source.load(source.at("a"))), std::vector<float>(values.begin(), values.begin() + 6));
     EXPECT_EQ(floats_of(source.load(source.at("b"))), std::vector<float>{values[6]});
     EXPECT_EQ(floats_of(source.load(source.at("c"))), std::vector<float>(values.begin() + 7, values.end()));
@@ -373,11 +373,11 @@ TEST(MemoryOpener, FindsTheSplitsOfAGgufModel) {
   const Catalogue c = format->read_catalogue(*head, *opener);
   ASSERT_EQ(c.tensors.size(), 2u);
   EXPECT_EQ(c.tensors[0].name, "first.weight");
-  EXPECT_EQ(c.tensors[0].file, "g/m-00001-of-00002.gguf");
+  EXPECT_EQ(c.file_of(c.tensors[0]), "g/m-00001-of-00002.gguf");
   EXPECT_EQ(c.tensors[1].name, "second.weight");
-  EXPECT_EQ(c.tensors[1].file, "g/m-00002-of-00002.gguf");
+  EXPECT_EQ(c.file_of(c.tensors[1]), "g/m-00002-of-00002.gguf");
   EXPECT_EQ(c.metadata.at("split.count"), "2");
-  const WeightSource source("gguf", "g", c.tensors, c.metadata, opener);
+  const WeightSource source("gguf", "g", c, opener);
   EXPECT_EQ(floats_of(source.load(source.at("first.weight"))), floats_of(first));
   EXPECT_EQ(floats_of(source.load(source.at("second.weight"))), floats_of(second));
   // Through open_files too, which finds the second split with the same opener.

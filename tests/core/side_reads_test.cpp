@@ -31,7 +31,7 @@ class Scaled final : public Decoder {
   void prepare(std::span<const TensorView> side) const override {
     std::lock_guard lock(mutex_);
     if (prepared_) return;
-    if (refuse_) throw Error(ErrorCode::QuantTensorsInconsistent, "refused on purpose", side_[0].tensor.file, side_[0].tensor.name);
+    if (refuse_) throw Error(ErrorCode::QuantTensorsInconsistent, "refused on purpose", {}, side_[0].tensor.name);
     EXPECT_EQ(side.size(), 1u);
     EXPECT_EQ(side[0].dtype(), DType::F32);
     scale_.assign(side[0].data<float>(), side[0].data<float>() + n_);
@@ -82,11 +82,11 @@ Checkpoint checkpoint(Layout layout, bool counted, int refusing_layer = -1) {
     for (uint64_t i = 0; i < kN; ++i) s[i] = scale_of(k, i), bytes[q_at + i] = char(q_of(k, i));
     convert(DType::F32, s.data(), DType::F16, bytes.data() + s_at, kN);
     TensorInfo scale;
-    scale.name = "w" + std::to_string(k) + ".scale", scale.dtype = DType::F16, scale.shape = {kN}, scale.file = "m.bin";
+    scale.name = "w" + std::to_string(k) + ".scale", scale.dtype = DType::F16, scale.shape = {kN};
     scale.offset = s_at, scale.nbytes = kN * 2;
     auto d = std::make_shared<const Scaled>(kN, scale, int(k) == refusing_layer);
     TensorInfo w;
-    w.name = "w" + std::to_string(k), w.dtype = DType::F32, w.shape = {kN}, w.file = "m.bin", w.offset = q_at, w.nbytes = kN;
+    w.name = "w" + std::to_string(k), w.dtype = DType::F32, w.shape = {kN}, w.offset = q_at, w.nbytes = kN;
     w.decoder = d;
     tensors.push_back(w);
     c.decoders.push_back(d);
@@ -95,7 +95,7 @@ Checkpoint checkpoint(Layout layout, bool counted, int refusing_layer = -1) {
   auto memory = memory_source("m.bin", MemoryRegion::of_string(std::move(bytes)));
   if (counted) opener->add(std::make_shared<test::CountedFile>(memory, *c.requests));
   else opener->add(memory);
-  c.source = std::make_unique<WeightSource>("test", "m.bin", std::move(tensors), std::map<std::string, std::string>{}, opener);
+  c.source = std::make_unique<WeightSource>("test", "m.bin", Catalogue{{"m.bin"}, std::move(tensors), {}}, opener);
   return c;
 }
 
@@ -186,6 +186,7 @@ TEST(SideReads, ADecoderThatRefusesItsSideTensorsStopsTheLoadNamingThem) {
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), ErrorCode::QuantTensorsInconsistent);
         EXPECT_EQ(e.tensor(), "w5.scale");
+        EXPECT_EQ(e.file(), "m.bin");  // the decoder names the tensor; the read, which holds the catalogue's files, names its file
       }
     }
 }

@@ -38,7 +38,7 @@ Assembled assembled(size_t dim, std::vector<uint64_t> extents) {
 }
 
 std::vector<float> read(const Assembled& a, Slice slice = {}) {
-  const Shape shape = WeightSource::slice_shape(a.whole, slice);
+  const Shape shape = a.pieces->slice_shape(a.whole, slice);
   std::vector<float> out(shape_numel(shape), -1.0f);
   a.pieces->read(a.whole, DType::F32, out.data(), slice);
   return out;
@@ -78,11 +78,11 @@ TEST(TensorParts, ARowOrderWithinPiecesIsApplied) {
 
 TEST(TensorParts, PiecesThatDoNotFitAreRefused) {
   Assembled a = assembled(0, {2, 3});
-  const std::string msg = test::expect_error(ErrorCode::InvalidArgument, [&] { check_parts(a.whole); });
+  const std::string msg = test::expect_error(ErrorCode::InvalidArgument, [&] { check_parts(a.whole, a.pieces->files()); });
   EXPECT_NE(msg.find("sum to 5"), std::string::npos) << msg;
   Assembled b = assembled(1, {2, 2});
   b.whole.parts_dim = 0;
-  test::expect_error(ErrorCode::InvalidArgument, [&] { check_parts(b.whole); });
+  test::expect_error(ErrorCode::InvalidArgument, [&] { check_parts(b.whole, b.pieces->files()); });
 }
 
 }  // namespace

@@ -61,12 +61,11 @@ struct Rows {
       TensorInfo t;
       t.name = "row" + std::to_string(r);
       t.shape = {kCols};
-      t.file = path;
       t.offset = kHead + r * kCols * 4;
       t.nbytes = kCols * 4;
       tensors.push_back(t);
     }
-    src = std::make_unique<WeightSource>("raw", path, tensors);
+    src = std::make_unique<WeightSource>("raw", path, Catalogue{{path}, tensors, {}});
     for (uint64_t r = 0; r < kRows; ++r)
       requests.push_back({&src->tensors()[r], Slice{}, r % 3 ? DType::F32 : DType::BF16, &out[r * kCols]});
   }
@@ -137,10 +136,9 @@ TEST(VerifyAsRead, ASliceStillHashesTheWholeFile) {
   TensorInfo big;
   big.name = "w";
   big.shape = {kRows, kCols};
-  big.file = path;
   big.offset = kHead;
   big.nbytes = kRows * kCols * 4;
-  WeightSource src("raw", path, {big});
+  WeightSource src("raw", path, Catalogue{{path}, {big}, {}});
   src.read_all({{&src.tensors()[0], Slice{1, 10, 13}, DType::F32, cols.data()}}, io);
   EXPECT_EQ(cols[3 * 7 + 1], float(7 * kCols + 11) * 0.5f);
 }

@@ -57,8 +57,8 @@ TEST(WeightSourceMemory, DescribesItsTensors) {
   EXPECT_EQ(source->at("w").nbytes, 24u);
   EXPECT_EQ(source->at("h").nbytes, 6u);
   EXPECT_EQ(source->total_bytes(), 30u);
-  EXPECT_NE(source->at("w").file.find(kLabel), std::string::npos);
-  EXPECT_NE(source->at("w").file, source->at("h").file);  // each tensor its own region
+  EXPECT_NE(source->file_of(source->at("w")).find(kLabel), std::string::npos);
+  EXPECT_NE(source->file_of(source->at("w")), source->file_of(source->at("h")));  // each tensor its own region
   EXPECT_TRUE(source->at("w").strides.empty());
   // Read straight back.
   std::vector<float> out(6);
@@ -387,7 +387,7 @@ TEST(WeightSourceMemory, IoModes) {
     ADD_FAILURE() << "direct reads of memory succeeded";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::Io) << e.what();
-    EXPECT_TRUE(e.file() == source->at("w").file || e.file() == source->at("t").file) << e.what();
+    EXPECT_TRUE(e.file() == source->file_of(source->at("w")) || e.file() == source->file_of(source->at("t"))) << e.what();
     EXPECT_NE(e.file().find(kLabel), std::string::npos) << e.what();
   }
 }

@@ -109,7 +109,7 @@ TEST_P(HostileMemoryFormats, FailsWithItsCodeNamingTheLabel) {
     EXPECT_EQ(builtin_formats().detect(*source), &format);
     const Catalogue catalogue = format.read_catalogue(*source, *opener);
     // Whatever the catalogue let through must fail when its tensors are read.
-    const WeightSource weights(format.name, label_of(c), catalogue.tensors, catalogue.metadata, opener);
+    const WeightSource weights(format.name, label_of(c), catalogue, opener);
     for (const TensorInfo& t : weights.tensors()) weights.load(t);
   });
 }

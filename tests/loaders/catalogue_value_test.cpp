@@ -156,8 +156,8 @@ TEST(CatalogueValue, FilesOpenAsTheSenderFoundThem) {
   auto versioned = std::make_shared<MemoryOpener>();
   versioned->add(std::make_shared<VersionedSource>(local_opener()->open(path)));
   TensorInfo t;
-  t.name = "w", t.dtype = DType::F32, t.shape = {4, 4}, t.file = path, t.offset = 0, t.nbytes = 64;
-  const WeightSource sent("raw", path, {t}, {}, versioned);
+  t.name = "w", t.dtype = DType::F32, t.shape = {4, 4}, t.offset = 0, t.nbytes = 64;
+  const WeightSource sent("raw", path, Catalogue{{path}, {t}, {}}, versioned);
   const std::optional<std::string> value = catalogue_value(sent);
   ASSERT_TRUE(value.has_value());
   EXPECT_NE(value->find(R"("sources":[[64,"v7"]])"), std::string::npos) << *value;
@@ -168,7 +168,7 @@ TEST(CatalogueValue, FilesOpenAsTheSenderFoundThem) {
   EXPECT_EQ(std::memcmp(got.raw(), bytes.data(), 64), 0);
   EXPECT_EQ(files->known, std::vector<std::string>{path + " 64 v7"});
   EXPECT_EQ(files->opens, 0);
-  EXPECT_EQ(received->file(path)->version(), "v7");
+  EXPECT_EQ(received->file(0)->version(), "v7");
 }
 
 TEST(CatalogueValue, ValuesThisBuildDidNotWriteAreRefused) {
@@ -186,7 +186,7 @@ TEST(CatalogueValue, ValuesThisBuildDidNotWriteAreRefused) {
 // and reading it from the rebuilt catalogue is refused as from the original, naming file and tensor.
 TEST(CatalogueValue, AnUndecodedGgufTensorComesBackRefusedWhenRead) {
   const std::string spec = gguf::ggml_refusing_decoder(GgmlType::Q8_1, "/models/m.gguf", "blk.0.x")->spec();
-  const std::shared_ptr<const Decoder> back = decoder_from_spec(spec, local_opener());
+  const std::shared_ptr<const Decoder> back = decoder_from_spec(spec, local_opener(), {});
   ASSERT_NE(back, nullptr);
   EXPECT_EQ(back->name(), "Q8_1");
   EXPECT_EQ(back->block_elems(), 32u);

@@ -160,7 +160,7 @@ TEST(HfDirectory, PrefersSafetensorsAndIgnoresTrainingLeftovers) {
   auto source = WeightLoaderRegistry::with_builtins()->create("hf")->get_weights(dir.path().string());
   EXPECT_EQ(source->format(), "safetensors");
   ASSERT_EQ(source->tensors().size(), 1u);
-  EXPECT_EQ(source->tensors()[0].file, dir.file("model.safetensors"));
+  EXPECT_EQ(source->file_of(source->tensors()[0]), dir.file("model.safetensors"));
 }
 
 TEST(HfDirectory, IndexRestrictsTheFilesRead) {

@@ -27,7 +27,7 @@ FileFormat toy_format() {
             TensorInfo t;
             t.name = "toy";
             t.shape = {n};
-            t.file = source.name();
+            c.files = {source.name()};  // the tensor's file: index 0
             t.offset = 8;
             t.nbytes = uint64_t(n) * 4;
             c.tensors.push_back(t);

@@ -76,10 +76,10 @@ TEST_F(PlanCost, ABudgetBelowTheLeastIsRefusedBeforeAnyRead) {
   auto clean = open("a.safetensors");
   const TensorInfo& first = clean->tensors().front();
   // The same catalogue read through a counting source.
-  auto faulty = std::make_shared<FaultySource>(clean->file(first.file), Faults{});
+  auto faulty = std::make_shared<FaultySource>(clean->file(first.source), Faults{});
   auto opener = std::make_shared<MemoryOpener>();
   opener->add(faulty);
-  const WeightSource source("safetensors", first.file, clean->tensors(), {}, opener);
+  const WeightSource source("safetensors", clean->file_of(first), Catalogue{clean->files(), clean->tensors(), {}}, opener);
   Model model = loader_->mirror_model(source);
   LoadOptions options = loader_->options();
   const LoadCost cost = plan_cost(plan_load(model, source, options), source, options);

@@ -11,7 +11,7 @@ class NullLoader : public WeightLoader {
  public:
   explicit NullLoader(std::string tag) : tag(std::move(tag)) {}
   std::unique_ptr<WeightSource> get_weights(const std::string& path, const LoadOptions&) const override {
-    return std::make_unique<WeightSource>("null", path, std::vector<TensorInfo>{});
+    return std::make_unique<WeightSource>("null", path, Catalogue{});
   }
   std::string tag;
 };

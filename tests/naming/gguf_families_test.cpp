@@ -117,7 +117,7 @@ TEST(GgufFamilies, StacksArePresentedOneTensorPerExpert) {
   const std::string path = test::make_gguf(dir, b);
   const Catalogue c = gguf_format().read_catalogue(*local_opener()->open(path), *local_opener());
   ASSERT_EQ(c.tensors.size(), 4u);
-  const WeightSource s("gguf", path, c.tensors);
+  const WeightSource s("gguf", path, c);
   EXPECT_EQ(s.at("model.layers.0.block_sparse_moe.experts.0.w3.weight").shape, (Shape{1, 2}));
   EXPECT_EQ(test::values_of(s.load(s.at("model.layers.0.block_sparse_moe.experts.2.w3.weight"))), (std::vector<float>{5, 6}));
   EXPECT_EQ(test::values_of(s.load(s.at("model.layers.0.block_sparse_moe.experts.0.w3.weight"))), (std::vector<float>{1, 2}));

@@ -168,7 +168,7 @@ TEST(GgufLlama, QuantisedRoundTripKeepsRowsTogether) {
     }
   }
   // A row slice of a permuted, quantised tensor reads the right rows.
-  const WeightSource source("gguf", "t", a.tensors);
+  const WeightSource source("gguf", "t", a);
   const TensorInfo& q = source.at("model.layers.1.self_attn.q_proj.weight");
   EXPECT_FALSE(q.row_order.empty());
   std::vector<float> rows(3 * kHidden);

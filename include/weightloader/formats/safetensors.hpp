@@ -35,8 +35,8 @@ inline constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
 WL_API uint64_t safetensors_header_length(std::span<const std::byte> prefix, uint64_t file_size, const std::string& file);
 
 // Validates a header without any I/O. `header` is the N header bytes, `data_start` the file offset
-// of the data buffer (8 + N), `file_size` the whole file's size and `file` its path (used for
-// TensorInfo::file and messages). Tensors come back sorted by data offset, with absolute offsets.
+// of the data buffer (8 + N), `file_size` the whole file's size and `file` its path (the catalogue's one file,
+// index 0, and named in messages). Tensors come back sorted by data offset, with absolute offsets.
 // Throws InvalidHeader, InvalidHeaderDeserialization, InvalidHeaderStart, DuplicateTensorName,
 // InvalidMetadata, InvalidOffset, ValidationOverflow, MisalignedSlice, TensorInvalidInfo,
 // MetadataIncompleteBuffer and UnsupportedDType.

@@ -38,6 +38,7 @@ Catalogue read_custom_binary_catalogue(const Opener& opener, const std::string& 
       custom_binary::parse_meta(meta->read_string(0, meta->size()), meta_path);
 
   Catalogue catalogue;
+  catalogue.files = {bin_path};  // every tensor's file: index 0
   catalogue.tensors.reserve(entries.size());
   uint64_t offset = 0;
   for (const custom_binary::MetaEntry& entry : entries) {
@@ -65,7 +66,6 @@ Catalogue read_custom_binary_catalogue(const Opener& opener, const std::string& 
     info.name = entry.name;
     info.dtype = DType::F32;
     info.shape = entry.shape;
-    info.file = bin_path;
     info.offset = offset;
     info.nbytes = nbytes;
     catalogue.tensors.push_back(std::move(info));

@@ -75,7 +75,7 @@ std::vector<GgufFile> read_splits(const ByteSource& source, const Opener& opener
   return files;
 }
 
-TensorInfo tensor_info(const GgufFile& file, const GgufTensorRecord& record) {
+TensorInfo tensor_info(const GgufFile& file, SourceIndex source, const GgufTensorRecord& record) {
   TensorInfo info;
   info.name = record.name;
   if (const auto dtype = gguf::ggml_raw_dtype(record.type)) {
@@ -89,7 +89,7 @@ TensorInfo tensor_info(const GgufFile& file, const GgufTensorRecord& record) {
     info.decoder = gguf::ggml_refusing_decoder(record.type, file.path, record.name);
   }
   info.shape = record.shape();
-  info.file = file.path;
+  info.source = source;
   info.offset = file.data_offset + record.offset;
   info.nbytes = record.nbytes;
   return info;
@@ -103,11 +103,12 @@ Catalogue read_gguf_catalogue(const ByteSource& source, const Opener& opener) {
   for (const auto& [key, value] : files.front().metadata) out.metadata.emplace(key, gguf_value_to_string(value));
   std::unordered_map<std::string, const std::string*> file_of;  // stored name -> its split
   for (const GgufFile& file : files) {
+    const SourceIndex source = out.add_file(file.path);
     for (const GgufTensorRecord& record : file.tensors) {
       const auto [it, fresh] = file_of.emplace(record.name, &file.path);
       if (!fresh)
         throw Error(ErrorCode::TensorInTwoFiles, fmt::format("also in split {}", *it->second), file.path, record.name);
-      out.tensors.push_back(tensor_info(file, record));
+      out.tensors.push_back(tensor_info(file, source, record));
     }
   }
   return out;

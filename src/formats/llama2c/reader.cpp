@@ -54,6 +54,7 @@ Catalogue read_llama2c_catalogue(const ByteSource& file) {
   const Llama2cHeader h = read_llama2c_header(file);
   const auto decoder = h.version == 2 ? std::make_shared<llama2c::Q8Decoder>(h.group_size) : nullptr;
   Catalogue catalogue;
+  catalogue.files = {path};  // every tensor's file: index 0
   catalogue.metadata = metadata(h);
   uint64_t offset = llama2c::header_bytes(h);
   for (const llama2c::Entry& e : llama2c::layout(h)) {
@@ -63,7 +64,6 @@ Catalogue read_llama2c_catalogue(const ByteSource& file) {
       t.name = e.name;
       t.dtype = DType::F32;
       t.shape = e.shape;
-      t.file = path;
       t.offset = offset;
       t.nbytes = nbytes;
       if (e.stored == llama2c::Stored::Q8) {

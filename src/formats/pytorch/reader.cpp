@@ -81,7 +81,6 @@ class CatalogueBuilder {
     TensorInfo info;
     info.name = named.name;
     info.dtype = s.dtype;
-    info.file = path_;
     if (t.offset < 0) throw out_of_storage(fmt::format("negative storage offset {}", t.offset));
     for (size_t d = 0; d < t.size.size(); ++d) {
       if (t.size[d] < 0) throw out_of_storage(fmt::format("negative size {} in dim {}", t.size[d], d));
@@ -193,6 +192,7 @@ Catalogue read_pytorch_catalogue(const ByteSource& file, const std::string& key)
   const StateDict sd = find_state_dict(pickle, key, path);
 
   Catalogue out;
+  out.files = {path};  // every tensor's file: index 0
   const CatalogueBuilder builder(zip, pickle, top, big, path);
   out.tensors.reserve(sd.tensors.size());
   for (const NamedTensor& t : sd.tensors) out.tensors.push_back(builder.build(t));

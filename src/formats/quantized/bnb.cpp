@@ -34,7 +34,7 @@ QuantState read_state(const WeightSource& raw, const TensorInfo& blob) {
   const std::string text(reinterpret_cast<const char*>(bytes.raw()), bytes.nbytes());
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   auto bad = [&](const std::string& what) -> QuantState {
-    throw Error(ErrorCode::QuantTensorsInconsistent, "bitsandbytes quant_state " + what, blob.file, blob.name);
+    throw Error(ErrorCode::QuantTensorsInconsistent, "bitsandbytes quant_state " + what, {}, blob.name);
   };
   if (j.is_discarded() || !j.is_object()) return bad("is not a JSON object");
   QuantState s;
@@ -138,17 +138,17 @@ QuantLayer bnb4_layer(const RawSource& raw, const std::string& prefix, const std
   const std::string type = state_name.substr(state_name.rfind("__") + 2);
   if (state.quant_type != type || (type != "nf4" && type != "fp4"))
     throw Error(ErrorCode::QuantTensorsInconsistent,
-                fmt::format("quant_state says quant_type '{}' but is named for '{}'", state.quant_type, type), blob.file, blob.name);
+                fmt::format("quant_state says quant_type '{}' but is named for '{}'", state.quant_type, type), {}, blob.name);
   if (state.quant_type != c.bnb_quant_type)
     throw Error(ErrorCode::QuantConfigInvalid,
                 fmt::format("quantization_config says bnb_4bit_quant_type '{}' but this layer is {}", c.bnb_quant_type, type),
-                blob.file, blob.name);
+                {}, blob.name);
   const uint64_t n = shape_numel(state.shape);
   if (weight.dtype != DType::U8 || weight.nbytes != (n + 1) / 2)
     throw Error(ErrorCode::QuantTensorsInconsistent,
                 fmt::format("is {} {} ({} bytes), but a 4-bit weight of shape {} packs into {} U8 bytes", weight.stored_type(),
                             shape_to_string(weight.shape), weight.nbytes, shape_to_string(state.shape), (n + 1) / 2),
-                weight.file, weight.name);
+                {}, weight.name);
   const uint64_t blocks = (n + state.blocksize - 1) / state.blocksize;
   expect_tensor(quant_map, {16}, {DType::F32}, "a 4-bit quant_map");
   const bool nested = raw->find(w + ".nested_absmax") != nullptr;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/named_errors.hpp"
 #include "core/tensor_json.hpp"
 #include "formats/quantized/layer_kind.hpp"
 #include "weightloader/error.hpp"
@@ -56,26 +57,34 @@ class SpecifiedDecoder final : public Decoder {
   std::string spec_;
 };
 
-// What make_layer was given, with the layer's stored tensors; empty when one cannot be carried.
+// What make_layer was given, with the layer's stored tensors (their files by index into raw's, which
+// the catalogue the decoder is in keeps); empty when one cannot be carried.
 std::string layer_spec(const WeightSource& raw, const LayerKind& kind, const std::string& prefix, const std::string& extra,
                        const QuantConfig& c, const std::vector<std::string>& stored) {
   if (c.block_json.empty()) return {};  // a config made in code, not read from a file
-  FileList files;
   nlohmann::json tensors = nlohmann::json::array();
   for (const std::string& name : stored) {
-    std::optional<nlohmann::json> t = tensor_json(raw.at(name), files);
+    std::optional<nlohmann::json> t = tensor_json(raw.at(name));
     if (!t) return {};
     tensors.push_back(std::move(*t));
   }
   return nlohmann::json{{"kind", "quantized-layer"}, {"config", nlohmann::json::parse(c.block_json)}, {"origin", c.origin},
                         {"layer", kind.name}, {"prefix", prefix}, {"extra", extra}, {"format", raw.format()},
-                        {"source", raw.origin()}, {"files", files.names}, {"tensors", std::move(tensors)}}
+                        {"source", raw.origin()}, {"tensors", std::move(tensors)}}
       .dump();
 }
 
+// The layers' own checks name the tensor they refuse; its file is added here, from raw's catalogue.
 QuantLayer specified_layer(const RawSource& raw, const LayerKind& kind, const std::string& prefix, const std::string& extra,
                            const QuantConfig& c) {
-  QuantLayer layer = kind.make(raw, prefix, extra, c);
+  QuantLayer layer;
+  try {
+    layer = kind.make(raw, prefix, extra, c);
+  } catch (const Error& e) {
+    const TensorInfo* refused = e.file().empty() ? raw->find(e.tensor()) : nullptr;
+    if (!refused) throw;
+    throw in_file(e, raw->file_of(*refused));
+  }
   std::string spec = layer_spec(*raw, kind, prefix, extra, c, layer.stored);
   if (!spec.empty()) layer.dense.decoder = std::make_shared<SpecifiedDecoder>(layer.dense.decoder, std::move(spec));
   return layer;
@@ -97,8 +106,8 @@ std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw
     if (!kind) continue;
     if (!kind->made_by(config))
       throw Error(ErrorCode::QuantConfigInvalid,
-                  fmt::format("{} says {}, but this tensor belongs to a {} layer", config.origin, config.method_name(), kind->name), t.file,
-                  t.name);
+                  fmt::format("{} says {}, but this tensor belongs to a {} layer", config.origin, config.method_name(), kind->name),
+                  raw->file_of(t), t.name);
     layers.push_back(specified_layer(raw, *kind, prefix, extra, config));
     for (const std::string& s : layers.back().stored) layer_of_stored.emplace(s, layers.size() - 1);
   }
@@ -131,14 +140,15 @@ std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw
   metadata["quantization"] =
       fmt::format("{}; {} layers dequantized on read (packed {}); dense size {} at 16 bits ({} parameters)", config.describe(),
                   layers.size(), human_bytes(stored_bytes), human_bytes(dense_elems * 2), dense_elems);
-  return std::make_unique<WeightSource>(raw->format(), raw->origin(), std::move(tensors), std::move(metadata), raw->opener());
+  return std::make_unique<WeightSource>(raw->format(), raw->origin(), Catalogue{raw->files(), std::move(tensors), std::move(metadata)},
+                                        raw->opener());
 }
 
-std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spec, const std::shared_ptr<const Opener>& opener) {
-  const auto files = spec.at("files").get<std::vector<std::string>>();
+std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spec, const std::shared_ptr<const Opener>& opener,
+                                                       const std::vector<std::string>& files) {
   std::vector<TensorInfo> tensors;
   for (const nlohmann::json& t : spec.at("tensors"))
-    tensors.push_back(tensor_from_json(t, files, [](const nlohmann::json& d) -> std::shared_ptr<const Decoder> {
+    tensors.push_back(tensor_from_json(t, files.size(), [](const nlohmann::json& d) -> std::shared_ptr<const Decoder> {
       bad_catalogue_value("a quantized layer's stored tensor with a decoder " + d.dump());
     }));
   if (tensors.empty()) bad_catalogue_value("a quantized layer without tensors");
@@ -147,7 +157,7 @@ std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spe
   const LayerKind* kind = layer_kind(spec.at("layer").get<std::string>());
   if (!kind) bad_catalogue_value(fmt::format("layer kind {}", spec.at("layer").dump()));
   auto raw = std::make_shared<const WeightSource>(spec.at("format").get<std::string>(), spec.at("source").get<std::string>(),
-                                                  std::move(tensors), std::map<std::string, std::string>{}, opener);
+                                                  Catalogue{files, std::move(tensors), {}}, opener);
   return specified_layer(raw, *kind, spec.at("prefix").get<std::string>(), spec.at("extra").get<std::string>(), config).dense.decoder;
 }
 

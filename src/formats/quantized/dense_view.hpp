@@ -19,6 +19,7 @@ std::unique_ptr<WeightSource> dense_view(std::shared_ptr<const WeightSource> raw
 // Each dense weight's decoder has a spec (Decoder::spec: kind "quantized-layer", with the config and
 // the layer's stored tensors), from which this rebuilds it elsewhere, its tensors read through
 // `opener`.
-std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spec, const std::shared_ptr<const Opener>& opener);
+std::shared_ptr<const Decoder> layer_decoder_from_spec(const nlohmann::json& spec, const std::shared_ptr<const Opener>& opener,
+                                                       const std::vector<std::string>& files);
 
 }  // namespace wl::quant

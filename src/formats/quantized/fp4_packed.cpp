@@ -74,10 +74,10 @@ QuantLayer fp4_packed_layer(const RawSource& raw, const std::string& prefix, con
   const bool mx = c.ct_format == "mxfp4-pack-quantized";
   expect_tensor(packed, {0, 0}, {DType::U8}, fmt::format("{}'s weight_packed (two FP4 values a byte)", c.ct_format));
   if (const TensorInfo* zero = raw->find(prefix + ".weight_zero_point"))  // its compressors pack symmetric FP4 only
-    throw Error(ErrorCode::QuantUnsupported, fmt::format("{} with a zero point is not decoded (symmetric only)", c.ct_format), zero->file,
+    throw Error(ErrorCode::QuantUnsupported, fmt::format("{} with a zero point is not decoded (symmetric only)", c.ct_format), {},
                 zero->name);
   if (c.group_size <= 0)
-    throw Error(ErrorCode::QuantConfigInvalid, fmt::format("{}: {} without a group_size", c.origin, c.ct_format), packed.file, packed.name);
+    throw Error(ErrorCode::QuantConfigInvalid, fmt::format("{}: {} without a group_size", c.origin, c.ct_format), {}, packed.name);
   const uint64_t out = packed.shape[0], in = packed.shape[1] * 2, group = static_cast<uint64_t>(c.group_size);
   if (in % group != 0)
     inconsistent(packed, fmt::format("is {}: rows of {} FP4 values do not split into groups of {}", shape_to_string(packed.shape), in, group));

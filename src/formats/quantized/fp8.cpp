@@ -105,7 +105,7 @@ QuantLayer fp8_layer(const RawSource& raw, const std::string& prefix, const std:
                 fmt::format("has {} values: neither one per tensor, one per each of the {} output rows, nor one per block "
                             "(the config gives no weight_block_size)",
                             n, out),
-                scale.file, scale.name);
+                {}, scale.name);
   }
   // A float scale is read as F32 through the library's conversion: safetensors' F8_E8M0 (DeepSeek's
   // ue8m0 weight_scale_inv, torch's float8_e8m0fnu) as 2^(e - 127) exactly, 0xFF as NaN, which is

@@ -21,7 +21,7 @@ void LayerDecoder::prepare(std::span<const TensorView> side) const {
         throw Error(ErrorCode::InvalidArgument,
                     fmt::format("{} was handed {} {} for this side tensor, which it reads as {} {}", name_, dtype_name(side[i].dtype()),
                                 shape_to_string(side[i].shape()), dtype_name(side_[i].as), shape_to_string(side_[i].tensor.shape)),
-                    side_[i].tensor.file, side_[i].tensor.name);
+                    {}, side_[i].tensor.name);
     if (side.size() != side_.size())
       throw Error(ErrorCode::InvalidArgument,
                   fmt::format("{} reads {} side tensors but was handed {}", name_, side_.size(), side.size()));
@@ -55,7 +55,7 @@ TensorInfo dense_entry(const std::string& name, const TensorInfo& packed, Shape 
   t.name = name;
   t.dtype = DType::F32;
   t.shape = std::move(shape);
-  t.file = packed.file;
+  t.source = packed.source;
   t.offset = packed.offset;
   t.nbytes = packed.nbytes;
   t.decoder = std::move(decoder);
@@ -69,7 +69,7 @@ const TensorInfo& layer_tensor(const WeightSource& raw, const std::string& name,
 }
 
 void inconsistent(const TensorInfo& t, const std::string& what) {
-  throw Error(ErrorCode::QuantTensorsInconsistent, what, t.file, t.name);
+  throw Error(ErrorCode::QuantTensorsInconsistent, what, {}, t.name);
 }
 
 void expect_tensor(const TensorInfo& t, const Shape& dims, std::initializer_list<DType> dtypes, const std::string& rule) {
@@ -84,7 +84,7 @@ void expect_tensor(const TensorInfo& t, const Shape& dims, std::initializer_list
   throw Error(ErrorCode::QuantTensorsInconsistent,
               fmt::format("is {} {}, but {} must be {} [{}]", t.stored_type(), shape_to_string(t.shape), rule,
                           fmt::join(wanted, "/"), fmt::join(shown, ", ")),
-              t.file, t.name);
+              {}, t.name);
 }
 
 }  // namespace wl::quant

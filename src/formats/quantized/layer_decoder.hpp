@@ -60,9 +60,10 @@ TensorInfo dense_entry(const std::string& name, const TensorInfo& packed, Shape 
 
 // `raw`'s tensor `name`, or QuantTensorsInconsistent saying which layer needs it.
 const TensorInfo& layer_tensor(const WeightSource& raw, const std::string& name, const std::string& layer);
-// QuantTensorsInconsistent naming the tensor `t` and what is wrong with it.
+// QuantTensorsInconsistent naming the tensor `t` and what is wrong with it (not its file: the
+// catalogue knows it, and dense_view, or the read that prepares the decoder, adds it).
 [[noreturn]] void inconsistent(const TensorInfo& t, const std::string& what);
-// Checks rank, dims (0 = any) and dtype; throws QuantTensorsInconsistent naming the tensor.
+// Checks rank, dims (0 = any) and dtype; throws QuantTensorsInconsistent naming the tensor (as inconsistent()).
 void expect_tensor(const TensorInfo& t, const Shape& dims, std::initializer_list<DType> dtypes, const std::string& rule);
 
 }  // namespace wl::quant

@@ -67,7 +67,7 @@ QuantLayer pack_quantized_layer(const RawSource& raw, const std::string& prefix,
   const TensorInfo& shape = layer_tensor(*raw, prefix + ".weight_shape", prefix);
   if (c.bits < 1 || c.bits > 8)
     throw Error(ErrorCode::QuantConfigInvalid, fmt::format("{}: pack-quantized weights of {} bits (1 to 8 pack)", c.origin, c.bits),
-                packed.file, packed.name);
+                {}, packed.name);
   expect_tensor(packed, {0, 0}, {DType::I32, DType::U32}, "a pack-quantized weight_packed");
   expect_tensor(shape, {2}, {DType::I64, DType::I32}, "weight_shape, the dense (out, in),");
   const TensorView dims = raw->load(shape, DType::I64);
@@ -85,7 +85,7 @@ QuantLayer naive_quantized_layer(const RawSource& raw, const std::string& prefix
   expect_tensor(weight, {0, 0}, {DType::I8}, fmt::format("a {} weight", c.ct_format));
   if (c.bits < 1 || c.bits > 8)
     throw Error(ErrorCode::QuantConfigInvalid, fmt::format("{}: int8-stored weights of {} bits (1 to 8 fit)", c.origin, c.bits),
-                weight.file, weight.name);
+                {}, weight.name);
   return int_layer(raw, prefix, c, weight, weight.shape[0], weight.shape[1], 0, {});
 }
 

@@ -121,7 +121,7 @@ QuantLayer gptq_layer(const RawSource& raw, const std::string& prefix, const Qua
   const TensorInfo& scales = layer_tensor(*raw, prefix + ".scales", prefix);
   const TensorInfo* g_idx = raw->find(prefix + ".g_idx");
   if (c.bits == 3)
-    throw Error(ErrorCode::QuantUnsupported, "3-bit GPTQ (values straddle int32 words) is not decoded", qweight.file, qweight.name);
+    throw Error(ErrorCode::QuantUnsupported, "3-bit GPTQ (values straddle int32 words) is not decoded", {}, qweight.name);
   const uint64_t per_word = 32 / static_cast<uint64_t>(c.bits);
   expect_tensor(qweight, {0, 0}, {DType::I32, DType::U32}, "a GPTQ qweight");
   const uint64_t in = qweight.shape[0] * per_word, out = qweight.shape[1];
@@ -148,7 +148,7 @@ QuantLayer awq_layer(const RawSource& raw, const std::string& prefix, const Quan
   const TensorInfo& scales = layer_tensor(*raw, prefix + ".scales", prefix);
   if (c.awq_version != "gemm")
     throw Error(ErrorCode::QuantUnsupported, fmt::format("AWQ version '{}' packing (GEMM is decoded)", c.awq_version),
-                qweight.file, qweight.name);
+                {}, qweight.name);
   expect_tensor(qweight, {0, 0}, {DType::I32, DType::U32}, "an AWQ qweight");
   const uint64_t in = qweight.shape[0], out = qweight.shape[1] * 8;
   const uint64_t groups = groups_for(c, in, scales);

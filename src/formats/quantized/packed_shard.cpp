@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/named_errors.hpp"
 #include "formats/quantized/quant_config.hpp"
 #include "weightloader/error.hpp"
 
@@ -15,8 +16,9 @@ namespace {
 using quant::Method;
 using quant::QuantConfig;
 
+// Names the tensor; packed_shard adds its file.
 [[noreturn]] void refuse(const TensorInfo& t, const std::string& rule) {
-  throw Error(ErrorCode::QuantUnsupported, "cannot split for tensor parallelism: " + rule, t.file, t.name);
+  throw Error(ErrorCode::QuantUnsupported, "cannot split for tensor parallelism: " + rule, {}, t.name);
 }
 
 // Rank `rank`'s share of `dim`, in units of `unit` elements (a packed word's inputs, a group).
@@ -179,17 +181,19 @@ Slice packed_shard(const WeightSource& source, const TensorInfo& tensor, Paralle
     throw Error(ErrorCode::QuantConfigInvalid, "the catalogue's quantization_config is not JSON", source.origin(), tensor.name);
   const QuantConfig c = quant::parse_quant_config(block, source.origin());
   if (world == 1) return {};
-  switch (c.method) {
-    case Method::Gptq:
-    case Method::Awq: return packed_int(tensor, c, style, rank, world);
-    case Method::Fp8: return fp8(tensor, c, style, rank, world);
-    case Method::CompressedTensors: return compressed_tensors(source, tensor, c, style, rank, world);
-    case Method::Mxfp4: return mxfp4(tensor, style, rank, world);
-    case Method::Modelopt: return modelopt(tensor, c, style, rank, world);
-    case Method::Bnb4:
-    case Method::Bnb8: break;
-  }
-  refuse(tensor, "bitsandbytes packs the flattened weight; load it dequantized, or whole");
+  return naming_file(source.file_of(tensor), [&]() -> Slice {
+    switch (c.method) {
+      case Method::Gptq:
+      case Method::Awq: return packed_int(tensor, c, style, rank, world);
+      case Method::Fp8: return fp8(tensor, c, style, rank, world);
+      case Method::CompressedTensors: return compressed_tensors(source, tensor, c, style, rank, world);
+      case Method::Mxfp4: return mxfp4(tensor, style, rank, world);
+      case Method::Modelopt: return modelopt(tensor, c, style, rank, world);
+      case Method::Bnb4:
+      case Method::Bnb8: break;
+    }
+    refuse(tensor, "bitsandbytes packs the flattened weight; load it dequantized, or whole");
+  });
 }
 
 }  // namespace wl

@@ -151,7 +151,7 @@ extern const LayerKind kSparseBitmaskKind{
         const TensorInfo& t = raw->at(base + ".bitmask");
         throw Error(ErrorCode::QuantUnsupported,
                     fmt::format("compressed-tensors '{}' sparsity is not decoded (sparse-bitmask and sparse-24-bitmask are)", c.ct_sparsity),
-                    t.file, t.name);
+                    raw->file_of(t), t.name);
       }
       return sparse_layer(raw, prefix, base, c);
     }};

@@ -251,6 +251,7 @@ namespace {
 // library lacks; else such tensors are catalogued as pairs of their part and their names added.
 Catalogue catalogue_of(SafetensorsHeader stated, const std::string& file, std::vector<std::string>* complex) {
   Catalogue catalogue;
+  catalogue.files = {file};  // every tensor's file: index 0
   catalogue.metadata = std::move(stated.metadata).value_or(std::map<std::string, std::string>{});
   catalogue.tensors.reserve(stated.tensors.size());
   for (SafetensorsHeader::Tensor& t : stated.tensors) {
@@ -269,7 +270,6 @@ Catalogue catalogue_of(SafetensorsHeader stated, const std::string& file, std::v
     info.dtype = decoder ? decoder->output_dtype() : part ? *part : *t.dtype;
     info.decoder = std::move(decoder);
     info.shape = std::move(t.shape);
-    info.file = file;
     info.offset = t.offset;
     info.nbytes = t.nbytes;
     catalogue.tensors.push_back(std::move(info));

@@ -1,5 +1,5 @@
 // The per-tensor sha256 digests write_safetensors(record_digests) keeps in each file's __metadata__.
-#include <set>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,11 +11,11 @@ namespace wl {
 
 std::map<std::string, std::string> recorded_tensor_digests(const WeightSource& source) {
   if (source.format() != "safetensors") return {};
-  std::set<std::string> files;
-  for (const TensorInfo& t : source.tensors()) files.insert(t.file);
+  std::map<std::string, SourceIndex> files;  // the files its tensors are in, by name
+  for (const TensorInfo& t : source.tensors()) files.emplace(source.file_of(t), t.source);
   std::map<std::string, std::string> digests;
-  for (const std::string& file : files) {
-    const SafetensorsHeader header = read_stated_safetensors_header(*source.file(file));
+  for (const auto& [file, index] : files) {
+    const SafetensorsHeader header = read_stated_safetensors_header(*source.file(index));
     if (!header.metadata) continue;
     const auto recorded = header.metadata->find(kTensorDigestsKey);
     if (recorded == header.metadata->end()) continue;

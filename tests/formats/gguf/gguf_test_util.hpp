@@ -79,7 +79,7 @@ inline std::vector<float> values_of(const TensorView& t) { return std::vector<fl
 // A tensor's values as `T`, read through the generic WeightSource (decoders and row orders applied).
 template <typename T>
 std::vector<T> gguf_values(const Catalogue& catalogue, const std::string& name, DType as) {
-  const WeightSource source("gguf", "test", catalogue.tensors, catalogue.metadata);
+  const WeightSource source("gguf", "test", catalogue);
   const TensorInfo& info = source.at(name);
   std::vector<T> out(info.numel());
   source.read(info, as, out.data());

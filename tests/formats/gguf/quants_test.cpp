@@ -216,7 +216,7 @@ TEST(GgufQuants, SlicesAndConversionOfDecodedTensors) {
   GgufBytes b;
   b.header(1, 0).tensor("t", {32, 4}, 8, 0).pad().raw(blocks);
   const Catalogue c = read_gguf_catalogue(make_gguf(dir, b));
-  const WeightSource source("gguf", "test", c.tensors);
+  const WeightSource source("gguf", "test", c);
   std::vector<uint16_t> rows(64);
   source.read(source.at("t"), DType::BF16, rows.data(), Slice{0, 1, 3});
   for (int i = 0; i < 64; ++i) EXPECT_EQ(bf16_bits_to_f32(rows[static_cast<size_t>(i)]), i - 32) << i;

@@ -123,7 +123,7 @@ TEST(GgufReader, PlainTensorsAndShapes) {
   EXPECT_EQ(f32.dtype, DType::F32);
   EXPECT_EQ(f32.offset, data);
   EXPECT_EQ(f32.nbytes, 24u);
-  EXPECT_EQ(f32.file, path);
+  EXPECT_EQ(c.file_of(f32), path);
   EXPECT_EQ(f32.decoder, nullptr);
   EXPECT_TRUE(f32.row_order.empty());
   EXPECT_EQ(gguf_values<float>(c, "f32", DType::F32), (std::vector<float>{0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f}));

@@ -46,10 +46,10 @@ TEST(GgufSplit, ReadsEverySplitFromTheFirst) {
   const Catalogue c = gguf_format().read_catalogue(*local_opener()->open(s.paths[0]), *local_opener());
   ASSERT_EQ(c.tensors.size(), 3u);
   EXPECT_EQ(c.tensors[0].name, "model.embed_tokens.weight");
-  EXPECT_EQ(c.tensors[0].file, s.paths[0]);
+  EXPECT_EQ(c.file_of(c.tensors[0]), s.paths[0]);
   EXPECT_EQ(c.tensors[1].name, "model.norm.weight");
-  EXPECT_EQ(c.tensors[1].file, s.paths[1]);
-  EXPECT_EQ(c.tensors[2].file, s.paths[2]);
+  EXPECT_EQ(c.file_of(c.tensors[1]), s.paths[1]);
+  EXPECT_EQ(c.file_of(c.tensors[2]), s.paths[2]);
   EXPECT_EQ(gguf_values<float>(c, "model.embed_tokens.weight", DType::F32), values_of(s.embd));
   EXPECT_EQ(gguf_values<float>(c, "model.norm.weight", DType::F32), values_of(s.norm));
   EXPECT_EQ(gguf_values<float>(c, "model.layers.0.self_attn.q_proj.weight", DType::F32), values_of(s.q));

@@ -55,7 +55,7 @@ inline uint64_t f32_body_floats(const Fields& f, bool shared, bool rope_tables) 
 
 // Every tensor of a catalogue, loaded as float32.
 inline std::map<std::string, std::vector<float>> load_all(const Catalogue& c) {
-  const WeightSource source("llama2c", "test", c.tensors, c.metadata);
+  const WeightSource source("llama2c", "test", c);
   std::map<std::string, std::vector<float>> out;
   for (const TensorInfo& t : source.tensors()) {
     std::vector<float> v(t.numel());

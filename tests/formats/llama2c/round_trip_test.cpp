@@ -146,7 +146,7 @@ TEST(Llama2cRoundTrip, V1AndV2BytesFollowExportPy) {
 TEST(Llama2cRoundTrip, Stories260KThroughEveryVersion) {
   WL_REQUIRE_TESTDATA();
   const Catalogue c = read_llama2c_catalogue(stories_path());
-  const WeightSource source("llama2c", stories_path(), c.tensors, c.metadata);
+  const WeightSource source("llama2c", stories_path(), c);
   std::vector<std::pair<std::string, TensorView>> tensors;
   for (const TensorInfo& t : source.tensors()) tensors.emplace_back(t.name, source.load(t));
   Llama2cHeader h = read_llama2c_header(stories_path());
@@ -181,7 +181,7 @@ TEST(Llama2cRoundTrip, Stories260KThroughEveryVersion) {
     EXPECT_LE(max_err, max_abs / 127.0f / 2 * 1.0001f) << name;
   }
   // Slices of a split, row-permuted tensor read the same values as the whole tensor.
-  const WeightSource s2("llama2c", dir.file("v2.bin"), c2.tensors, c2.metadata);
+  const WeightSource s2("llama2c", dir.file("v2.bin"), c2);
   const TensorInfo& q = s2.at("model.layers.3.self_attn.q_proj.weight");
   std::vector<float> rows(10 * 64);
   s2.read(q, DType::F32, rows.data(), {0, 21, 31});

@@ -97,7 +97,7 @@ TEST(Llama2cStories260K, CatalogueNamesShapesAndMetadata) {
     EXPECT_EQ(t.nbytes, 4 * t.numel());
     EXPECT_EQ(t.dtype, DType::F32);
     EXPECT_EQ(t.decoder, nullptr);
-    EXPECT_EQ(t.file, stories_path());
+    EXPECT_EQ(c.file_of(t), stories_path());
     EXPECT_GT(t.offset, previous_offset);  // file order
     previous_offset = t.offset;
     const bool rotary = t.name.ends_with("q_proj.weight") || t.name.ends_with("k_proj.weight");
@@ -146,7 +146,7 @@ TEST(Llama2cStories260K, ValuesMatchTheFileAtComputedOffsets) {
 TEST(Llama2cStories260K, RowSlicesOfPermutedTensors) {
   WL_REQUIRE_TESTDATA();
   const Catalogue c = read_llama2c_catalogue(stories_path());
-  const WeightSource source("llama2c", stories_path(), c.tensors, c.metadata);
+  const WeightSource source("llama2c", stories_path(), c);
   const TensorInfo& k = source.at(layer(2, "self_attn.k_proj.weight"));
   std::vector<float> whole(k.numel()), rows(5 * kDim), cols(kKv * 3);
   source.read(k, DType::F32, whole.data());

@@ -117,7 +117,7 @@ TEST_F(PytorchInterop, ShardedCheckpointThroughItsIndex) {
   const auto loader = WeightLoaderRegistry::with_builtins()->create("local", {{"file_pattern", std::string("*.bin")}});
   const std::unique_ptr<WeightSource> source = loader->get_weights(std::filesystem::path(index).parent_path().string());
   EXPECT_EQ(source->format(), "pytorch");
-  const Catalogue c{source->tensors(), source->metadata()};
+  const Catalogue& c = source->catalogue();
   expect_tensors(c, sharded["tensors"], "local loader");
 }
 

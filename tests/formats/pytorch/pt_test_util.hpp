@@ -163,7 +163,7 @@ std::string le_bytes(const std::vector<T>& values) {
 
 // A tensor's logical values (row-major, converted to its own dtype) read through WeightSource.
 inline std::string read_tensor(const Catalogue& c, const std::string& name) {
-  const WeightSource source("pytorch", "test", c.tensors, c.metadata);
+  const WeightSource source("pytorch", "test", c);
   const TensorInfo& info = source.at(name);
   std::string out(info.numel() * dtype_size(info.dtype), '\0');
   source.read(info, info.dtype, out.data());

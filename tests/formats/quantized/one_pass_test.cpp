@@ -19,7 +19,7 @@ namespace {
 // it read through `files`.
 std::unique_ptr<WeightSource> dense_through(const std::string& path, const std::shared_ptr<test::CountingFiles>& files) {
   Catalogue c = safetensors_format().read_catalogue(*files->open(path), *files);
-  auto raw = std::make_unique<WeightSource>("safetensors", path, std::move(c.tensors), std::move(c.metadata), files);
+  auto raw = std::make_unique<WeightSource>("safetensors", path, std::move(c), files);
   return dequantized_source(std::move(raw), *files);
 }
 
@@ -54,8 +54,7 @@ TEST_P(OnePass, TheWeightAndItsSideTensorsAreOneRequest) {
   const Counted first = load_counted(path);
   EXPECT_EQ(first.requests, 1u) << folder;
   // The values are those of a load that reads through plain files (reference_test: bit exact).
-  auto plain = dequantized_source(std::make_unique<WeightSource>("safetensors", path, read_safetensors_catalogue(path).tensors,
-                                                                 read_safetensors_catalogue(path).metadata),
+  auto plain = dequantized_source(std::make_unique<WeightSource>("safetensors", path, read_safetensors_catalogue(path)),
                                   *local_opener());
   const TensorView want = plain->load(plain->tensors().front(), DType::BF16);
   ASSERT_EQ(want.nbytes(), first.values.nbytes());

@@ -142,7 +142,7 @@ TEST(PackedShard, EachRankReadsItsShare) {
       uint64_t read = 0, total = 0;
       for (const TensorInfo& t : s->tensors()) {
         const Slice slice = packed_shard(*s, t, style, rank, 2);
-        const Shape shape = WeightSource::slice_shape(t, slice);
+        const Shape shape = s->slice_shape(t, slice);
         std::vector<std::byte> out(shape_numel(shape) * dtype_size(t.dtype));
         read += s->read(t, t.dtype, out.data(), slice);
         total += t.nbytes;

@@ -293,7 +293,7 @@ TEST(SafetensorsHeader, ParseHeaderSortsByOffsetAndMakesOffsetsAbsolute) {
   EXPECT_EQ(c.tensors[2].nbytes, 2u);
   EXPECT_EQ(c.tensors[3].offset, data_start + 14);
   EXPECT_EQ(c.tensors[3].nbytes, 0u);
-  for (const TensorInfo& t : c.tensors) EXPECT_EQ(t.file, "mem.safetensors");
+  for (const TensorInfo& t : c.tensors) EXPECT_EQ(c.file_of(t), "mem.safetensors");
   EXPECT_EQ(c.metadata, (std::map<std::string, std::string>{{"format", "pt"}}));
 }
 

@@ -56,8 +56,14 @@ TEST_F(SafetensorsIndex, MergesTheListedShardsOnly) {
   EXPECT_EQ(c.tensors[0].name, "embed.weight");
   EXPECT_EQ(c.tensors[1].name, "norm.weight");
   EXPECT_EQ(c.tensors[2].name, "lm_head.weight");
-  EXPECT_EQ(c.tensors[0].file, dir.file("model-00001-of-00002.safetensors"));
-  EXPECT_EQ(c.tensors[2].file, dir.file("model-00002-of-00002.safetensors"));
+  EXPECT_EQ(c.file_of(c.tensors[0]), dir.file("model-00001-of-00002.safetensors"));
+  EXPECT_EQ(c.file_of(c.tensors[2]), dir.file("model-00002-of-00002.safetensors"));
+  // Each shard's catalogue names its own file 0; merged, the files are listed once each and the
+  // second shard's tensors moved to index 1.
+  EXPECT_EQ(c.files, (std::vector<std::string>{dir.file("model-00001-of-00002.safetensors"), dir.file("model-00002-of-00002.safetensors")}));
+  EXPECT_EQ(c.tensors[0].source, 0u);
+  EXPECT_EQ(c.tensors[1].source, 0u);
+  EXPECT_EQ(c.tensors[2].source, 1u);
   EXPECT_EQ(c.tensors[2].dtype, DType::BF16);
   EXPECT_EQ(c.tensors[2].shape, (Shape{4, 2}));
   EXPECT_EQ(tensor_bytes(c, "lm_head.weight"), std::vector<std::byte>(16, std::byte{3}));
@@ -73,7 +79,7 @@ TEST_F(SafetensorsIndex, ShardsInASubdirectoryAndDotSegments) {
   const Catalogue c = open_safetensors_index(write_index(R"({"embed.weight":"./model-00001-of-00002.safetensors",
       "norm.weight":"model-00001-of-00002.safetensors","lm_head.weight":"sub//last.safetensors"})"));
   ASSERT_EQ(c.tensors.size(), 3u);
-  EXPECT_EQ(c.tensors[2].file, (dir.path() / "sub" / "last.safetensors").string());
+  EXPECT_EQ(c.file_of(c.tensors[2]), (dir.path() / "sub" / "last.safetensors").string());
 }
 
 TEST_F(SafetensorsIndex, IndexInvalidNotJson) {

@@ -30,7 +30,7 @@ inline std::string make_safetensors(const TempDir& dir, const std::string& heade
 
 // The stored bytes of one tensor, read through the generic WeightSource.
 inline std::vector<std::byte> tensor_bytes(const Catalogue& catalogue, const std::string& name) {
-  const WeightSource source("safetensors", "test", catalogue.tensors, catalogue.metadata);
+  const WeightSource source("safetensors", "test", catalogue);
   const TensorInfo& info = source.at(name);
   std::vector<std::byte> out(info.nbytes);
   source.read(info, info.dtype, out.data());

@@ -102,7 +102,7 @@ TEST(SafetensorsVectors, OkF4Decoded) {
   expect_tensor(c, 0, "attn.0", DType::F32, {1, 2});
   EXPECT_EQ(c.tensors[0].stored_type(), "F4");
   EXPECT_EQ(c.tensors[0].nbytes, 1u);
-  const WeightSource source("safetensors", "test", c.tensors, c.metadata);
+  const WeightSource source("safetensors", "test", c);
   EXPECT_EQ(source.load(source.at("attn.0"), DType::F32).data<float>()[1], 0.0f);
 }
 
