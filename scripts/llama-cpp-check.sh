@@ -7,13 +7,19 @@
 #   - F16 and Q8_0: llama-simple loads them and generates;
 #   - F32 without a tokenizer (tokenizer.ggml.model "none"): llama.cpp's loader reads it and the
 #     logits after ids 1,403,407,261 equal run.c's at position 3 within 1e-4;
+#   - Q4_0, Q4_1, Q5_0 and Q5_1 (quantised as gguf-py quantises) without a tokenizer: llama.cpp's
+#     logits after the same ids equal our engine's on the same file within 5e-2 of the row's scale
+#     (llama.cpp's dot products round the activations to 8 bits; a block read wrongly is off by far more);
 #   - the tiny models of testdata/hf-tiny-arch as GGUF F32 (Qwen2, Mixtral also with its experts
 #     stacked as transformers 5 writes them, Gemma, Phi-3; Mixtral renamed as a Qwen2-MoE with a
 #     shared expert, against our engine; Mistral
 #     without its window, which our converter refuses): llama.cpp's logits after the first sequence
 #     (Mistral: its first 4 ids) equal transformers' within 1e-4 of the row's scale; Gemma 2, whose
 #     query_pre_attn_scalar our converter refuses and which llama.cpp runs only at 26, 42 or 46
-#     layers, repeated to 26 layers against our engine.
+#     layers, repeated to 26 layers against our engine;
+#   - tiny random OLMo 2 and Granite models the pinned transformers builds (as many kv heads as
+#     heads), as GGUF F32: llama.cpp's logits equal our engine's (which equals transformers' on them:
+#     tests/python/test_families_gguf.py).
 # Usage: scripts/llama-cpp-check.sh LLAMA_CPP_SOURCE [BUILD_DIR]   (BUILD_DIR default: /tmp/llama.cpp-build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,16 +80,17 @@ fi
 # reference's within 1e-4 of the row's scale (its largest |logit|, at least 1).
 arch=../shared/testdata/hf-tiny-arch
 inputs() { build-deps/venv/bin/python scripts/llama_cpp_check_inputs.py "$@"; }
-# logits_row LABEL GGUF REFERENCE_FILE WHAT ID...: WHAT says what the ids and the reference are.
+# logits_row LABEL GGUF REFERENCE_FILE WHAT ID...: WHAT says what the ids and the reference are;
+# within $tolerance (default 1e-4) of the row's scale.
 logits_row() {
-  local label=$1 gguf=$2 ref=$3 what=$4 worst
+  local label=$1 gguf=$2 ref=$3 what=$4 worst tol=${tolerance:-1e-4}
   shift 4
   if ! "$build/wl_llama_cpp_logits" "$gguf" "$@" >"$gguf.logits" 2>"$gguf.log"; then
     report "$label" FAIL "$(grep -m1 -i 'error\|fatal' "$gguf.log" || tail -1 "$gguf.log")"; return
   fi
   worst=$(paste "$gguf.logits" "$ref" |
     awk '{d=$1-$2; if (d<0) d=-d; if (d>m) m=d; a=$2<0?-$2:$2; if (a>s) s=a} END {if (s<1) s=1; printf "%.2g", m/s}')
-  if [ "$(wc -l <"$gguf.logits")" = "$(wc -l <"$ref")" ] && awk -v w="$worst" 'BEGIN {exit !(w <= 1e-4)}'; then
+  if [ "$(wc -l <"$gguf.logits")" = "$(wc -l <"$ref")" ] && awk -v w="$worst" -v t="$tol" 'BEGIN {exit !(w <= t)}'; then
     report "$label" ok "$what within $worst of the row's scale"
   else
     report "$label" FAIL "$what: differ by $worst of the row's scale"
@@ -105,6 +112,12 @@ family_row() {
 refused() {
   ! build/weightloader convert "$arch/$1" "$work/refused.gguf" -q >/dev/null 2>"$work/refused.log" && grep -q "$2" "$work/refused.log"
 }
+for type in q4_0 q4_1 q5_0 q5_1; do
+  build/weightloader convert "$data/stories260K.bin" "$work/s-$type-none.gguf" --gguf-type "$type" --no-tokenizer -q >/dev/null
+  PYTHONPATH=build/python inputs engine "$work/s-$type-none.gguf" 1 403 407 261 >"$work/s-$type-ref.txt"
+  tolerance=5e-2 logits_row "stories260K ${type^^}, no tokenizer" "$work/s-$type-none.gguf" "$work/s-$type-ref.txt" \
+    "loads; logits at position 3 = our engine's on the same file" 1 403 407 261
+done
 family_row qwen2 "tiny Qwen2, F32, no tokenizer" "architecture qwen2 loads"
 family_row mixtral "tiny Mixtral, F32, no tokenizer" "architecture llama, 4 experts in ffn_*_exps stacks, top-2"
 PYTHONPATH=build/python inputs restack "$arch/mixtral" "$work/mixtral-t5"
@@ -145,4 +158,13 @@ if refused gemma2 "query_pre_attn_scalar 6 instead of 12"; then
 else
   report "$label" FAIL "query_pre_attn_scalar was not refused: $(cat "$work/refused.log")"
 fi
+# OLMo 2 (post-norms, whole-projection q/k norms) and Granite (its four scales, interleaved q/k rows).
+# llama.cpp sizes OLMo 2's k_norm [n_embd] (as many kv heads as heads, as in the models of its time).
+for family in olmo2 granite; do
+  inputs tiny "$family" "$work/$family-tiny" num_key_value_heads=4 2>/dev/null
+  build/weightloader convert "$work/$family-tiny" "$work/$family-tiny.gguf" --gguf-type f32 --no-tokenizer -q >/dev/null
+  PYTHONPATH=build/python inputs engine "$work/$family-tiny" 5 17 33 61 8 >"$work/$family-tiny-ref.txt"
+  logits_row "tiny ${family^} (transformers'), F32" "$work/$family-tiny.gguf" "$work/$family-tiny-ref.txt" \
+    "architecture $family; logits at position 4 = our engine's" 5 17 33 61 8
+done
 exit $failed

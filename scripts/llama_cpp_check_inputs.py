@@ -9,6 +9,9 @@
   restack SRC DST             SRC's experts stacked as transformers 5 writes them (tests/python/moe_layouts.py)
   qwen2moe SRC DST            Mixtral's SRC as a Qwen2-MoE: top-k not renormalised, a random shared expert
   engine MODEL ID ...         our engine's logits after the ids, one a line
+  tiny FAMILY DST [KEY=JSON]  a tiny random model of a family the pinned transformers builds (olmo2,
+                              granite; tests/python/test_families_gguf.py's, with these sizes set),
+                              saved by it into DST
 """
 import json
 import os
@@ -87,6 +90,15 @@ def engine(model, ids):
     return out[0].logits[len(ids) - 1]
 
 
+def tiny(family, dst, assignments):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+    from test_families_gguf import FAMILIES
+    from test_transformers5_configs import build
+    cls, rope, sizes, _ = FAMILIES[family]
+    sizes = {**sizes, **{a.split("=", 1)[0]: json.loads(a.split("=", 1)[1]) for a in assignments}}
+    build(cls, rope, **sizes).save_pretrained(dst)
+
+
 def main(argv):
     command, args = argv[1], argv[2:]
     if command == "ids":
@@ -101,6 +113,8 @@ def main(argv):
         restack(args[0], args[1])
     elif command == "qwen2moe":
         qwen2moe(args[0], args[1])
+    elif command == "tiny":
+        tiny(args[0], args[1], args[2:])
     elif command == "engine":
         print(*(f"{v:.9g}" for v in engine(args[0], [int(i) for i in args[1:]])), sep="\n")
     else:
