@@ -17,6 +17,8 @@
 #     (Mistral: its first 4 ids) equal transformers' within 1e-4 of the row's scale; Gemma 2, whose
 #     query_pre_attn_scalar our converter refuses and which llama.cpp runs only at 26, 42 or 46
 #     layers, repeated to 26 layers against our engine;
+#   - every block type ggml quantises (its ggml_quantize_chunk, what llama-quantize runs), on the same
+#     F32 rows: our reading of the blocks equals ggml's own dequantisation and gguf-py's, bit for bit;
 #   - tiny random OLMo 2 and Granite models the pinned transformers builds (as many kv heads as
 #     heads), as GGUF F32: llama.cpp's logits equal our engine's (which equals transformers' on them:
 #     tests/python/test_families_gguf.py).
@@ -36,6 +38,8 @@ cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_N
   -DLLAMA_BUILD_SERVER=OFF >/dev/null 2>&1
 cmake --build "$build" -j"$(nproc)" --target llama-simple >/dev/null
 bin="$build/bin"
+g++ -std=c++17 -O1 scripts/ggml_quantize_blocks.cpp -I"$src/ggml/include" -L"$bin" -lggml-base -lggml -Wl,-rpath,"$bin" \
+  -o "$build/wl_ggml_quantize_blocks"
 g++ -std=c++17 -O1 scripts/llama_cpp_logits.cpp -I"$src/include" -I"$src/ggml/include" -L"$bin" -lllama -lggml \
   -lggml-base -Wl,-rpath,"$bin" -o "$build/wl_llama_cpp_logits"
 
@@ -157,6 +161,13 @@ if refused gemma2 "query_pre_attn_scalar 6 instead of 12"; then
     "${ids[@]}"
 else
   report "$label" FAIL "query_pre_attn_scalar was not refused: $(cat "$work/refused.log")"
+fi
+mkdir "$work/blocks"
+if "$build/wl_ggml_quantize_blocks" "$work/blocks" >"$work/blocks.types" &&
+   PYTHONPATH=build/python inputs blocks "$work/blocks" >"$work/blocks.txt"; then
+  report "ggml's quantisation, every type" ok "$(wc -l <"$work/blocks.txt") types read = ggml's and gguf-py's values, bit for bit: $(cut -d' ' -f1 "$work/blocks.txt" | tr '\n' ' ')"
+else
+  report "ggml's quantisation, every type" FAIL "$(grep -v ' ok$' "$work/blocks.txt" | tr '\n' ';')"
 fi
 # OLMo 2 (post-norms, whole-projection q/k norms) and Granite (its four scales, interleaved q/k rows).
 # llama.cpp sizes OLMo 2's k_norm [n_embd] (as many kv heads as heads, as in the models of its time).

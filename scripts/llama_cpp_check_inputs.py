@@ -9,6 +9,10 @@
   restack SRC DST             SRC's experts stacked as transformers 5 writes them (tests/python/moe_layouts.py)
   qwen2moe SRC DST            Mixtral's SRC as a Qwen2-MoE: top-k not renormalised, a random shared expert
   engine MODEL ID ...         our engine's logits after the ids, one a line
+  blocks DIR                  for each <type>.q / <type>.f32 that scripts/ggml_quantize_blocks.cpp wrote
+                              (ggml's quantisation and its own dequantisation): the blocks in a GGUF
+                              written by gguf-py, read by weightloader, compared bit for bit with ggml's
+                              values and gguf-py's dequantize; a line per type, "ok" or what differs
   tiny FAMILY DST [KEY=JSON]  a tiny random model of a family the pinned transformers builds (olmo2,
                               granite; tests/python/test_families_gguf.py's, with these sizes set),
                               saved by it into DST
@@ -99,6 +103,33 @@ def tiny(family, dst, assignments):
     build(cls, rope, **sizes).save_pretrained(dst)
 
 
+def blocks(folder):
+    import numpy as np
+    import gguf
+    import weightloader
+    failed = False
+    for q in sorted(f for f in os.listdir(folder) if f.endswith(".q")):
+        name = q[:-2]
+        qtype = gguf.GGMLQuantizationType[name.upper()]
+        ggml = np.fromfile(os.path.join(folder, name + ".f32"), dtype=np.float32).reshape(4, -1)
+        raw = np.fromfile(os.path.join(folder, q), dtype=np.uint8).reshape(4, -1)
+        path = os.path.join(folder, name + ".gguf")
+        writer = gguf.GGUFWriter(path, "none")
+        writer.add_tensor("blocks", raw, raw_dtype=qtype)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        with weightloader.safe_open(path, framework="np") as f:
+            ours = f.get_tensor("blocks", dtype="f32")
+        peer = gguf.quants.dequantize(raw, qtype).reshape(ours.shape)
+        differ = [who for who, want in (("ggml", ggml), ("gguf-py", peer))
+                  if not np.array_equal(ours.view(np.uint32), want.view(np.uint32))]
+        failed = failed or bool(differ)
+        print(f"{name} {'ok' if not differ else 'differs from ' + ' and '.join(differ)}")
+    return failed
+
+
 def main(argv):
     command, args = argv[1], argv[2:]
     if command == "ids":
@@ -113,6 +144,8 @@ def main(argv):
         restack(args[0], args[1])
     elif command == "qwen2moe":
         qwen2moe(args[0], args[1])
+    elif command == "blocks":
+        sys.exit(1 if blocks(args[0]) else 0)
     elif command == "tiny":
         tiny(args[0], args[1], args[2:])
     elif command == "engine":
