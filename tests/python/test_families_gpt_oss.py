@@ -197,3 +197,20 @@ def test_inspect_describes_gpt_oss_and_gguf_and_llama2c_are_refused_by_name(tmp_
     assert not (tmp_path / "m.gguf").exists()
     done = subprocess.run([cli, "convert", str(tmp_path / "m"), str(tmp_path / "m.bin"), "-q"], capture_output=True, text=True)
     assert done.returncode != 0 and "gpt_oss cannot be written as llama2.c" in done.stderr, done.stderr
+
+
+def test_gpt_oss_config_as_the_released_checkpoints_write_it(tmp_path):
+    """openai/gpt-oss's config.json: rope_theta and a rope_scaling object at the top level
+    (transformers 4's layout), and OpenAI's own experts_per_token and initial_context_length,
+    which transformers leaves unread."""
+    model = gpt_oss()
+    model.save_pretrained(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    rope = cfg.pop("rope_parameters")
+    cfg["rope_theta"] = rope.pop("rope_theta")
+    cfg["rope_scaling"] = rope
+    cfg["experts_per_token"], cfg["initial_context_length"] = cfg["num_experts_per_tok"], 4096
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    llm = wl.LLM(str(tmp_path))
+    ids = sequence(19, seed=19)
+    assert error(engine_logits(llm, ids), reference(model, ids)) < TOLERANCE
