@@ -76,10 +76,12 @@ const std::vector<Field>& fields() {
                                      m.norm_topk_prob ? " renormalised" : "");
          if (m.shared_expert_intermediate_size) s += fmt::format(", a shared expert of {} units", m.shared_expert_intermediate_size);
          if (m.decoder_sparse_step != 1 || !m.mlp_only_layers.empty() || m.first_dense_layers) s += ", dense layers between";
-         if (m.scoring != MoeConfig::Scoring::Softmax || m.groups > 1 || m.routed_scaling_factor != 1 || !m.shared_expert_gated)
+         if (m.scoring != MoeConfig::Scoring::Softmax || m.groups > 1 || m.routed_scaling_factor != 1 || !m.shared_expert_gated ||
+             m.router_bias || m.stacked_swiglu())
            s += fmt::format(", routed as {}", c.architecture);
          return s;
        }},
+      {"attention sinks", [](const LlamaConfig& c) { return c.attention_sinks ? "yes" : "no"; }},
       {"latent attention", [](const LlamaConfig& c) {
          return c.latent_attention() ? fmt::format("kv_lora_rank {}", c.mla.kv_lora_rank) : std::string("none");
        }},

@@ -88,15 +88,22 @@ void LlamaEngine::bind() {
     L.k_norm = f32(at + "self_attn.k_norm.weight");
     L.o = raw(at + "self_attn.o_proj.weight");
     L.o_bias = f32(at + "self_attn.o_proj.bias");
+    L.sinks = f32(at + "self_attn.sinks");
     L.window = c.window_layer(l);
     L.rope = c.sliding_rope_layer(l) ? 1 : 0;
     L.turns = c.rope_layers.empty() || c.rope_layers[l];
     if (c.moe_layer(l)) {
       const std::string moe = moe_prefix(c, l);
-      L.router = f32(moe + "gate.weight");
+      const std::string router = router_prefix(c, l);
+      L.router = f32(router + "weight");
+      L.router_bias = f32(router + "bias");
       L.router_correction = f32(moe + "gate.e_score_correction_bias");
-      for (uint64_t e = part_.expert0; e < part_.expert0 + part_.experts; ++e)
-        L.experts.push_back(bind_mlp(fmt::format("{}experts.{}.", moe, e), part_.expert_ff));
+      if (c.moe.stacked_swiglu())
+        L.stacked = {raw(moe + "experts.gate_up_proj"), raw(moe + "experts.down_proj"), f32(moe + "experts.gate_up_proj_bias"),
+                     f32(moe + "experts.down_proj_bias"), part_.expert_ff};
+      else
+        for (uint64_t e = part_.expert0; e < part_.expert0 + part_.experts; ++e)
+          L.experts.push_back(bind_mlp(fmt::format("{}experts.{}.", moe, e), part_.expert_ff));
       if (c.moe.shared_expert_intermediate_size) {
         L.shared = bind_mlp(shared_expert_prefix(c, l), part_.shared_ff);
         L.shared_gate = c.moe.shared_expert_gated ? f32(moe + "shared_expert_gate.weight") : nullptr;
@@ -195,8 +202,9 @@ void LlamaEngine::attention(const Layer& L, uint64_t pos) {
       scores[t] = s * scale;
     }
     soft_cap(scores.data() + first, pos + 1 - first, c.attn_logit_softcapping);
-    const float max = *std::max_element(scores.begin() + first, scores.end());
-    float sum = 0;
+    float max = *std::max_element(scores.begin() + first, scores.end());
+    if (L.sinks) max = std::max(max, L.sinks[h]);  // gpt-oss: the sink joins the softmax, with no value
+    float sum = L.sinks ? std::exp(L.sinks[h] - max) : 0.0f;
     for (uint64_t t = first; t <= pos; ++t) sum += scores[t] = std::exp(scores[t] - max);
     float* out = att_.data() + h * vd;
     std::fill(out, out + vd, 0.0f);
@@ -256,11 +264,16 @@ void LlamaEngine::experts(const Layer& L) {
   const uint64_t D = config_.hidden_size, E = moe.num_experts;
   const MatVec router{reinterpret_cast<const std::byte*>(L.router), DType::F32, E, D, xb_.data(), router_logits_.data()};
   run_matvecs(pool_, {&router, 1});
+  if (L.router_bias)
+    for (uint64_t e = 0; e < E; ++e) router_logits_[e] += L.router_bias[e];
   std::fill(partial_.begin(), partial_.end(), 0.0f);
   for (const ChosenExpert& chosen : route_token(moe, router_logits_, L.router_correction)) {
     const uint64_t e = chosen.expert;
     if (e < part_.expert0 || e >= part_.expert0 + part_.experts) continue;  // another rank's (expert parallel)
-    mlp(L.experts[e - part_.expert0], expert_out_.data());
+    if (L.stacked.gate_up)
+      run_stacked_expert(pool_, L.stacked, e - part_.expert0, dtype_, D, moe, xb_.data(), gate_up_.data(), hidden_.data(), expert_out_.data());
+    else
+      mlp(L.experts[e - part_.expert0], expert_out_.data());
     for (uint64_t j = 0; j < D; ++j) partial_[j] += chosen.weight * expert_out_[j];
   }
   if (!L.shared.units) return;

@@ -1,5 +1,5 @@
 // The forward pass of one tensor-parallel rank, for every family LlamaConfig describes (biases,
-// sliding windows, soft-caps, Gemma's norms, partial rotary, experts, latent attention). The rank owns its slice of every weight
+// sliding windows, soft-caps, Gemma's norms, partial rotary, experts, latent attention, attention sinks). The rank owns its slice of every weight
 // (declared by tensor_parallel.hpp) and its part of the KV cache; it meets the other ranks only
 // through its Communicator: the embedding row comes from the rank that owns it, the row-parallel
 // products' partial sums are all-reduced, and the vocabulary slices of the logits are gathered.
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/stacked_experts.hpp"
 #include "engine/tensor_parallel.hpp"
 #include "engine/thread_pool.hpp"
 #include "weightloader/communicator.hpp"
@@ -64,7 +65,10 @@ class LlamaEngine {
     Mlp mlp;                               // a dense layer's
     const float* router = nullptr;         // [experts, hidden]: a sparse layer's
     const float* router_correction = nullptr;  // [experts]: DeepSeek-V3's e_score_correction_bias
+    const float* router_bias = nullptr;        // [experts]: gpt-oss's
     std::vector<Mlp> experts;
+    StackedExperts stacked;                // gpt-oss's experts (stacked_experts.hpp), in place of `experts`
+    const float* sinks = nullptr;          // [this rank's query heads]: gpt-oss's attention sinks
     Mlp shared;                            // the shared expert (units 0: none)
     const float* shared_gate = nullptr;    // [hidden]; null: the shared expert is not gated
     uint64_t window = 0;

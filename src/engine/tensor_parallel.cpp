@@ -82,6 +82,29 @@ void declare_attention(Model& m, const LlamaConfig& c, const RankPartition& p, u
   }
   m.add_parameter(attn + "o_proj.weight", {D, q_rows}, dtype, {columns(attn + "o_proj.weight", p.q_head0 * hd, q_rows)});
   if (c.o_bias && p.rank == 0) m.add_parameter(attn + "o_proj.bias", {D}, DType::F32);
+  if (c.attention_sinks)  // one per query head: each rank its heads'
+    m.add_parameter(attn + "sinks", {p.q_heads}, DType::F32, {rows(attn + "sinks", p.q_head0, p.q_heads, 0)});
+}
+
+// gpt-oss's stacked experts (transformers 5's tensors, read in place): split inside, each rank
+// holds its units of every expert (gate_up's columns 2 x [ff0, ff0 + ff): a unit's gate and up are
+// adjacent; down's rows; down's bias on rank 0, added once), or with expert parallelism whole
+// experts (the stacks' slots [expert0, expert0 + experts), biases included).
+void declare_stacked_experts(Model& m, const LlamaConfig& c, const RankPartition& p, const std::string& at, DType dtype) {
+  const uint64_t D = c.hidden_size, E = p.experts, ff = p.expert_ff;
+  const bool whole = p.experts != c.moe.num_experts;
+  const std::string ex = at + "experts.";
+  auto stack = [&](const std::string& name, Shape shape, size_t unit_dim, uint64_t unit0, DType type) {
+    const Slice slice = whole ? Slice{0, p.expert0, p.expert0 + E} : Slice{unit_dim, unit0, unit0 + shape[unit_dim]};
+    m.add_parameter(ex + name, std::move(shape), type, {ParameterShard{ex + name, slice, 0}});
+  };
+  stack("gate_up_proj", {E, D, 2 * ff}, 2, 2 * p.expert_ff0, dtype);
+  stack("gate_up_proj_bias", {E, 2 * ff}, 1, 2 * p.expert_ff0, DType::F32);
+  stack("down_proj", {E, ff, D}, 1, p.expert_ff0, dtype);
+  if (whole)
+    stack("down_proj_bias", {E, D}, 0, 0, DType::F32);
+  else if (p.rank == 0)
+    m.add_parameter(ex + "down_proj_bias", {E, D}, DType::F32);
 }
 
 // Latent attention: the low-rank projections into the latents (q_a_proj, kv_a_proj_with_mqa) and
@@ -112,7 +135,10 @@ void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_
   const std::string at = moe_prefix(c, l);
   const uint64_t D = c.hidden_size;
   const bool mixtral = c.architecture == "mixtral";
-  m.add_parameter(at + "gate.weight", {c.moe.num_experts, D}, DType::F32);
+  const std::string router = router_prefix(c, l);
+  m.add_parameter(router + "weight", {c.moe.num_experts, D}, DType::F32);
+  if (c.moe.router_bias) m.add_parameter(router + "bias", {c.moe.num_experts}, DType::F32);
+  if (c.moe.stacked_swiglu()) return declare_stacked_experts(m, c, p, at, dtype);
   if (c.moe.score_correction_bias) m.add_parameter(at + "gate.e_score_correction_bias", {c.moe.num_experts}, DType::F32);
   for (uint64_t e = p.expert0; e < p.expert0 + p.experts; ++e) {
     const std::string ex = fmt::format("{}experts.{}.", at, e);
@@ -152,6 +178,10 @@ LayerPartition partition_layer(const LlamaConfig& c, uint64_t l, unsigned rank, 
 
 std::string moe_prefix(const LlamaConfig& c, uint64_t layer) {
   return fmt::format("model.layers.{}.{}.", layer, c.architecture == "mixtral" ? "block_sparse_moe" : "mlp");
+}
+
+std::string router_prefix(const LlamaConfig& c, uint64_t layer) {
+  return moe_prefix(c, layer) + (c.moe.stacked_swiglu() ? "router." : "gate.");
 }
 
 std::string shared_expert_prefix(const LlamaConfig& c, uint64_t layer) {

@@ -6,6 +6,8 @@
 // expert parallelism (vLLM's enable_expert_parallel), whole: rank r holds block r of them and
 // computes only the chosen ones it holds (the all-reduce after the MLP sums every rank's experts).
 // The router and the shared expert's gate are replicated; the shared expert splits inside.
+// gpt-oss's stacked experts split the same two ways, each rank reading its slice of the stacks;
+// its attention sinks split with their heads.
 // Latent attention (DeepSeek) splits by head as q/k/v do; its latents are computed on every rank.
 #pragma once
 
@@ -47,6 +49,8 @@ Model declare_rank_parameters(const LlamaConfig& config, const RankPartition& p,
 
 // Where layer l's experts live: "model.layers.{l}.block_sparse_moe." (Mixtral) or "...mlp." (Qwen2-MoE).
 std::string moe_prefix(const LlamaConfig& config, uint64_t layer);
+// Its router: "...gate." (gpt-oss: "...mlp.router.", with a bias).
+std::string router_prefix(const LlamaConfig& config, uint64_t layer);
 // Its shared expert: "...mlp.shared_expert." (Qwen2-MoE, gated) or "...mlp.shared_experts." (DeepSeek).
 std::string shared_expert_prefix(const LlamaConfig& config, uint64_t layer);
 

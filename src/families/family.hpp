@@ -4,6 +4,7 @@
 // in families.cpp; the config reader and writer consult these and name no family themselves.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,9 @@ struct Family {
                 // choice, shared experts without a gate, routed_scaling_factor, dense first layers
     DeepseekV3, // V2's with sigmoid scores, e_score_correction_bias for choosing, groups scored by
                 // their best two, the chosen weights renormalised when norm_topk_prob
+    GptOss,     // num_local_experts of intermediate_size stacked (gate and up interleaved, stored
+                // transposed, with biases), a biased router, a softmax over the top-k logits, the
+                // clamped SwiGLU (swiglu_limit, swiglu_alpha)
   };
   // Which projections have biases.
   enum class Biases {
@@ -73,6 +77,12 @@ struct Family {
   bool qk_norm_whole = false;       // q and k normalised over the whole projection, not per head (OLMo 2)
   bool decilm = false;              // per-layer widths from block_configs (hf_layer_widths)
   bool latent_attention = false;    // multi-head latent attention (DeepSeek's q/kv low-rank projections)
+  bool attention_sinks = false;     // a learned logit per head in each softmax's denominator (self_attn.sinks)
+  // Defaults where config.json leaves a field out (0: the reader's own: attention_bias false,
+  // sliding_window 4096 for Gemma 2 and 3 and none for the others, rope_theta 10000).
+  bool attention_bias_default = false;
+  uint64_t sliding_window_default = 0;
+  double rope_theta_default = 0;
   GgufArchitecture gguf{};          // how llama.cpp stores it; none: GGUF output is refused
 };
 

@@ -169,7 +169,7 @@ struct Ropes {
 // One rope_parameters object (the flat one, or one layer type's). What transformers 4 reads elsewhere
 // (the top-level rope_theta, partial_rotary_factor and pretrained context, rope_scaling) fills what it
 // leaves out, and must agree with what it gives: each version would read only its own.
-Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field) {
+Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field, double default_theta) {
   Rope r;
   r.scaling = read_scaling(top, object, field, true);
   for (const char* key : {"rope_theta", "partial_rotary_factor", kOriginalContext})
@@ -179,7 +179,7 @@ Rope read_rope_parameters(const JsonFields& top, const json& object, const std::
   if (top.has("rope_scaling") && read_scaling(top, top.at("rope_scaling"), "rope_scaling", false) != r.scaling)
     throw config_invalid(top.file(), "rope_scaling", fmt::format("disagrees with {}: transformers 4 reads the one, 5 the other", field));
   const JsonFields f(object, top.file());
-  r.theta = f.number("rope_theta", top.number("rope_theta", 10000.0));
+  r.theta = f.number("rope_theta", top.number("rope_theta", default_theta));
   if (!(r.theta > 0) || !std::isfinite(r.theta)) throw config_invalid(top.file(), field + ".rope_theta", "must be a positive number");
   r.partial = partial_rotary_factor(f, field + ".partial_rotary_factor", partial_rotary_factor(top));
   return r;
@@ -187,10 +187,12 @@ Rope read_rope_parameters(const JsonFields& top, const json& object, const std::
 
 // Transformers 4's rope_theta, partial_rotary_factor and rope_scaling, or transformers 5's
 // rope_parameters: flat, or per layer type ({"full_attention": {...}, "sliding_attention": {...}}).
-Ropes read_ropes(const JsonFields& top) {
+// rope_theta is the family's default where none is given.
+Ropes read_ropes(const JsonFields& top, const Family& family) {
+  const double default_theta = family.rope_theta_default ? family.rope_theta_default : 10000.0;
   if (!top.has("rope_parameters")) {
     Rope r;
-    r.theta = top.number("rope_theta", 10000.0);
+    r.theta = top.number("rope_theta", default_theta);
     r.partial = partial_rotary_factor(top);
     if (top.has("rope_scaling")) r.scaling = read_scaling(top, top.at("rope_scaling"), "rope_scaling", false);
     return {r, r};
@@ -198,7 +200,7 @@ Ropes read_ropes(const JsonFields& top) {
   const json& p = top.at("rope_parameters");
   if (!p.is_object()) throw config_invalid(top.file(), "rope_parameters", "is not an object");
   if (!p.contains("full_attention") && !p.contains("sliding_attention")) {
-    const Rope r = read_rope_parameters(top, p, "rope_parameters");
+    const Rope r = read_rope_parameters(top, p, "rope_parameters", default_theta);
     return {r, r};
   }
   Ropes out;
@@ -206,7 +208,7 @@ Ropes read_ropes(const JsonFields& top) {
     const std::string field = "rope_parameters." + key;
     if (key != "full_attention" && key != "sliding_attention")
       throw config_invalid(top.file(), field, "is not a layer type (full_attention, sliding_attention)");
-    (key == "full_attention" ? out.full : out.sliding) = read_rope_parameters(top, value, field);
+    (key == "full_attention" ? out.full : out.sliding) = read_rope_parameters(top, value, field, default_theta);
   }
   if (out.full && out.sliding && out.full->partial != out.sliding->partial)
     throw config_invalid(top.file(), "rope_parameters.sliding_attention.partial_rotary_factor",
@@ -271,7 +273,7 @@ void read_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
     case Family::Window::Listed: break;  // which ones: read_listed_windows, once the layers are counted
   }
   const bool gemma_default = family.window == Family::Window::EveryOther || (family.window == Family::Window::Listed && family.gemma2);
-  c.sliding_window = f.uint("sliding_window", gemma_default ? 4096 : 0);
+  c.sliding_window = f.uint("sliding_window", family.sliding_window_default ? family.sliding_window_default : gemma_default ? 4096 : 0);
 }
 
 // Gemma 3: the sliding layers as layer_types lists them (transformers 5 writes it), else every
@@ -416,7 +418,7 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
   MoeConfig m;
   const bool qwen = family.experts == Family::Experts::Qwen2Moe || family.experts == Family::Experts::Qwen3Moe;
   // Transformers 5 names Qwen3-MoE's expert count num_local_experts (4: num_experts).
-  const char* count_key = family.experts == Family::Experts::Mixtral ||
+  const char* count_key = family.experts == Family::Experts::Mixtral || family.experts == Family::Experts::GptOss ||
                                   (family.experts == Family::Experts::Qwen3Moe && f.has("num_local_experts"))
                               ? "num_local_experts" : "num_experts";
   switch (family.experts) {
@@ -436,6 +438,15 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
       break;
     case Family::Experts::DeepseekV2:
     case Family::Experts::DeepseekV3: break;  // read_deepseek_moe
+    case Family::Experts::GptOss:  // of intermediate_size, as Mixtral's: the caller sets it
+      m.num_experts = f.uint(count_key, 128);
+      m.experts_per_token = f.uint("num_experts_per_tok", 4);
+      m.router_bias = true;
+      m.swiglu_limit = f.number("swiglu_limit", 7.0);
+      m.swiglu_alpha = f.number("swiglu_alpha", 1.702);
+      for (const char* key : {"swiglu_limit", "swiglu_alpha"})
+        if (!(f.number(key, 1.0) > 0) || !std::isfinite(f.number(key, 1.0))) throw config_invalid(f.file(), key, "must be a positive number");
+      break;
     case Family::Experts::Qwen3Moe:
       if (f.has("num_local_experts") && f.has("num_experts") && f.uint("num_experts") != f.uint("num_local_experts"))
         throw config_invalid(f.file(), "num_experts", "disagrees with num_local_experts: transformers 4 reads the one, 5 the other");
@@ -473,7 +484,7 @@ std::vector<int32_t> token_ids(const JsonFields& f, const char* key) {
 // and qkv_bias overriding it for q/k/v.
 void read_biases(const JsonFields& f, const Family& family, LlamaConfig& c) {
   const bool deci = family.biases == Family::Biases::DeciLm;
-  const bool attention_bias = f.boolean("attention_bias", false) || (deci && f.boolean("bias", false));
+  const bool attention_bias = f.boolean("attention_bias", family.attention_bias_default) || (deci && f.boolean("bias", false));
   const bool qkv_only = family.biases == Family::Biases::QkvOnly;
   c.qkv_bias = deci ? f.boolean("qkv_bias", attention_bias) : attention_bias || qkv_only;
   c.o_bias = attention_bias && !qkv_only;
@@ -578,7 +589,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.architecture = type;
   c.hidden_act = activation(f, family);
   // What the engine may refuse first, then the sizes.
-  const Ropes ropes = read_ropes(f);
+  const Ropes ropes = read_ropes(f, family);
   read_windows(f, family, c);
   read_gemma(f, family, c);
   refuse_interleaved_rotary(f, family);
@@ -588,7 +599,8 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.num_layers = f.uint("num_hidden_layers");
   c.num_heads = f.uint("num_attention_heads");
   read_layer_widths(f, type, c);
-  if (family.experts == Family::Experts::Mixtral) c.moe.expert_intermediate_size = c.intermediate_size;
+  if (family.experts == Family::Experts::Mixtral || family.experts == Family::Experts::GptOss) c.moe.expert_intermediate_size = c.intermediate_size;
+  c.attention_sinks = family.attention_sinks;
   c.head_dim = f.uint("head_dim", c.num_heads ? c.hidden_size / c.num_heads : 0);
   read_latent_attention(f, family, c);
   c.vocab_size = f.uint("vocab_size", 0);

@@ -147,6 +147,16 @@ void check_experts(const WeightSource& s, const LlamaConfig& c, uint64_t l, cons
   const std::string at = fmt::format("model.layers.{}.", l);
   const uint64_t E = c.moe.num_experts, ff = c.moe.expert_intermediate_size;
   const std::string moe = fmt::format("{}, {} experts of {} units", dims, E, ff);
+  if (c.moe.stacked_swiglu()) {  // gpt-oss: transformers 5's stacks, stored transposed
+    const uint64_t D = c.hidden_size;
+    check_shape(s, at + "mlp.router.weight", {E, D}, moe);
+    check_shape(s, at + "mlp.router.bias", {E}, moe);
+    check_shape(s, at + "mlp.experts.gate_up_proj", {E, D, 2 * ff}, moe);
+    check_shape(s, at + "mlp.experts.gate_up_proj_bias", {E, 2 * ff}, moe);
+    check_shape(s, at + "mlp.experts.down_proj", {E, ff, D}, moe);
+    check_shape(s, at + "mlp.experts.down_proj_bias", {E, D}, moe);
+    return;
+  }
   const bool mixtral = c.architecture == "mixtral";
   const char* count = mixtral ? "num_local_experts" : c.latent_attention() ? "n_routed_experts" : "num_experts";
   check_shape(s, at + (mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight"), {E, c.hidden_size}, moe);
@@ -191,6 +201,7 @@ void check_layer(const WeightSource& s, const LlamaConfig& c, uint64_t l) {
     check_shape(s, at + "self_attn.v_proj.weight", {kv_dim, c.hidden_size}, dims);
     check_shape(s, at + "self_attn.qkv_proj.weight", {c.q_dim() + 2 * kv_dim, c.hidden_size}, dims);
     check_shape(s, at + "self_attn.o_proj.weight", {c.hidden_size, c.q_dim()}, dims);
+    if (c.attention_sinks) check_shape(s, at + "self_attn.sinks", {c.num_heads}, dims);
   } else {
     for (const char* t : {"self_attn.q_proj.weight", "self_attn.qkv_proj.weight", "self_attn.o_proj.weight"}) check_absent(s, at + t, l, "attention");
   }
@@ -358,11 +369,15 @@ std::string LlamaConfig::features() const {
     if (moe.routed_scaling_factor != 1) experts += fmt::format(", weights x{}", moe.routed_scaling_factor);
     if (moe.shared_expert_intermediate_size)
       experts += moe.shared_expert_gated ? ", gated shared expert" : fmt::format(", shared experts of {} units", moe.shared_expert_intermediate_size);
+    if (moe.router_bias) experts += ", biased router";
+    if (moe.stacked_swiglu())
+      experts += fmt::format(", stacked experts with biases, clamped SwiGLU (limit {}, alpha {})", moe.swiglu_limit, moe.swiglu_alpha);
     if (moe.first_dense_layers)
       experts += moe.first_dense_layers == 1 ? ", layer 0 dense" : fmt::format(", layers 0-{} dense", moe.first_dense_layers - 1);
     f.push_back(experts);
   }
   if (prediction_layers) f.push_back(fmt::format("prediction layers not run ({})", prediction_layers));
+  if (attention_sinks) f.push_back("attention sinks");
   f.push_back(tie_word_embeddings ? "tied head" : "untied head");
   return fmt::format("{}: {}", architecture, fmt::join(f, ", "));
 }
@@ -374,6 +389,8 @@ std::string LlamaConfig::to_hf_config_json() const {
   if (!family) throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json for architecture '{}'", architecture));
   if (family->latent_attention)  // only ever read from its own config.json, which a conversion copies
     throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json is written for {} (latent attention)", type));
+  if (family->experts == Family::Experts::GptOss)
+    throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json is written for {} (stacked experts, attention sinks)", type));
   json j = {
       {"architectures", {family->architecture}},
       {"model_type", type},
@@ -439,7 +456,8 @@ std::string LlamaConfig::to_hf_config_json() const {
   switch (family->experts) {
     case Family::Experts::None:
     case Family::Experts::DeepseekV2:  // refused above
-    case Family::Experts::DeepseekV3: break;
+    case Family::Experts::DeepseekV3:
+    case Family::Experts::GptOss: break;
     case Family::Experts::Mixtral:
       j["num_local_experts"] = moe.num_experts, j["num_experts_per_tok"] = moe.experts_per_token;
       break;

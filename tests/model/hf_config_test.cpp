@@ -360,3 +360,54 @@ TEST(HfConfig, DeepseekFieldsTheEngineCannotFollowAreRefusedByName) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+std::string gpt_oss(const std::string& fields) {
+  return fmt::format(R"({{"model_type": "gpt_oss", {}, "num_local_experts": 4, "num_experts_per_tok": 2{}}})", kSizes,
+                     fields.empty() ? "" : ", " + fields);
+}
+
+TEST(HfConfig, GptOssDefaultsSinksAndClampedSwiglu) {
+  const LlamaConfig c = read(gpt_oss(""));
+  // gpt-oss's own defaults: attention_bias true, sliding_window 128 on layers 0, 2, ..., rope_theta 150000.
+  EXPECT_TRUE(c.qkv_bias && c.o_bias);
+  EXPECT_EQ(c.sliding_window, 128u);
+  EXPECT_EQ(c.window_layer(0), 128u);
+  EXPECT_EQ(c.window_layer(1), 0u);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 150000.0);
+  EXPECT_TRUE(c.attention_sinks);
+  EXPECT_EQ(c.moe.num_experts, 4u);
+  EXPECT_EQ(c.moe.expert_intermediate_size, 16u);  // intermediate_size
+  EXPECT_TRUE(c.moe.router_bias && c.moe.norm_topk_prob && c.moe.stacked_swiglu());
+  EXPECT_DOUBLE_EQ(c.moe.swiglu_limit, 7.0);
+  EXPECT_DOUBLE_EQ(c.moe.swiglu_alpha, 1.702);
+  EXPECT_NE(c.features().find("attention sinks"), std::string::npos) << c.features();
+  const LlamaConfig yarn = read(gpt_oss(R"("attention_bias": false, "sliding_window": 8, "swiglu_limit": 3.5,
+      "rope_parameters": {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                          "truncate": false, "original_max_position_embeddings": 4096})"));
+  EXPECT_FALSE(yarn.qkv_bias || yarn.o_bias);
+  EXPECT_EQ(yarn.sliding_window, 8u);
+  EXPECT_DOUBLE_EQ(yarn.moe.swiglu_limit, 3.5);
+  EXPECT_EQ(yarn.rope_scaling.type, "yarn");
+  EXPECT_FALSE(yarn.rope_scaling.truncate);
+  EXPECT_FALSE(read(llama(R"("attention_bias": true)")).attention_sinks);
+}
+
+TEST(HfConfig, GptOssFieldsTheEngineCannotFollowAreRefusedByName) {
+  const std::pair<std::string, const char*> cases[] = {
+      {gpt_oss(R"("swiglu_limit": 0)"), "'swiglu_limit'"},
+      {gpt_oss(R"("swiglu_alpha": -1)"), "'swiglu_alpha'"},
+      {gpt_oss(R"("num_experts_per_tok": 5)"), "'num_experts_per_tok'"},
+      {gpt_oss(R"("layer_types": ["full_attention", "sliding_attention"])"), "'layer_types[0]'"},
+  };
+  for (const auto& [json, field] : cases) {
+    const std::string msg = refusal(json);
+    EXPECT_NE(msg.find(field), std::string::npos) << json << " → " << msg;
+  }
+  EXPECT_THROW(read(gpt_oss("")).to_hf_config_json(), Error);
+}
+
+}  // namespace
+}  // namespace wl

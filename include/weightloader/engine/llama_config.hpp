@@ -1,6 +1,6 @@
 // The model description the engine runs: the hyperparameters of a decoder-only transformer of the
 // Llama lineage, read from the checkpoint itself — a Hugging Face config.json (Llama, Mistral,
-// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM, DeepSeek-V2 and -V3: src/families/), GGUF metadata (the
+// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM, DeepSeek-V2 and -V3, gpt-oss: src/families/), GGUF metadata (the
 // architectures the families are written as, read as llama.cpp reads them), Meta's params.json or a llama2.c header. Every field that changes the math is here; one a family's config.json
 // sets that the engine cannot honour is refused, naming it, never ignored.
 #pragma once
@@ -56,6 +56,14 @@ struct WL_API MoeConfig {
   uint64_t groups = 1, topk_groups = 1;
   bool group_by_top_two = false;
   double routed_scaling_factor = 1;  // the chosen experts' weights are multiplied by it
+  // gpt-oss: the router has a bias, and the experts are stacked as transformers 5 holds them
+  // (gate_up_proj [experts, hidden, 2 x units], each unit's gate then up column; down_proj
+  // [experts, units, hidden]; both with biases) and run a clamped SwiGLU: gate = min(gate, limit),
+  // up = clamp(up, -limit, limit), hidden = (up + 1) * gate * sigmoid(alpha * gate). limit 0: the
+  // family's hidden_act gated MLP, one tensor per expert and projection.
+  bool router_bias = false;
+  double swiglu_limit = 0, swiglu_alpha = 0;
+  bool stacked_swiglu() const { return swiglu_limit > 0; }
   bool operator==(const MoeConfig&) const = default;
 };
 
@@ -143,6 +151,9 @@ struct WL_API LlamaConfig {
   bool fused_checkpoint = false;       // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
   MoeConfig moe;
   LatentAttention mla;                 // kv_lora_rank 0: q/k/v attention
+  // gpt-oss: a learned logit per query head (self_attn.sinks) joins each softmax's denominator, its
+  // value nothing: the head may attend to no position.
+  bool attention_sinks = false;
   // Layers after the last that predict further tokens (DeepSeek-V3's num_nextn_predict_layers): the
   // engine does not run them, and their tensors are not read.
   uint64_t prediction_layers = 0;

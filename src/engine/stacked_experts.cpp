@@ -1,0 +1,59 @@
+#include "engine/stacked_experts.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "weightloader/dtype_convert.hpp"
+
+namespace wl {
+
+namespace {
+
+constexpr uint64_t kColumnsPerTask = 256;
+
+}  // namespace
+
+void matvec_transposed(ThreadPool& pool, const std::byte* w, DType dtype, uint64_t rows, uint64_t cols, const float* x, float* y) {
+  const uint64_t tasks = (cols + kColumnsPerTask - 1) / kColumnsPerTask;
+  const size_t elem = dtype_size(dtype);
+  pool.run(tasks, [&](size_t t) {
+    const uint64_t c0 = t * kColumnsPerTask, n = std::min(cols, c0 + kColumnsPerTask) - c0;
+    if (dtype == DType::F32) {
+      cblas_sgemv(CblasRowMajor, CblasTrans, int(rows), int(n), 1.0f, reinterpret_cast<const float*>(w) + c0, int(cols), x, 1, 0.0f,
+                  y + c0, 1);
+      return;
+    }
+    thread_local std::vector<float> row;
+    row.resize(n);
+    float* out = y + c0;
+    std::fill(out, out + n, 0.0f);
+    for (uint64_t r = 0; r < rows; ++r) {
+      convert(dtype, w + (r * cols + c0) * elem, DType::F32, row.data(), n);
+      const float xr = x[r];
+      for (uint64_t j = 0; j < n; ++j) out[j] += xr * row[j];
+    }
+  });
+}
+
+// transformers' GptOssExperts._apply_gate: the gate clamped above, the up both sides, then
+// (up + 1) * gate * sigmoid(alpha * gate).
+void run_stacked_expert(ThreadPool& pool, const StackedExperts& s, uint64_t e, DType dtype, uint64_t hidden, const MoeConfig& moe,
+                        const float* x, float* gate_up, float* act, float* out) {
+  const uint64_t U = s.units, size = dtype_size(dtype);
+  matvec_transposed(pool, s.gate_up + e * hidden * 2 * U * size, dtype, hidden, 2 * U, x, gate_up);
+  const float* bias = s.gate_up_bias + e * 2 * U;
+  const float limit = float(moe.swiglu_limit), alpha = float(moe.swiglu_alpha);
+  for (uint64_t u = 0; u < U; ++u) {
+    const float gate = std::min(gate_up[2 * u] + bias[2 * u], limit);
+    const float up = std::clamp(gate_up[2 * u + 1] + bias[2 * u + 1], -limit, limit);
+    act[u] = (up + 1.0f) * (gate / (1.0f + std::exp(-gate * alpha)));
+  }
+  matvec_transposed(pool, s.down + e * U * hidden * size, dtype, U, hidden, act, out);
+  if (s.down_bias)
+    for (uint64_t j = 0; j < hidden; ++j) out[j] += s.down_bias[e * hidden + j];
+}
+
+}  // namespace wl
