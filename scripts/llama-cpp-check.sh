@@ -7,7 +7,8 @@
 #   - F16 and Q8_0: llama-simple loads them and generates;
 #   - F32 without a tokenizer (tokenizer.ggml.model "none"): llama.cpp's loader reads it and the
 #     logits after ids 1,403,407,261 equal run.c's at position 3 within 1e-4;
-#   - Q4_0, Q4_1, Q5_0 and Q5_1 (quantised as gguf-py quantises) without a tokenizer: llama.cpp's
+#   - Q4_0, Q4_1, Q5_0 and Q5_1 (quantised as gguf-py quantises) without a tokenizer, and TQ1_0 and
+#     TQ2_0 of a tiny Granite 256 wide (stories260K's rows are 64 wide, under a TQ block): llama.cpp's
 #     logits after the same ids equal our engine's on the same file within 5e-2 of the row's scale
 #     (llama.cpp's dot products round the activations to 8 bits; a block read wrongly is off by far more);
 #   - the tiny models of testdata/hf-tiny-arch as GGUF F32 (Qwen2, Mixtral also with its experts
@@ -177,5 +178,13 @@ for family in olmo2 granite; do
   PYTHONPATH=build/python inputs engine "$work/$family-tiny" 5 17 33 61 8 >"$work/$family-tiny-ref.txt"
   logits_row "tiny ${family^} (transformers'), F32" "$work/$family-tiny.gguf" "$work/$family-tiny-ref.txt" \
     "architecture $family; logits at position 4 = our engine's" 5 17 33 61 8
+done
+# TQ1_0 and TQ2_0 (blocks of 256): a tiny Granite 256 wide, ternary-quantised as gguf-py does.
+inputs tiny granite "$work/granite-256" hidden_size=256 intermediate_size=512 num_key_value_heads=4 2>/dev/null
+for type in tq1_0 tq2_0; do
+  build/weightloader convert "$work/granite-256" "$work/granite-$type.gguf" --gguf-type "$type" --no-tokenizer -q >/dev/null
+  PYTHONPATH=build/python inputs engine "$work/granite-$type.gguf" 5 17 33 61 8 >"$work/granite-$type-ref.txt"
+  tolerance=5e-2 logits_row "tiny Granite 256 wide, ${type^^}" "$work/granite-$type.gguf" "$work/granite-$type-ref.txt" \
+    "loads; logits at position 4 = our engine's on the same file" 5 17 33 61 8
 done
 exit $failed
