@@ -150,6 +150,13 @@ LayerPartition partition_layer(const LlamaConfig& c, uint64_t l, unsigned rank, 
 
 }  // namespace
 
+LayerNorms layer_norms(const LlamaConfig& c) {
+  if (c.post_norms_only) return {nullptr, "post_attention_layernorm", nullptr, "post_feedforward_layernorm"};
+  if (c.glm_norms) return {"input_layernorm", "post_self_attn_layernorm", "post_attention_layernorm", "post_mlp_layernorm"};
+  if (c.sandwich_norms) return {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"};
+  return {"input_layernorm", nullptr, "post_attention_layernorm", nullptr};
+}
+
 std::string moe_prefix(const LlamaConfig& c, uint64_t layer) {
   return fmt::format("model.layers.{}.{}.", layer, c.architecture == "mixtral" ? "block_sparse_moe" : "mlp");
 }
@@ -196,17 +203,11 @@ Model declare_rank_parameters(const LlamaConfig& c, const RankPartition& p, DTyp
     const std::string at = fmt::format("model.layers.{}.", l);
     // A pruned layer's skipped sub-block has no tensors, its norm included.
     const bool attention = c.layer_kv_heads(l) != 0, ffn = c.moe_layer(l) || c.layer_intermediate_size(l) != 0;
-    if (c.post_norms_only) {
-      if (attention) whole(at + "post_attention_layernorm.weight", D);
-      if (ffn) whole(at + "post_feedforward_layernorm.weight", D);
-    } else {
-      if (attention) whole(at + "input_layernorm.weight", D);
-      if (c.sandwich_norms ? attention : ffn) whole(at + "post_attention_layernorm.weight", D);
-      if (c.sandwich_norms && ffn) {
-        whole(at + "pre_feedforward_layernorm.weight", D);
-        whole(at + "post_feedforward_layernorm.weight", D);
-      }
-    }
+    const LayerNorms norms = layer_norms(c);
+    for (const char* norm : {norms.attn_in, norms.attn_out})
+      if (norm && attention) whole(at + norm + ".weight", D);
+    for (const char* norm : {norms.ffn_in, norms.ffn_out})
+      if (norm && ffn) whole(at + norm + ".weight", D);
     if (attention && c.latent_attention())
       declare_latent_attention(m, c, p, at + "self_attn.", dtype);
     else if (attention)
@@ -216,7 +217,7 @@ Model declare_rank_parameters(const LlamaConfig& c, const RankPartition& p, DTyp
     } else if (ffn) {
       const std::string mlp = at + "mlp.";
       const LayerPartition& lp = p.layers[l];
-      declare_mlp(m, mlp, {mlp + "gate_proj", mlp + "up_proj", mlp + "down_proj", c.fused_checkpoint ? mlp + "gate_up_proj" : ""},
+      declare_mlp(m, mlp, {mlp + "gate_proj", mlp + "up_proj", mlp + "down_proj", c.fused_gate_up ? mlp + "gate_up_proj" : ""},
                   c.layer_intermediate_size(l), lp.ff0, lp.ff, D, dtype, c.mlp_bias, p.rank == 0);
     }
   }

@@ -54,6 +54,7 @@ struct Family {
     Attention,  // attention_bias: q/k/v/o together (Llama, Mistral, Gemma, Phi-3, Qwen3)
     QkvOnly,    // q/k/v always, never o (Qwen2)
     DeciLm,     // attention_bias or bias; qkv_bias overriding it for q/k/v (as vLLM reads DeciLM)
+    QkvDefault, // attention_bias, true unless set, for q/k/v; never o (GLM-4)
   };
 
   std::string_view model_type;    // config.json's model_type
@@ -73,6 +74,10 @@ struct Family {
   bool qk_norm_whole = false;       // q and k normalised over the whole projection, not per head (OLMo 2)
   bool decilm = false;              // per-layer widths from block_configs (hf_layer_widths)
   bool latent_attention = false;    // multi-head latent attention (DeepSeek's q/kv low-rank projections)
+  bool glm_norms = false;           // four norms per block under GLM-4's names: post_self_attn_layernorm on the
+                                    // attention's output, post_attention_layernorm before the MLP, post_mlp_layernorm after
+  bool rope_adjacent_pairs = false; // the rotary dimensions turn in adjacent pairs (2j, 2j + 1), not halves (GLM-4)
+  double partial_rotary_factor = 1; // partial_rotary_factor's default (GLM-4: 0.5)
   GgufArchitecture gguf{};          // how llama.cpp stores it; none: GGUF output is refused
 };
 

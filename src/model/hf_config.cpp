@@ -169,7 +169,7 @@ struct Ropes {
 // One rope_parameters object (the flat one, or one layer type's). What transformers 4 reads elsewhere
 // (the top-level rope_theta, partial_rotary_factor and pretrained context, rope_scaling) fills what it
 // leaves out, and must agree with what it gives: each version would read only its own.
-Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field) {
+Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field, const Family& family) {
   Rope r;
   r.scaling = read_scaling(top, object, field, true);
   for (const char* key : {"rope_theta", "partial_rotary_factor", kOriginalContext})
@@ -181,24 +181,25 @@ Rope read_rope_parameters(const JsonFields& top, const json& object, const std::
   const JsonFields f(object, top.file());
   r.theta = f.number("rope_theta", top.number("rope_theta", 10000.0));
   if (!(r.theta > 0) || !std::isfinite(r.theta)) throw config_invalid(top.file(), field + ".rope_theta", "must be a positive number");
-  r.partial = partial_rotary_factor(f, field + ".partial_rotary_factor", partial_rotary_factor(top));
+  r.partial = partial_rotary_factor(f, field + ".partial_rotary_factor",
+                                    partial_rotary_factor(top, "partial_rotary_factor", family.partial_rotary_factor));
   return r;
 }
 
 // Transformers 4's rope_theta, partial_rotary_factor and rope_scaling, or transformers 5's
 // rope_parameters: flat, or per layer type ({"full_attention": {...}, "sliding_attention": {...}}).
-Ropes read_ropes(const JsonFields& top) {
+Ropes read_ropes(const JsonFields& top, const Family& family) {
   if (!top.has("rope_parameters")) {
     Rope r;
     r.theta = top.number("rope_theta", 10000.0);
-    r.partial = partial_rotary_factor(top);
+    r.partial = partial_rotary_factor(top, "partial_rotary_factor", family.partial_rotary_factor);
     if (top.has("rope_scaling")) r.scaling = read_scaling(top, top.at("rope_scaling"), "rope_scaling", false);
     return {r, r};
   }
   const json& p = top.at("rope_parameters");
   if (!p.is_object()) throw config_invalid(top.file(), "rope_parameters", "is not an object");
   if (!p.contains("full_attention") && !p.contains("sliding_attention")) {
-    const Rope r = read_rope_parameters(top, p, "rope_parameters");
+    const Rope r = read_rope_parameters(top, p, "rope_parameters", family);
     return {r, r};
   }
   Ropes out;
@@ -206,7 +207,7 @@ Ropes read_ropes(const JsonFields& top) {
     const std::string field = "rope_parameters." + key;
     if (key != "full_attention" && key != "sliding_attention")
       throw config_invalid(top.file(), field, "is not a layer type (full_attention, sliding_attention)");
-    (key == "full_attention" ? out.full : out.sliding) = read_rope_parameters(top, value, field);
+    (key == "full_attention" ? out.full : out.sliding) = read_rope_parameters(top, value, field, family);
   }
   if (out.full && out.sliding && out.full->partial != out.sliding->partial)
     throw config_invalid(top.file(), "rope_parameters.sliding_attention.partial_rotary_factor",
@@ -469,14 +470,14 @@ std::vector<int32_t> token_ids(const JsonFields& f, const char* key) {
   return out;
 }
 
-// attention_bias gives q/k/v/o biases (Qwen2: q/k/v always); DeciLM as vLLM reads it: `bias` too,
-// and qkv_bias overriding it for q/k/v.
+// attention_bias gives q/k/v/o biases (Qwen2: q/k/v always; GLM-4: q/k/v unless it is false); DeciLM
+// as vLLM reads it: `bias` too, and qkv_bias overriding it for q/k/v.
 void read_biases(const JsonFields& f, const Family& family, LlamaConfig& c) {
-  const bool deci = family.biases == Family::Biases::DeciLm;
-  const bool attention_bias = f.boolean("attention_bias", false) || (deci && f.boolean("bias", false));
+  const bool deci = family.biases == Family::Biases::DeciLm, glm = family.biases == Family::Biases::QkvDefault;
+  const bool attention_bias = f.boolean("attention_bias", glm) || (deci && f.boolean("bias", false));
   const bool qkv_only = family.biases == Family::Biases::QkvOnly;
   c.qkv_bias = deci ? f.boolean("qkv_bias", attention_bias) : attention_bias || qkv_only;
-  c.o_bias = attention_bias && !qkv_only;
+  c.o_bias = attention_bias && !qkv_only && !glm;
   c.mlp_bias = f.boolean("mlp_bias", false);
   if (c.mlp_bias && !family.mlp_bias)
     throw config_invalid(f.file(), "mlp_bias", fmt::format("{} models have no MLP biases", family.model_type));
@@ -578,7 +579,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.architecture = type;
   c.hidden_act = activation(f, family);
   // What the engine may refuse first, then the sizes.
-  const Ropes ropes = read_ropes(f);
+  const Ropes ropes = read_ropes(f, family);
   read_windows(f, family, c);
   read_gemma(f, family, c);
   refuse_interleaved_rotary(f, family);
@@ -597,6 +598,9 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.qk_norm = family.qk_norm;
   c.qk_norm_whole = family.qk_norm_whole;
   c.post_norms_only = family.post_norms_only;
+  c.glm_norms = family.glm_norms;
+  if (family.glm_norms) c.sandwich_norms = true;
+  c.rope_adjacent_pairs = family.rope_adjacent_pairs;
   read_listed_windows(f, family, c);
   apply_ropes(f, ropes, c);
   if (c.latent_attention()) c.mla.softmax_scale = latent_softmax_scale(c.mla, c.rope_scaling);

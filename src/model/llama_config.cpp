@@ -248,6 +248,8 @@ LlamaConfig llama_config_from_source(const WeightSource& s) {
   if (c.fused_checkpoint && !c.moe_layer(0) && !s.find("model.layers.0.mlp.gate_up_proj.weight"))
     throw invalid(s.origin(), "model.layers.0.mlp.gate_up_proj.weight",
                   "the checkpoint fuses qkv_proj but not gate_up_proj; the engine reads both fused or both split");
+  // GLM-4 stores gate_up_proj fused beside split q/k/v.
+  c.fused_gate_up = c.fused_checkpoint || s.find("model.layers.0.mlp.gate_up_proj.weight") != nullptr;
   validate(c, s.origin());
   check_tensors(s, c);
   return c;
@@ -333,7 +335,8 @@ std::string LlamaConfig::features() const {
   if (query_pre_attn_scalar) f.push_back(fmt::format("query_pre_attn_scalar {}", query_pre_attn_scalar));
   if (norm_weight_offset) f.push_back("(1+w) RMSNorm");
   if (scale_embeddings) f.push_back("embeddings x sqrt(hidden)");
-  if (sandwich_norms) f.push_back("four norms per block");
+  if (sandwich_norms) f.push_back(glm_norms ? "four norms per block (GLM's)" : "four norms per block");
+  if (rope_adjacent_pairs) f.push_back("rope in adjacent pairs");
   if (qk_norm) f.push_back("q/k RMSNorm per head");
   if (qk_norm_whole) f.push_back("q/k RMSNorm over the whole projection");
   if (post_norms_only) f.push_back("sublayer outputs normalised, not inputs");
@@ -344,6 +347,7 @@ std::string LlamaConfig::features() const {
     f.push_back(fmt::format("{} of {} layers without rope", std::count(rope_layers.begin(), rope_layers.end(), false), rope_layers.size()));
   if (hidden_act != "silu") f.push_back(hidden_act);
   if (fused_checkpoint) f.push_back("fused qkv_proj/gate_up_proj stored");
+  else if (fused_gate_up) f.push_back("fused gate_up_proj stored");
   if (latent_attention())
     f.push_back(fmt::format("latent attention (q {}, kv_lora_rank {}, qk nope/rope {}/{}, v {}, {} rope pairs{})",
                             mla.q_lora_rank ? fmt::format("lora_rank {}", mla.q_lora_rank) : "q_proj", mla.kv_lora_rank, mla.qk_nope_head_dim,
@@ -391,6 +395,7 @@ std::string LlamaConfig::to_hf_config_json() const {
       {"tie_word_embeddings", tie_word_embeddings},
   };
   if (family->biases == Family::Biases::Attention) j["attention_bias"] = qkv_bias && o_bias;
+  if (family->biases == Family::Biases::QkvDefault) j["attention_bias"] = qkv_bias;
   if (family->mlp_bias && !family->decilm) j["mlp_bias"] = mlp_bias;
   if (family->decilm) {
     j["attention_bias"] = o_bias, j["qkv_bias"] = qkv_bias, j["mlp_bias"] = mlp_bias;
@@ -405,7 +410,8 @@ std::string LlamaConfig::to_hf_config_json() const {
     }
     j["intermediate_size"] = ff;
   }
-  if (rotary_dims() != head_dim) j["partial_rotary_factor"] = double(rotary_dims()) / double(head_dim);
+  if (rotary_dims() != head_dim || family->partial_rotary_factor != 1)
+    j["partial_rotary_factor"] = double(rotary_dims()) / double(head_dim);
   if (sliding_rope_theta) {  // per layer type, as transformers 5 writes it
     j.erase("rope_theta");
     j["rope_parameters"] = {{"full_attention", rope_parameters_json(rope_theta, rope_scaling)},

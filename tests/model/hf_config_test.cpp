@@ -308,6 +308,21 @@ std::string deepseek(const char* type, const std::string& fields) {
                      type, kSizes, fields.empty() ? "" : ", " + fields);
 }
 
+TEST(HfConfig, Glm4BiasesRotaryAndNorms) {
+  // GLM-4's defaults: q/k/v biases (o never), half of each head turning in adjacent pairs.
+  const LlamaConfig glm = read(fmt::format(R"({{"model_type": "glm4", {}, "head_dim": 16}})", kSizes));
+  EXPECT_TRUE(glm.qkv_bias);
+  EXPECT_FALSE(glm.o_bias);
+  EXPECT_EQ(glm.rotary_dims(), 8u);
+  EXPECT_TRUE(glm.sandwich_norms && glm.glm_norms && glm.rope_adjacent_pairs);
+  const LlamaConfig plain = read(fmt::format(R"({{"model_type": "glm4", {}, "attention_bias": false, "partial_rotary_factor": 1.0}})", kSizes));
+  EXPECT_FALSE(plain.qkv_bias || plain.o_bias);
+  EXPECT_EQ(plain.rotary_dims(), plain.head_dim);
+  EXPECT_EQ(read(glm.to_hf_config_json()), glm);
+  EXPECT_EQ(read(plain.to_hf_config_json()), plain);
+  EXPECT_FALSE(read(llama("\"head_dim\": 16")).rope_adjacent_pairs);
+}
+
 TEST(HfConfig, DeepseekLatentAttentionAndRouting) {
   const LlamaConfig v3 = read(deepseek("deepseek_v3", R"("q_lora_rank": 12, "n_group": 4, "topk_group": 2, "head_dim": 99)"));
   EXPECT_TRUE(v3.latent_attention());
