@@ -111,7 +111,7 @@ void declare_latent_attention(Model& m, const LlamaConfig& c, const RankPartitio
 void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_t l, DType dtype) {
   const std::string at = moe_prefix(c, l);
   const uint64_t D = c.hidden_size;
-  const bool mixtral = c.architecture == "mixtral";
+  const bool mixtral = c.block_sparse_moe();
   m.add_parameter(at + "gate.weight", {c.moe.num_experts, D}, DType::F32);
   if (c.moe.score_correction_bias) m.add_parameter(at + "gate.e_score_correction_bias", {c.moe.num_experts}, DType::F32);
   for (uint64_t e = p.expert0; e < p.expert0 + p.experts; ++e) {
@@ -122,8 +122,9 @@ void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_
   }
   if (!c.moe.shared_expert_intermediate_size) return;
   const std::string sh = shared_expert_prefix(c, l);
-  declare_mlp(m, sh, {sh + "gate_proj", sh + "up_proj", sh + "down_proj", ""}, c.moe.shared_expert_intermediate_size, p.shared_ff0,
-              p.shared_ff, D, dtype, false, false);
+  const MlpNames names = mixtral ? MlpNames{"", "", sh + "output_linear", sh + "input_linear"}  // Granite-MoE-Shared's, fused
+                                 : MlpNames{sh + "gate_proj", sh + "up_proj", sh + "down_proj", ""};
+  declare_mlp(m, sh, names, c.moe.shared_expert_intermediate_size, p.shared_ff0, p.shared_ff, D, dtype, false, false);
   if (c.moe.shared_expert_gated) m.add_parameter(at + "shared_expert_gate.weight", {1, D}, DType::F32);
 }
 
@@ -158,10 +159,11 @@ LayerNorms layer_norms(const LlamaConfig& c) {
 }
 
 std::string moe_prefix(const LlamaConfig& c, uint64_t layer) {
-  return fmt::format("model.layers.{}.{}.", layer, c.architecture == "mixtral" ? "block_sparse_moe" : "mlp");
+  return fmt::format("model.layers.{}.{}.", layer, c.block_sparse_moe() ? "block_sparse_moe" : "mlp");
 }
 
 std::string shared_expert_prefix(const LlamaConfig& c, uint64_t layer) {
+  if (c.block_sparse_moe()) return fmt::format("model.layers.{}.shared_mlp.", layer);  // Granite-MoE-Shared
   return moe_prefix(c, layer) + (c.moe.shared_expert_gated ? "shared_expert." : "shared_experts.");
 }
 

@@ -56,7 +56,8 @@ LayerNorms layer_norms(const LlamaConfig& config);
 
 // Where layer l's experts live: "model.layers.{l}.block_sparse_moe." (Mixtral) or "...mlp." (Qwen2-MoE).
 std::string moe_prefix(const LlamaConfig& config, uint64_t layer);
-// Its shared expert: "...mlp.shared_expert." (Qwen2-MoE, gated) or "...mlp.shared_experts." (DeepSeek).
+// Its shared expert: "...mlp.shared_expert." (Qwen2-MoE, gated), "...mlp.shared_experts." (DeepSeek) or
+// "model.layers.{l}.shared_mlp." (Granite-MoE-Shared).
 std::string shared_expert_prefix(const LlamaConfig& config, uint64_t layer);
 
 }  // namespace wl

@@ -445,6 +445,10 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
       m.expert_intermediate_size = f.uint("moe_intermediate_size", 768);
       break;
   }
+  if (family.shared_mlp) {  // Granite-MoE-Shared: 0 (its default) is no shared MLP
+    m.shared_expert_intermediate_size = f.uint("shared_intermediate_size", 0);
+    m.shared_expert_gated = false;
+  }
   if (qwen) {
     m.norm_topk_prob = f.boolean("norm_topk_prob", false);
     m.decoder_sparse_step = f.uint("decoder_sparse_step", 1);

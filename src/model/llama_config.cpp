@@ -147,13 +147,17 @@ void check_experts(const WeightSource& s, const LlamaConfig& c, uint64_t l, cons
   const std::string at = fmt::format("model.layers.{}.", l);
   const uint64_t E = c.moe.num_experts, ff = c.moe.expert_intermediate_size;
   const std::string moe = fmt::format("{}, {} experts of {} units", dims, E, ff);
-  const bool mixtral = c.architecture == "mixtral";
+  const bool mixtral = c.block_sparse_moe();
   const char* count = mixtral ? "num_local_experts" : c.latent_attention() ? "n_routed_experts" : "num_experts";
   check_shape(s, at + (mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight"), {E, c.hidden_size}, moe);
   check_shape(s, at + (mixtral ? "block_sparse_moe.experts.0.w1.weight" : "mlp.experts.0.gate_proj.weight"), {ff, c.hidden_size}, moe);
   if (s.find(fmt::format("{}{}.experts.{}.", at, mixtral ? "block_sparse_moe" : "mlp", E) + (mixtral ? "w1.weight" : "gate_proj.weight")))
     throw invalid(s.origin(), count, fmt::format("{} but the checkpoint has an expert {}", E, E));
   if (c.moe.score_correction_bias) check_shape(s, at + "mlp.gate.e_score_correction_bias", {E}, moe);
+  if (mixtral) {  // Granite-MoE-Shared's shared MLP: gate rows, then up rows
+    check_shape(s, at + "shared_mlp.input_linear.weight", {2 * c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
+    return;
+  }
   const std::string shared = c.moe.shared_expert_gated ? "mlp.shared_expert." : "mlp.shared_experts.";
   check_shape(s, at + shared + "gate_proj.weight", {c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
 }
@@ -259,6 +263,11 @@ uint64_t LlamaConfig::window_layer(uint64_t l) const {
   if (!sliding_layers.empty()) return l < sliding_layers.size() && sliding_layers[l] ? sliding_window : 0;
   if (!sliding_window || l < sliding_window_from || l % sliding_window_every != 0) return 0;
   return sliding_window;
+}
+
+bool LlamaConfig::block_sparse_moe() const {
+  const Family* family = family_by_type(architecture);
+  return family && family->experts == Family::Experts::Mixtral;
 }
 
 bool LlamaConfig::moe_layer(uint64_t l) const {
@@ -448,6 +457,7 @@ std::string LlamaConfig::to_hf_config_json() const {
     case Family::Experts::DeepseekV3: break;
     case Family::Experts::Mixtral:
       j["num_local_experts"] = moe.num_experts, j["num_experts_per_tok"] = moe.experts_per_token;
+      if (family->shared_mlp) j["shared_intermediate_size"] = moe.shared_expert_intermediate_size;
       break;
     case Family::Experts::Qwen2Moe:
     case Family::Experts::Qwen3Moe:

@@ -1,6 +1,6 @@
 // The model description the engine runs: the hyperparameters of a decoder-only transformer of the
 // Llama lineage, read from the checkpoint itself — a Hugging Face config.json (Llama, Mistral,
-// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM, DeepSeek-V2 and -V3, GLM-4: src/families/), GGUF metadata (the
+// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM, DeepSeek-V2 and -V3, GLM-4, Granite-MoE: src/families/), GGUF metadata (the
 // architectures the families are written as, read as llama.cpp reads them), Meta's params.json or a llama2.c header. Every field that changes the math is here; one a family's config.json
 // sets that the engine cannot honour is refused, naming it, never ignored.
 #pragma once
@@ -167,6 +167,9 @@ struct WL_API LlamaConfig {
   // Whether layer `l` turns with sliding_rope_theta and sliding_rope_scaling.
   bool sliding_rope_layer(uint64_t l) const { return sliding_rope_theta != 0 && window_layer(l) != 0; }
   bool moe_layer(uint64_t l) const;
+  // Whether the experts live under block_sparse_moe as w1/w3/w2 (Mixtral's and Granite-MoE's
+  // names; the shared MLP, if any, as shared_mlp), not under mlp.
+  bool block_sparse_moe() const;
   // "qwen2: q/k/v biases, ..." — what this configuration exercises, for inspect.
   std::string features() const;
   // A Hugging Face config.json (LlamaForCausalLM) describing this model, for converted checkpoints.
