@@ -70,7 +70,9 @@ WL_API std::optional<std::string> stacked_canonical(std::string_view scheme, std
 // [experts, hidden, ff]; Mixtral's router is then mlp.gate. The per-expert names the family's earlier
 // checkpoints use for slot `expert` of a stored stack (Mixtral: block_sparse_moe.experts.E.w1 / w3 /
 // w2; Qwen2-MoE: mlp.experts.E.gate_proj / up_proj / down_proj), each with the part of the slot's
-// rows it holds; empty when `stored` is not such a stack of a `model_type` with experts.
+// rows it holds; empty when `stored` is not such a stack of a `model_type` with experts. Granite-MoE's
+// checkpoints stack theirs as block_sparse_moe.input_linear / output_linear (router.layer its
+// router), presented under Mixtral's names.
 struct ExpertStackPart {
   std::string name;
   uint64_t part = 0, parts = 1;  // rows [part, part + 1) * rows / parts of the slot

@@ -15,6 +15,7 @@
 #include "convert/source_shapes.hpp"
 #include "convert/tally.hpp"
 #include "core/atomic_output.hpp"
+#include "families/family.hpp"
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/custom_binary.hpp"
@@ -77,8 +78,27 @@ uint64_t write_safetensors_file(const WeightSource& s, const std::vector<Safeten
   return written;
 }
 
+// A family whose experts transformers reads only as its stacks (Granite-MoE): the source presents
+// them one tensor per expert (stacked_experts_source.hpp), and so they would be written.
+void refuse_unstacked_experts(const WeightSource& s) {
+  LlamaConfig c;
+  try {
+    c = llama_config_from_source(s);
+  } catch (const Error&) {
+    return;  // no configuration the engine reads: tensors written as they are, as ever
+  }
+  const Family* family = family_by_type(c.architecture);
+  if (family && family->stacked_experts && c.moe.num_experts)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("{} cannot be written as safetensors: transformers reads its experts only stacked "
+                            "(block_sparse_moe.input_linear / output_linear), and the writer stores one tensor per expert",
+                            c.architecture),
+                s.origin());
+}
+
 // One file, or a directory of shards + index (when they are more than one) + config.json.
 uint64_t write_safetensors_output(const WeightSource& s, const std::string& out, const ConvertOptions& o, Tally& tally) {
+  refuse_unstacked_experts(s);
   std::vector<SafetensorsEntry> entries;
   std::vector<size_t> all;
   for (const TensorInfo& t : s.tensors()) {

@@ -69,6 +69,7 @@ const std::vector<Field>& fields() {
       {"(1+w) norms", [](const LlamaConfig& c) { return c.norm_weight_offset ? "yes" : "no"; }},
       {"scaled embeddings", [](const LlamaConfig& c) { return c.scale_embeddings ? "yes" : "no"; }},
       {"four norms per block", [](const LlamaConfig& c) { return c.sandwich_norms ? "yes" : "no"; }},
+      {"rotary pairs", [](const LlamaConfig& c) { return c.rope_adjacent_pairs ? "adjacent" : "halves"; }},
       {"experts", [](const LlamaConfig& c) {
          const MoeConfig& m = c.moe;
          if (!m.num_experts) return std::string("none");

@@ -75,13 +75,11 @@ void LlamaEngine::bind() {
     }
     kv_width_ += lp.kv_heads * std::max(L.k_dim, L.v_dim);  // the keys' region, then as wide for the values
     widest_kv = std::max(widest_kv, lp.kv_heads);
-    // Gemma 2 normalises each sublayer's output too; its MLP's input norm is pre_feedforward_layernorm.
-    // OLMo 2 normalises the outputs only.
-    const bool inputs = !c.post_norms_only, outputs = c.sandwich_norms || c.post_norms_only;
-    L.attn_norm = inputs ? f32(at + "input_layernorm.weight") : nullptr;
-    L.post_attn_norm = outputs ? f32(at + "post_attention_layernorm.weight") : nullptr;
-    L.ffn_norm = inputs ? f32(at + (c.sandwich_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")) : nullptr;
-    L.post_ffn_norm = outputs ? f32(at + "post_feedforward_layernorm.weight") : nullptr;
+    // Gemma 2 and GLM-4 normalise each sublayer's output too; OLMo 2 the outputs only.
+    const LayerNorms norms = layer_norms(c);
+    auto norm = [&](const char* name) { return name ? f32(at + name + ".weight") : nullptr; };
+    L.attn_norm = norm(norms.attn_in), L.post_attn_norm = norm(norms.attn_out);
+    L.ffn_norm = norm(norms.ffn_in), L.post_ffn_norm = norm(norms.ffn_out);
     L.qkv = raw(at + "self_attn.qkv_proj.weight");
     L.qkv_bias = f32(at + "self_attn.qkv_proj.bias");
     L.q_norm = f32(at + "self_attn.q_norm.weight");
@@ -234,8 +232,13 @@ void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
   }
   if (L.turns) {
     const RopeTable& turn = ropes_[L.rope];
-    rope(q, part_.q_heads, hd, turn.cos, turn.sin);
-    rope(k, L.kv_heads, hd, turn.cos, turn.sin);
+    if (config_.rope_adjacent_pairs) {  // GLM-4
+      rope_adjacent_pairs(q, part_.q_heads, hd, turn.cos, turn.sin);
+      rope_adjacent_pairs(k, L.kv_heads, hd, turn.cos, turn.sin);
+    } else {
+      rope(q, part_.q_heads, hd, turn.cos, turn.sin);
+      rope(k, L.kv_heads, hd, turn.cos, turn.sin);
+    }
   }
   const uint64_t at = L.kv_offset * positions_ + pos * kvw;
   std::copy(k, k + kvw, k_cache_.begin() + at);

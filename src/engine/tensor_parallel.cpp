@@ -134,7 +134,7 @@ void declare_latent_attention(Model& m, const LlamaConfig& c, const RankPartitio
 void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_t l, DType dtype) {
   const std::string at = moe_prefix(c, l);
   const uint64_t D = c.hidden_size;
-  const bool mixtral = c.architecture == "mixtral";
+  const bool mixtral = c.block_sparse_moe();
   const std::string router = router_prefix(c, l);
   m.add_parameter(router + "weight", {c.moe.num_experts, D}, DType::F32);
   if (c.moe.router_bias) m.add_parameter(router + "bias", {c.moe.num_experts}, DType::F32);
@@ -148,8 +148,9 @@ void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_
   }
   if (!c.moe.shared_expert_intermediate_size) return;
   const std::string sh = shared_expert_prefix(c, l);
-  declare_mlp(m, sh, {sh + "gate_proj", sh + "up_proj", sh + "down_proj", ""}, c.moe.shared_expert_intermediate_size, p.shared_ff0,
-              p.shared_ff, D, dtype, false, false);
+  const MlpNames names = mixtral ? MlpNames{"", "", sh + "output_linear", sh + "input_linear"}  // Granite-MoE-Shared's, fused
+                                 : MlpNames{sh + "gate_proj", sh + "up_proj", sh + "down_proj", ""};
+  declare_mlp(m, sh, names, c.moe.shared_expert_intermediate_size, p.shared_ff0, p.shared_ff, D, dtype, false, false);
   if (c.moe.shared_expert_gated) m.add_parameter(at + "shared_expert_gate.weight", {1, D}, DType::F32);
 }
 
@@ -176,8 +177,15 @@ LayerPartition partition_layer(const LlamaConfig& c, uint64_t l, unsigned rank, 
 
 }  // namespace
 
+LayerNorms layer_norms(const LlamaConfig& c) {
+  if (c.post_norms_only) return {nullptr, "post_attention_layernorm", nullptr, "post_feedforward_layernorm"};
+  if (c.glm_norms) return {"input_layernorm", "post_self_attn_layernorm", "post_attention_layernorm", "post_mlp_layernorm"};
+  if (c.sandwich_norms) return {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"};
+  return {"input_layernorm", nullptr, "post_attention_layernorm", nullptr};
+}
+
 std::string moe_prefix(const LlamaConfig& c, uint64_t layer) {
-  return fmt::format("model.layers.{}.{}.", layer, c.architecture == "mixtral" ? "block_sparse_moe" : "mlp");
+  return fmt::format("model.layers.{}.{}.", layer, c.block_sparse_moe() ? "block_sparse_moe" : "mlp");
 }
 
 std::string router_prefix(const LlamaConfig& c, uint64_t layer) {
@@ -185,6 +193,7 @@ std::string router_prefix(const LlamaConfig& c, uint64_t layer) {
 }
 
 std::string shared_expert_prefix(const LlamaConfig& c, uint64_t layer) {
+  if (c.block_sparse_moe()) return fmt::format("model.layers.{}.shared_mlp.", layer);  // Granite-MoE-Shared
   return moe_prefix(c, layer) + (c.moe.shared_expert_gated ? "shared_expert." : "shared_experts.");
 }
 
@@ -226,17 +235,11 @@ Model declare_rank_parameters(const LlamaConfig& c, const RankPartition& p, DTyp
     const std::string at = fmt::format("model.layers.{}.", l);
     // A pruned layer's skipped sub-block has no tensors, its norm included.
     const bool attention = c.layer_kv_heads(l) != 0, ffn = c.moe_layer(l) || c.layer_intermediate_size(l) != 0;
-    if (c.post_norms_only) {
-      if (attention) whole(at + "post_attention_layernorm.weight", D);
-      if (ffn) whole(at + "post_feedforward_layernorm.weight", D);
-    } else {
-      if (attention) whole(at + "input_layernorm.weight", D);
-      if (c.sandwich_norms ? attention : ffn) whole(at + "post_attention_layernorm.weight", D);
-      if (c.sandwich_norms && ffn) {
-        whole(at + "pre_feedforward_layernorm.weight", D);
-        whole(at + "post_feedforward_layernorm.weight", D);
-      }
-    }
+    const LayerNorms norms = layer_norms(c);
+    for (const char* norm : {norms.attn_in, norms.attn_out})
+      if (norm && attention) whole(at + norm + ".weight", D);
+    for (const char* norm : {norms.ffn_in, norms.ffn_out})
+      if (norm && ffn) whole(at + norm + ".weight", D);
     if (attention && c.latent_attention())
       declare_latent_attention(m, c, p, at + "self_attn.", dtype);
     else if (attention)
@@ -246,7 +249,7 @@ Model declare_rank_parameters(const LlamaConfig& c, const RankPartition& p, DTyp
     } else if (ffn) {
       const std::string mlp = at + "mlp.";
       const LayerPartition& lp = p.layers[l];
-      declare_mlp(m, mlp, {mlp + "gate_proj", mlp + "up_proj", mlp + "down_proj", c.fused_checkpoint ? mlp + "gate_up_proj" : ""},
+      declare_mlp(m, mlp, {mlp + "gate_proj", mlp + "up_proj", mlp + "down_proj", c.fused_gate_up ? mlp + "gate_up_proj" : ""},
                   c.layer_intermediate_size(l), lp.ff0, lp.ff, D, dtype, c.mlp_bias, p.rank == 0);
     }
   }

@@ -47,11 +47,21 @@ RankPartition partition_rank(const LlamaConfig& config, unsigned rank, unsigned 
 // when the embeddings are tied.
 Model declare_rank_parameters(const LlamaConfig& config, const RankPartition& p, DType dtype);
 
+// The norms of a layer, as the checkpoint names them (without ".weight"; null: the family has none
+// there): each sublayer's input norm and its output norm. Llama: input_layernorm and
+// post_attention_layernorm (the MLP's input); Gemma 2 adds the outputs' (post_attention_layernorm,
+// pre_ and post_feedforward_layernorm); GLM-4 names those four its way; OLMo 2 has outputs only.
+struct LayerNorms {
+  const char *attn_in = nullptr, *attn_out = nullptr, *ffn_in = nullptr, *ffn_out = nullptr;
+};
+LayerNorms layer_norms(const LlamaConfig& config);
+
 // Where layer l's experts live: "model.layers.{l}.block_sparse_moe." (Mixtral) or "...mlp." (Qwen2-MoE).
 std::string moe_prefix(const LlamaConfig& config, uint64_t layer);
 // Its router: "...gate." (gpt-oss: "...mlp.router.", with a bias).
 std::string router_prefix(const LlamaConfig& config, uint64_t layer);
-// Its shared expert: "...mlp.shared_expert." (Qwen2-MoE, gated) or "...mlp.shared_experts." (DeepSeek).
+// Its shared expert: "...mlp.shared_expert." (Qwen2-MoE, gated), "...mlp.shared_experts." (DeepSeek) or
+// "model.layers.{l}.shared_mlp." (Granite-MoE-Shared).
 std::string shared_expert_prefix(const LlamaConfig& config, uint64_t layer);
 
 }  // namespace wl

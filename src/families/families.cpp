@@ -3,12 +3,13 @@
 namespace wl {
 
 extern const Family kLlama, kMistral, kMixtral, kQwen2, kQwen2Moe, kQwen3, kQwen3Moe, kGemma, kGemma2, kGemma3Text,
-    kPhi3, kGranite, kSmolLM3, kOlmo2, kNemotronNas, kDeci, kDeepseekV2, kDeepseekV3, kGptOss;
+    kPhi3, kGranite, kSmolLM3, kOlmo2, kNemotronNas, kDeci, kDeepseekV2, kDeepseekV3, kGptOss, kGlm4, kGraniteMoe, kGraniteMoeShared;
 
 const std::vector<const Family*>& families() {
   static const std::vector<const Family*> all{&kLlama, &kMistral, &kMixtral, &kQwen2, &kQwen2Moe, &kQwen3, &kQwen3Moe,
                                               &kGemma, &kGemma2, &kGemma3Text, &kPhi3, &kGranite, &kSmolLM3, &kOlmo2,
-                                              &kNemotronNas, &kDeci, &kDeepseekV2, &kDeepseekV3, &kGptOss};
+                                              &kNemotronNas, &kDeci, &kDeepseekV2, &kDeepseekV3, &kGptOss, &kGlm4,
+                                              &kGraniteMoe, &kGraniteMoeShared};
   return all;
 }
 

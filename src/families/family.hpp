@@ -42,7 +42,8 @@ struct Family {
   // How experts are configured and routed (none: a dense MLP; num_experts above 1 refused).
   enum class Experts {
     None,
-    Mixtral,    // num_local_experts of intermediate_size, top-k renormalised
+    Mixtral,    // num_local_experts of intermediate_size, top-k renormalised (Granite-MoE: the softmax of the
+                // chosen logits, the same weights), under block_sparse_moe
     Qwen2Moe,   // num_experts of moe_intermediate_size, a gated shared expert, sparse steps
     Qwen3Moe,   // Qwen2-MoE's without the shared expert (num_local_experts in transformers 5)
     DeepseekV2, // n_routed_experts of moe_intermediate_size, softmax scores, greedy or group-limited
@@ -58,6 +59,7 @@ struct Family {
     Attention,  // attention_bias: q/k/v/o together (Llama, Mistral, Gemma, Phi-3, Qwen3)
     QkvOnly,    // q/k/v always, never o (Qwen2)
     DeciLm,     // attention_bias or bias; qkv_bias overriding it for q/k/v (as vLLM reads DeciLM)
+    QkvDefault, // attention_bias for q/k/v, never o (GLM-4, whose attention_bias_default is true)
   };
 
   std::string_view model_type;    // config.json's model_type
@@ -83,6 +85,13 @@ struct Family {
   bool attention_bias_default = false;
   uint64_t sliding_window_default = 0;
   double rope_theta_default = 0;
+  bool glm_norms = false;           // four norms per block under GLM-4's names: post_self_attn_layernorm on the
+                                    // attention's output, post_attention_layernorm before the MLP, post_mlp_layernorm after
+  bool rope_adjacent_pairs = false; // the rotary dimensions turn in adjacent pairs (2j, 2j + 1), not halves (GLM-4)
+  double partial_rotary_factor = 1; // partial_rotary_factor's default (GLM-4: 0.5)
+  bool shared_mlp = false;          // shared_intermediate_size: an ungated MLP beside the experts (Granite-MoE-Shared)
+  bool stacked_experts = false;     // transformers reads its experts stacked only (Granite-MoE's input_linear /
+                                    // output_linear): written one tensor per expert, they would not load
   GgufArchitecture gguf{};          // how llama.cpp stores it; none: GGUF output is refused
 };
 

@@ -169,7 +169,9 @@ struct Ropes {
 // One rope_parameters object (the flat one, or one layer type's). What transformers 4 reads elsewhere
 // (the top-level rope_theta, partial_rotary_factor and pretrained context, rope_scaling) fills what it
 // leaves out, and must agree with what it gives: each version would read only its own.
-Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field, double default_theta) {
+double default_rope_theta(const Family& family) { return family.rope_theta_default ? family.rope_theta_default : 10000.0; }
+
+Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field, const Family& family) {
   Rope r;
   r.scaling = read_scaling(top, object, field, true);
   for (const char* key : {"rope_theta", "partial_rotary_factor", kOriginalContext})
@@ -179,28 +181,28 @@ Rope read_rope_parameters(const JsonFields& top, const json& object, const std::
   if (top.has("rope_scaling") && read_scaling(top, top.at("rope_scaling"), "rope_scaling", false) != r.scaling)
     throw config_invalid(top.file(), "rope_scaling", fmt::format("disagrees with {}: transformers 4 reads the one, 5 the other", field));
   const JsonFields f(object, top.file());
-  r.theta = f.number("rope_theta", top.number("rope_theta", default_theta));
+  r.theta = f.number("rope_theta", top.number("rope_theta", default_rope_theta(family)));
   if (!(r.theta > 0) || !std::isfinite(r.theta)) throw config_invalid(top.file(), field + ".rope_theta", "must be a positive number");
-  r.partial = partial_rotary_factor(f, field + ".partial_rotary_factor", partial_rotary_factor(top));
+  r.partial = partial_rotary_factor(f, field + ".partial_rotary_factor",
+                                    partial_rotary_factor(top, "partial_rotary_factor", family.partial_rotary_factor));
   return r;
 }
 
 // Transformers 4's rope_theta, partial_rotary_factor and rope_scaling, or transformers 5's
 // rope_parameters: flat, or per layer type ({"full_attention": {...}, "sliding_attention": {...}}).
-// rope_theta is the family's default where none is given.
+// rope_theta and partial_rotary_factor are the family's defaults where none is given.
 Ropes read_ropes(const JsonFields& top, const Family& family) {
-  const double default_theta = family.rope_theta_default ? family.rope_theta_default : 10000.0;
   if (!top.has("rope_parameters")) {
     Rope r;
-    r.theta = top.number("rope_theta", default_theta);
-    r.partial = partial_rotary_factor(top);
+    r.theta = top.number("rope_theta", default_rope_theta(family));
+    r.partial = partial_rotary_factor(top, "partial_rotary_factor", family.partial_rotary_factor);
     if (top.has("rope_scaling")) r.scaling = read_scaling(top, top.at("rope_scaling"), "rope_scaling", false);
     return {r, r};
   }
   const json& p = top.at("rope_parameters");
   if (!p.is_object()) throw config_invalid(top.file(), "rope_parameters", "is not an object");
   if (!p.contains("full_attention") && !p.contains("sliding_attention")) {
-    const Rope r = read_rope_parameters(top, p, "rope_parameters", default_theta);
+    const Rope r = read_rope_parameters(top, p, "rope_parameters", family);
     return {r, r};
   }
   Ropes out;
@@ -208,7 +210,7 @@ Ropes read_ropes(const JsonFields& top, const Family& family) {
     const std::string field = "rope_parameters." + key;
     if (key != "full_attention" && key != "sliding_attention")
       throw config_invalid(top.file(), field, "is not a layer type (full_attention, sliding_attention)");
-    (key == "full_attention" ? out.full : out.sliding) = read_rope_parameters(top, value, field, default_theta);
+    (key == "full_attention" ? out.full : out.sliding) = read_rope_parameters(top, value, field, family);
   }
   if (out.full && out.sliding && out.full->partial != out.sliding->partial)
     throw config_invalid(top.file(), "rope_parameters.sliding_attention.partial_rotary_factor",
@@ -455,6 +457,10 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
       m.expert_intermediate_size = f.uint("moe_intermediate_size", 768);
       break;
   }
+  if (family.shared_mlp) {  // Granite-MoE-Shared: 0 (its default) is no shared MLP
+    m.shared_expert_intermediate_size = f.uint("shared_intermediate_size", 0);
+    m.shared_expert_gated = false;
+  }
   if (qwen) {
     m.norm_topk_prob = f.boolean("norm_topk_prob", false);
     m.decoder_sparse_step = f.uint("decoder_sparse_step", 1);
@@ -480,14 +486,14 @@ std::vector<int32_t> token_ids(const JsonFields& f, const char* key) {
   return out;
 }
 
-// attention_bias gives q/k/v/o biases (Qwen2: q/k/v always); DeciLM as vLLM reads it: `bias` too,
-// and qkv_bias overriding it for q/k/v.
+// attention_bias gives q/k/v/o biases (Qwen2: q/k/v always; GLM-4: q/k/v unless it is false); DeciLM
+// as vLLM reads it: `bias` too, and qkv_bias overriding it for q/k/v.
 void read_biases(const JsonFields& f, const Family& family, LlamaConfig& c) {
   const bool deci = family.biases == Family::Biases::DeciLm;
   const bool attention_bias = f.boolean("attention_bias", family.attention_bias_default) || (deci && f.boolean("bias", false));
   const bool qkv_only = family.biases == Family::Biases::QkvOnly;
   c.qkv_bias = deci ? f.boolean("qkv_bias", attention_bias) : attention_bias || qkv_only;
-  c.o_bias = attention_bias && !qkv_only;
+  c.o_bias = attention_bias && !qkv_only && family.biases != Family::Biases::QkvDefault;
   c.mlp_bias = f.boolean("mlp_bias", false);
   if (c.mlp_bias && !family.mlp_bias)
     throw config_invalid(f.file(), "mlp_bias", fmt::format("{} models have no MLP biases", family.model_type));
@@ -609,6 +615,9 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.qk_norm = family.qk_norm;
   c.qk_norm_whole = family.qk_norm_whole;
   c.post_norms_only = family.post_norms_only;
+  c.glm_norms = family.glm_norms;
+  if (family.glm_norms) c.sandwich_norms = true;
+  c.rope_adjacent_pairs = family.rope_adjacent_pairs;
   read_listed_windows(f, family, c);
   apply_ropes(f, ropes, c);
   if (c.latent_attention()) c.mla.softmax_scale = latent_softmax_scale(c.mla, c.rope_scaling);

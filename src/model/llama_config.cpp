@@ -157,13 +157,17 @@ void check_experts(const WeightSource& s, const LlamaConfig& c, uint64_t l, cons
     check_shape(s, at + "mlp.experts.down_proj_bias", {E, D}, moe);
     return;
   }
-  const bool mixtral = c.architecture == "mixtral";
+  const bool mixtral = c.block_sparse_moe();
   const char* count = mixtral ? "num_local_experts" : c.latent_attention() ? "n_routed_experts" : "num_experts";
   check_shape(s, at + (mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight"), {E, c.hidden_size}, moe);
   check_shape(s, at + (mixtral ? "block_sparse_moe.experts.0.w1.weight" : "mlp.experts.0.gate_proj.weight"), {ff, c.hidden_size}, moe);
   if (s.find(fmt::format("{}{}.experts.{}.", at, mixtral ? "block_sparse_moe" : "mlp", E) + (mixtral ? "w1.weight" : "gate_proj.weight")))
     throw invalid(s.origin(), count, fmt::format("{} but the checkpoint has an expert {}", E, E));
   if (c.moe.score_correction_bias) check_shape(s, at + "mlp.gate.e_score_correction_bias", {E}, moe);
+  if (mixtral) {  // Granite-MoE-Shared's shared MLP: gate rows, then up rows
+    check_shape(s, at + "shared_mlp.input_linear.weight", {2 * c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
+    return;
+  }
   const std::string shared = c.moe.shared_expert_gated ? "mlp.shared_expert." : "mlp.shared_experts.";
   check_shape(s, at + shared + "gate_proj.weight", {c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
 }
@@ -259,6 +263,8 @@ LlamaConfig llama_config_from_source(const WeightSource& s) {
   if (c.fused_checkpoint && !c.moe_layer(0) && !s.find("model.layers.0.mlp.gate_up_proj.weight"))
     throw invalid(s.origin(), "model.layers.0.mlp.gate_up_proj.weight",
                   "the checkpoint fuses qkv_proj but not gate_up_proj; the engine reads both fused or both split");
+  // GLM-4 stores gate_up_proj fused beside split q/k/v.
+  c.fused_gate_up = c.fused_checkpoint || s.find("model.layers.0.mlp.gate_up_proj.weight") != nullptr;
   validate(c, s.origin());
   check_tensors(s, c);
   return c;
@@ -268,6 +274,11 @@ uint64_t LlamaConfig::window_layer(uint64_t l) const {
   if (!sliding_layers.empty()) return l < sliding_layers.size() && sliding_layers[l] ? sliding_window : 0;
   if (!sliding_window || l < sliding_window_from || l % sliding_window_every != 0) return 0;
   return sliding_window;
+}
+
+bool LlamaConfig::block_sparse_moe() const {
+  const Family* family = family_by_type(architecture);
+  return family && family->experts == Family::Experts::Mixtral;
 }
 
 bool LlamaConfig::moe_layer(uint64_t l) const {
@@ -344,7 +355,8 @@ std::string LlamaConfig::features() const {
   if (query_pre_attn_scalar) f.push_back(fmt::format("query_pre_attn_scalar {}", query_pre_attn_scalar));
   if (norm_weight_offset) f.push_back("(1+w) RMSNorm");
   if (scale_embeddings) f.push_back("embeddings x sqrt(hidden)");
-  if (sandwich_norms) f.push_back("four norms per block");
+  if (sandwich_norms) f.push_back(glm_norms ? "four norms per block (GLM's)" : "four norms per block");
+  if (rope_adjacent_pairs) f.push_back("rope in adjacent pairs");
   if (qk_norm) f.push_back("q/k RMSNorm per head");
   if (qk_norm_whole) f.push_back("q/k RMSNorm over the whole projection");
   if (post_norms_only) f.push_back("sublayer outputs normalised, not inputs");
@@ -355,6 +367,7 @@ std::string LlamaConfig::features() const {
     f.push_back(fmt::format("{} of {} layers without rope", std::count(rope_layers.begin(), rope_layers.end(), false), rope_layers.size()));
   if (hidden_act != "silu") f.push_back(hidden_act);
   if (fused_checkpoint) f.push_back("fused qkv_proj/gate_up_proj stored");
+  else if (fused_gate_up) f.push_back("fused gate_up_proj stored");
   if (latent_attention())
     f.push_back(fmt::format("latent attention (q {}, kv_lora_rank {}, qk nope/rope {}/{}, v {}, {} rope pairs{})",
                             mla.q_lora_rank ? fmt::format("lora_rank {}", mla.q_lora_rank) : "q_proj", mla.kv_lora_rank, mla.qk_nope_head_dim,
@@ -408,6 +421,7 @@ std::string LlamaConfig::to_hf_config_json() const {
       {"tie_word_embeddings", tie_word_embeddings},
   };
   if (family->biases == Family::Biases::Attention) j["attention_bias"] = qkv_bias && o_bias;
+  if (family->biases == Family::Biases::QkvDefault) j["attention_bias"] = qkv_bias;
   if (family->mlp_bias && !family->decilm) j["mlp_bias"] = mlp_bias;
   if (family->decilm) {
     j["attention_bias"] = o_bias, j["qkv_bias"] = qkv_bias, j["mlp_bias"] = mlp_bias;
@@ -422,7 +436,8 @@ std::string LlamaConfig::to_hf_config_json() const {
     }
     j["intermediate_size"] = ff;
   }
-  if (rotary_dims() != head_dim) j["partial_rotary_factor"] = double(rotary_dims()) / double(head_dim);
+  if (rotary_dims() != head_dim || family->partial_rotary_factor != 1)
+    j["partial_rotary_factor"] = double(rotary_dims()) / double(head_dim);
   if (sliding_rope_theta) {  // per layer type, as transformers 5 writes it
     j.erase("rope_theta");
     j["rope_parameters"] = {{"full_attention", rope_parameters_json(rope_theta, rope_scaling)},
@@ -460,6 +475,7 @@ std::string LlamaConfig::to_hf_config_json() const {
     case Family::Experts::GptOss: break;
     case Family::Experts::Mixtral:
       j["num_local_experts"] = moe.num_experts, j["num_experts_per_tok"] = moe.experts_per_token;
+      if (family->shared_mlp) j["shared_intermediate_size"] = moe.shared_expert_intermediate_size;
       break;
     case Family::Experts::Qwen2Moe:
     case Family::Experts::Qwen3Moe:

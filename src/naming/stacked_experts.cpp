@@ -11,19 +11,38 @@ namespace wl {
 
 namespace {
 
+// The stacks' and the router's names as stored (layer stems with their leaf; empty: none).
+struct Stored {
+  std::array<std::string_view, 2> gate_up, down, router;
+};
+// transformers 5's: mlp.experts.gate_up_proj / down_proj, the router as mlp.gate.
+constexpr Stored kTransformers5{{"mlp.experts.gate_up_proj"}, {"mlp.experts.down_proj"}, {"mlp.gate.weight"}};
+// Granite-MoE's checkpoints (block_sparse_moe.input_linear / output_linear, router.layer) and its
+// transformers 5 modules' own names (experts.gate_up_proj / down_proj, router).
+constexpr Stored kGraniteMoe{{"block_sparse_moe.input_linear.weight", "block_sparse_moe.experts.gate_up_proj"},
+                             {"block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.down_proj"},
+                             {"block_sparse_moe.router.layer.weight", "block_sparse_moe.router.weight"}};
+
 struct Family {
   std::string_view model_type;
   std::string_view experts;          // the per-expert layer stem before the expert's number
   std::string_view gate, up, down;   // after it
   std::string_view router;           // the earlier router stem (transformers 5: mlp.gate)
+  Stored stored = kTransformers5;
 };
 
-constexpr std::array<Family, 4> kFamilies{{
+constexpr std::array<Family, 6> kFamilies{{
     {"mixtral", "block_sparse_moe.experts.", "w1", "w3", "w2", "block_sparse_moe.gate"},
     {"qwen2_moe", "mlp.experts.", "gate_proj", "up_proj", "down_proj", "mlp.gate"},
     {"deepseek_v2", "mlp.experts.", "gate_proj", "up_proj", "down_proj", "mlp.gate"},
     {"deepseek_v3", "mlp.experts.", "gate_proj", "up_proj", "down_proj", "mlp.gate"},
+    {"granitemoe", "block_sparse_moe.experts.", "w1", "w3", "w2", "block_sparse_moe.gate", kGraniteMoe},
+    {"granitemoeshared", "block_sparse_moe.experts.", "w1", "w3", "w2", "block_sparse_moe.gate", kGraniteMoe},
 }};
+
+bool listed(const std::array<std::string_view, 2>& names, std::string_view name) {
+  return !name.empty() && std::find(names.begin(), names.end(), name) != names.end();
+}
 
 const Family* family(std::string_view model_type) {
   for (const Family& f : kFamilies)
@@ -50,8 +69,8 @@ std::vector<ExpertStackPart> unstacked_experts(std::string_view model_type, std:
   auto name = [&](std::string_view leaf) {
     return fmt::format("model.layers.{}.{}{}.{}.weight", layer->first, f->experts, expert, leaf);
   };
-  if (layer->second == "mlp.experts.gate_up_proj") return {{name(f->gate), 0, 2}, {name(f->up), 1, 2}};
-  if (layer->second == "mlp.experts.down_proj") return {{name(f->down), 0, 1}};
+  if (listed(f->stored.gate_up, layer->second)) return {{name(f->gate), 0, 2}, {name(f->up), 1, 2}};
+  if (listed(f->stored.down, layer->second)) return {{name(f->down), 0, 1}};
   return {};
 }
 
@@ -82,7 +101,7 @@ std::optional<std::string> earlier_router_name(std::string_view param) {
 std::optional<std::string> unstacked_router(std::string_view model_type, std::string_view stored) {
   const Family* f = family(model_type);
   const auto layer = split_layer_name(stored, "model.layers.");
-  if (!f || !layer || layer->second != "mlp.gate.weight" || f->router == "mlp.gate") return std::nullopt;
+  if (!f || !layer || !listed(f->stored.router, layer->second) || layer->second == fmt::format("{}.weight", f->router)) return std::nullopt;
   return fmt::format("model.layers.{}.{}.weight", layer->first, f->router);
 }
 

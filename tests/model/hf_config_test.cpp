@@ -308,6 +308,37 @@ std::string deepseek(const char* type, const std::string& fields) {
                      type, kSizes, fields.empty() ? "" : ", " + fields);
 }
 
+TEST(HfConfig, Glm4BiasesRotaryAndNorms) {
+  // GLM-4's defaults: q/k/v biases (o never), half of each head turning in adjacent pairs.
+  const LlamaConfig glm = read(fmt::format(R"({{"model_type": "glm4", {}, "head_dim": 16}})", kSizes));
+  EXPECT_TRUE(glm.qkv_bias);
+  EXPECT_FALSE(glm.o_bias);
+  EXPECT_EQ(glm.rotary_dims(), 8u);
+  EXPECT_TRUE(glm.sandwich_norms && glm.glm_norms && glm.rope_adjacent_pairs);
+  const LlamaConfig plain = read(fmt::format(R"({{"model_type": "glm4", {}, "attention_bias": false, "partial_rotary_factor": 1.0}})", kSizes));
+  EXPECT_FALSE(plain.qkv_bias || plain.o_bias);
+  EXPECT_EQ(plain.rotary_dims(), plain.head_dim);
+  EXPECT_EQ(read(glm.to_hf_config_json()), glm);
+  EXPECT_EQ(read(plain.to_hf_config_json()), plain);
+  EXPECT_FALSE(read(llama("\"head_dim\": 16")).rope_adjacent_pairs);
+}
+
+TEST(HfConfig, GraniteMoeExpertsMultipliersAndSharedMlp) {
+  const LlamaConfig moe = read(fmt::format(R"({{"model_type": "granitemoe", {}, "num_local_experts": 4, "num_experts_per_tok": 2,
+                                                "residual_multiplier": 0.5}})", kSizes));
+  EXPECT_EQ(moe.moe.num_experts, 4u);
+  EXPECT_EQ(moe.moe.expert_intermediate_size, 16u);  // intermediate_size, as Mixtral's
+  EXPECT_TRUE(moe.moe.norm_topk_prob && moe.block_sparse_moe());
+  EXPECT_EQ(moe.moe.shared_expert_intermediate_size, 0u);
+  EXPECT_DOUBLE_EQ(moe.residual_multiplier, 0.5);
+  const LlamaConfig shared = read(fmt::format(R"({{"model_type": "granitemoeshared", {}, "shared_intermediate_size": 8}})", kSizes));
+  EXPECT_EQ(shared.moe.num_experts, 8u);  // num_local_experts' default
+  EXPECT_EQ(shared.moe.shared_expert_intermediate_size, 8u);
+  EXPECT_FALSE(shared.moe.shared_expert_gated);
+  for (const LlamaConfig& c : {moe, shared}) EXPECT_EQ(read(c.to_hf_config_json()), c) << c.architecture;
+  EXPECT_FALSE(read(llama("\"head_dim\": 8")).block_sparse_moe());
+}
+
 TEST(HfConfig, DeepseekLatentAttentionAndRouting) {
   const LlamaConfig v3 = read(deepseek("deepseek_v3", R"("q_lora_rank": 12, "n_group": 4, "topk_group": 2, "head_dim": 99)"));
   EXPECT_TRUE(v3.latent_attention());

@@ -245,17 +245,17 @@ def test_layer_types_the_engine_cannot_follow_are_refused_by_name(tmp_path, cls,
 
 
 def test_a_family_the_engine_does_not_run_is_refused_by_name(tmp_path):
-    """GLM-4 (not run yet: its extra norms, partial rotary on interleaved pairs) is refused by its
-    model_type and by its architecture, never run as something else."""
-    config = transformers.Glm4Config(**SIZES, rope_parameters={"rope_type": "default", "rope_theta": 1e4})
+    """Cohere (not run: LayerNorm with no bias, attention and MLP in parallel, logit_scale) is refused
+    by its model_type and by its architecture, never run as something else."""
+    config = transformers.CohereConfig(**SIZES, rope_parameters={"rope_type": "default", "rope_theta": 1e4})
     transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
     cfg = json.loads((tmp_path / "config.json").read_text())
-    with pytest.raises(wl.Error, match="glm4.* not a family the engine runs") as e:
+    with pytest.raises(wl.Error, match="cohere.* not a family the engine runs") as e:
         wl.LLM(str(tmp_path))
     assert e.value.code == "ConfigInvalid"
     del cfg["model_type"]
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(wl.Error, match="Glm4ForCausalLM.* not one the engine runs"):
+    with pytest.raises(wl.Error, match="CohereForCausalLM.* not one the engine runs"):
         wl.LLM(str(tmp_path))
 
 

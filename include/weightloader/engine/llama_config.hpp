@@ -1,6 +1,6 @@
 // The model description the engine runs: the hyperparameters of a decoder-only transformer of the
 // Llama lineage, read from the checkpoint itself — a Hugging Face config.json (Llama, Mistral,
-// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM, DeepSeek-V2 and -V3, gpt-oss: src/families/), GGUF metadata (the
+// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM, DeepSeek-V2 and -V3, gpt-oss, GLM-4, Granite-MoE: src/families/), GGUF metadata (the
 // architectures the families are written as, read as llama.cpp reads them), Meta's params.json or a llama2.c header. Every field that changes the math is here; one a family's config.json
 // sets that the engine cannot honour is refused, naming it, never ignored.
 #pragma once
@@ -136,6 +136,9 @@ struct WL_API LlamaConfig {
   bool norm_weight_offset = false;     // Gemma: RMSNorm multiplies by (1 + w)
   bool scale_embeddings = false;       // Gemma: embeddings times sqrt(hidden_size)
   bool sandwich_norms = false;         // Gemma 2: post-attention, pre- and post-feedforward norms
+  bool glm_norms = false;              // GLM-4's names for those four: post_self_attn_layernorm (the attention's
+                                       // output), post_attention_layernorm (the MLP's input), post_mlp_layernorm
+  bool rope_adjacent_pairs = false;    // GLM-4: the rotary dimensions turn in pairs (2j, 2j + 1), not j with j + half
   bool qk_norm = false;                // Qwen3: RMSNorm over each head's q and k (q_norm, k_norm: [head_dim]) before rope
   // Granite's multipliers (1, and 0 for attention: none): embeddings times embedding_multiplier,
   // scores times attention_multiplier instead of 1/sqrt(head_dim), each block's output times
@@ -149,6 +152,7 @@ struct WL_API LlamaConfig {
   // One flag per layer when some layers do not turn (SmolLM3's no_rope_layers, 0: no rope); empty: all turn.
   std::vector<bool> rope_layers;
   bool fused_checkpoint = false;       // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
+  bool fused_gate_up = false;          // the checkpoint stores gate_up_proj (Phi-3, GLM-4): gate rows, then up rows
   MoeConfig moe;
   LatentAttention mla;                 // kv_lora_rank 0: q/k/v attention
   // gpt-oss: a learned logit per query head (self_attn.sinks) joins each softmax's denominator, its
@@ -174,6 +178,9 @@ struct WL_API LlamaConfig {
   // Whether layer `l` turns with sliding_rope_theta and sliding_rope_scaling.
   bool sliding_rope_layer(uint64_t l) const { return sliding_rope_theta != 0 && window_layer(l) != 0; }
   bool moe_layer(uint64_t l) const;
+  // Whether the experts live under block_sparse_moe as w1/w3/w2 (Mixtral's and Granite-MoE's
+  // names; the shared MLP, if any, as shared_mlp), not under mlp.
+  bool block_sparse_moe() const;
   // "qwen2: q/k/v biases, ..." — what this configuration exercises, for inspect.
   std::string features() const;
   // A Hugging Face config.json (LlamaForCausalLM) describing this model, for converted checkpoints.

@@ -1,0 +1,12 @@
+#include "families/family.hpp"
+
+namespace wl {
+
+// Granite-MoE-Shared (Granite 3.1 MoE): Granite-MoE (granitemoe.cpp) with an ungated MLP of
+// shared_intermediate_size beside the experts (shared_mlp.input_linear: gate rows, then up rows;
+// shared_mlp.output_linear); 0 (the default) is none. Not written as GGUF.
+extern const Family kGraniteMoeShared{.model_type = "granitemoeshared", .architecture = "GraniteMoeSharedForCausalLM",
+                                      .experts = Family::Experts::Mixtral, .multipliers = true, .shared_mlp = true,
+                                      .stacked_experts = true};
+
+}  // namespace wl
