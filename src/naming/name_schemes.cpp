@@ -67,12 +67,12 @@ std::vector<Architecture> gguf_architectures() {
     if (g.name.empty()) continue;
     auto a = std::find_if(out.begin(), out.end(), [&](const Architecture& x) { return x.name == g.name; });
     if (a == out.end()) a = out.insert(out.end(), Architecture{g.name, {}, g.interleaved_rotary, g.norm_offset, {}});
-    for (const auto& [canonical, gguf] : g.layer_stems)
-      if (std::none_of(a->layer_stems.begin(), a->layer_stems.end(), [&](const Stem& s) { return s.canonical == canonical; }))
-        a->layer_stems.push_back({canonical, gguf});
-    for (const auto& [prefix, leaf, gguf] : g.stacks)
-      if (std::none_of(a->stacks.begin(), a->stacks.end(), [&](const StackStem& s) { return s.scheme == gguf; }))
-        a->stacks.push_back({prefix, leaf, gguf});
+    for (const GgufArchitecture::Stem& st : g.layer_stems)
+      if (std::none_of(a->layer_stems.begin(), a->layer_stems.end(), [&](const Stem& s) { return s.canonical == st.canonical; }))
+        a->layer_stems.push_back({st.canonical, st.gguf});
+    for (const GgufArchitecture::Stack& st : g.stacks)
+      if (std::none_of(a->stacks.begin(), a->stacks.end(), [&](const StackStem& s) { return s.scheme == st.gguf; }))
+        a->stacks.push_back({st.canonical_prefix, st.canonical_leaf, st.gguf});
   }
   return out;
 }
