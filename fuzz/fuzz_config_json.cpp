@@ -5,8 +5,8 @@
 #include "weightloader/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const wl::WeightSource source("safetensors", "fuzz", {},
-                                {{"config.json", std::string(reinterpret_cast<const char*>(data), size)}});
+  const wl::WeightSource source("safetensors", "fuzz",
+                                wl::Catalogue{{}, {}, {{"config.json", std::string(reinterpret_cast<const char*>(data), size)}}});
   try {
     wl::llama_heads_from_metadata(source);
   } catch (const wl::Error&) {
