@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import weightloader as wl  # noqa: E402
-from test_transformers5_configs import CHANGED, PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
+from test_transformers5_configs import CHANGED, PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence, run_both  # noqa: E402
 
 # Latent attention of 4 heads: queries through a rank-24 bottleneck, a 16-wide kv latent, each
 # head's key 8 + 8 wide (nope + rope), its value 12; 8 experts in 4 groups, the best 2 groups
@@ -40,19 +40,6 @@ def deepseek(cls, rope=PLAIN, **sizes):
             if name.endswith("e_score_correction_bias"):
                 b.copy_(torch.randn(b.shape, generator=g) * 0.3)
     return model
-
-
-def run_both(model, folder, tp=1, lengths=(1, 7, 19), **kwargs):
-    model.save_pretrained(folder)
-    cfg = json.loads((folder / "config.json").read_text())
-    llm = wl.LLM(str(folder), tensor_parallel_size=tp, **kwargs)
-    assert llm.config["architecture"] == cfg["model_type"]
-    worst = 0.0
-    for n in lengths:
-        ids = sequence(n, seed=n)
-        worst = max(worst, error(engine_logits(llm, ids), reference(model, ids)))
-    assert worst < TOLERANCE, worst
-    return llm, cfg
 
 
 def changed(model, edit=None, **config):

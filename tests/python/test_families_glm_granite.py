@@ -14,24 +14,11 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import weightloader as wl  # noqa: E402
-from test_transformers5_configs import CHANGED, PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
+from test_transformers5_configs import CHANGED, PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence, run_both  # noqa: E402
 
 # head_dim 16 of which partial_rotary_factor 0.5 turns; GLM-4's config default for the rotary part.
 GLM_ROPE = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
 GLM4 = dict(head_dim=16)
-
-
-def run_both(model, folder, tp=1, lengths=(1, 7, 19)):
-    model.save_pretrained(folder)
-    cfg = json.loads((folder / "config.json").read_text())
-    llm = wl.LLM(str(folder), tensor_parallel_size=tp)
-    assert llm.config["architecture"] == cfg["model_type"]
-    worst = 0.0
-    for n in lengths:
-        ids = sequence(n, seed=n)
-        worst = max(worst, error(engine_logits(llm, ids), reference(model, ids)))
-    assert worst < TOLERANCE, worst
-    return llm, cfg
 
 
 def changed(model, rope, edit=None, **config):

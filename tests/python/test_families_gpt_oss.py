@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import weightloader as wl  # noqa: E402
-from test_transformers5_configs import CHANGED, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
+from test_transformers5_configs import CHANGED, TOLERANCE, build, engine_logits, error, reference, sequence, run_both  # noqa: E402
 
 # 4 heads of 8 over 2 kv heads, 4 layers alternating sliding (window 3) and full, 4 experts of 32
 # units, 2 chosen; a SwiGLU limit low enough that the clamps bite on these small activations.
@@ -37,19 +37,6 @@ def gpt_oss(rope=YARN, **sizes):
             if name.endswith("sinks"):
                 p.copy_(torch.randn(p.shape, generator=g) * 1.5)
     return model
-
-
-def run_both(model, folder, tp=1, lengths=(1, 7, 19), **kwargs):
-    model.save_pretrained(folder)
-    cfg = json.loads((folder / "config.json").read_text())
-    llm = wl.LLM(str(folder), tensor_parallel_size=tp, **kwargs)
-    assert llm.config["architecture"] == cfg["model_type"]
-    worst = 0.0
-    for n in lengths:
-        ids = sequence(n, seed=n)
-        worst = max(worst, error(engine_logits(llm, ids), reference(model, ids)))
-    assert worst < TOLERANCE, worst
-    return llm, cfg
 
 
 def changed(model, edit=None, rope=None, **config):

@@ -14,23 +14,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import weightloader as wl  # noqa: E402
-from test_transformers5_configs import CHANGED, PLAIN, SIZES, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
+from test_transformers5_configs import CHANGED, PLAIN, SIZES, TOLERANCE, build, engine_logits, error, reference, sequence, run_both  # noqa: E402
 
 QWEN3 = dict(head_dim=16)  # head_dim != hidden / heads, as in the released Qwen3 models
 QWEN3_MOE = dict(head_dim=16, moe_intermediate_size=24, num_local_experts=4, num_experts_per_tok=2)
-
-
-def run_both(model, folder, tp, lengths=(1, 7, 19)):
-    model.save_pretrained(folder)
-    cfg = json.loads((folder / "config.json").read_text())
-    llm = wl.LLM(str(folder), tensor_parallel_size=tp)
-    assert llm.config["architecture"] == cfg["model_type"]
-    worst = 0.0
-    for n in lengths:
-        ids = sequence(n, seed=n)
-        worst = max(worst, error(engine_logits(llm, ids), reference(model, ids)))
-    assert worst < TOLERANCE, worst
-    return llm, cfg
 
 
 @pytest.mark.parametrize("tp", [1, 2])

@@ -67,6 +67,21 @@ def engine_logits(llm, ids):
     return np.array(out.logits)
 
 
+def run_both(model, folder, tp=1, lengths=(1, 7, 19), **kwargs):
+    """`model` saved by transformers into `folder`, run by the engine (`tp` ranks, LLM's kwargs): its
+    logits equal transformers' at every position of sequences of `lengths`. Returns (LLM, config.json)."""
+    model.save_pretrained(folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    llm = wl.LLM(str(folder), tensor_parallel_size=tp, **kwargs)
+    assert llm.config["architecture"] == cfg["model_type"]
+    worst = 0.0
+    for n in lengths:
+        ids = sequence(n, seed=n)
+        worst = max(worst, error(engine_logits(llm, ids), reference(model, ids)))
+    assert worst < TOLERANCE, worst
+    return llm, cfg
+
+
 def save(model, folder):
     """save_pretrained as transformers 5 writes it (safetensors, F32); returns config.json."""
     from safetensors.torch import load_file
