@@ -75,6 +75,30 @@ void read_into(const WeightSource& source, const std::string& name, const std::s
   call.run([&] { source.read_all({ReadRequest{&t, s, to, reinterpret_cast<void*>(ptr)}}, io); });
 }
 
+// Every (name, dtype, ptr, nbytes) of `requests` read in one batch of the I/O engine at its own
+// settings (io=auto: O_DIRECT for a cold file, threads, the destinations prefaulted meanwhile), on
+// `device`: how load_file(copy=True) fills fresh memory faster than mapping and copying.
+void read_many_into(const WeightSource& source, const std::vector<std::tuple<std::string, std::string, uintptr_t, uint64_t>>& requests,
+                    const std::string& device) {
+  std::vector<ReadRequest> reads;
+  reads.reserve(requests.size());
+  for (const auto& [name, dtype, ptr, nbytes] : requests) {
+    const TensorInfo& t = source.at(name);
+    const DType to = dtype_from_name(dtype);
+    const uint64_t need = shape_numel(t.shape) * dtype_size(to);
+    if (need != nbytes)
+      throw Error(ErrorCode::InvalidArgument, fmt::format("the destination holds {} bytes; {} are needed", nbytes, need),
+                  source.file_of(t), t.name);
+    if (nbytes) reads.push_back(ReadRequest{&t, {}, to, reinterpret_cast<void*>(ptr)});
+  }
+  Interruptible call;
+  IoOptions io;
+  io.device = Device::parse(device);
+  io.devices = module_context().devices;
+  io.progress = call.progress();
+  call.run([&] { source.read_all(reads, io); });
+}
+
 // The bytes `name` stores, as they are (a sub-byte float's packed codes, say), into [ptr, ptr + nbytes):
 // the tensor read as nbytes U8 from where its catalogue entry says, through the same I/O engine.
 void read_stored_into(const WeightSource& source, const std::string& name, uintptr_t ptr, uint64_t nbytes) {
@@ -180,6 +204,8 @@ void register_sources(pyb::module_& m) {
            "Whether rows [begin, end) of dimension dim are read as a slice (not cutting through the encoding's blocks).")
       .def("read_stored_into", &read_stored_into, pyb::arg("name"), pyb::arg("ptr"), pyb::arg("nbytes"),
            "Reads the tensor's stored bytes as they are (no decoding) into [ptr, ptr + nbytes).")
+      .def("read_many_into", &read_many_into, pyb::arg("requests"), pyb::arg("device") = "cpu",
+           "Reads every (name, dtype, ptr, nbytes) in one batch of the I/O engine (io=auto, its threads).")
       .def("read_into", &read_into, pyb::arg("name"), pyb::arg("dtype"), pyb::arg("ptr"), pyb::arg("nbytes"),
            pyb::arg("slice") = pyb::none(), pyb::arg("device") = "cpu");
   register_private_views(m);

@@ -56,8 +56,9 @@ class safe_open:
     def __contains__(self, name: object) -> bool: ...
     def __len__(self) -> int: ...
 
-def load_file(filename: _Path, device: Union[str, torch.device] = "cpu") -> dict[str, torch.Tensor]:
-    """Every tensor of a checkpoint (any format weightloader reads) as a dict of torch tensors."""
+def load_file(filename: _Path, device: Union[str, torch.device] = "cpu", *, copy: bool = False) -> dict[str, torch.Tensor]:
+    """Every tensor of a checkpoint (any format weightloader reads) as a dict of torch tensors; copy=True:
+    each in fresh memory of its own, read in one batch of the I/O engine (never a view of the file)."""
 
 def load(data: Union[bytes, bytearray, memoryview]) -> dict[str, torch.Tensor]:
     """Every tensor of a checkpoint given as bytes (found by content: safetensors, GGUF, ...)."""

@@ -147,6 +147,16 @@ class RecordingSource:
         return getattr(self._source, attr)
 
 
+def mapping_of(address):
+    """The file mapped at `address` in this process (/proc/self/maps), or "" for anonymous memory."""
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        begin, end = (int(x, 16) for x in fields[0].split("-"))
+        if begin <= address < end:
+            return fields[5] if len(fields) > 5 else ""
+    return ""
+
+
 # --- fixtures ---
 
 @pytest.fixture(scope="module")
@@ -748,6 +758,29 @@ def test_load_file_and_load(files):
         load(data[:-1])
     with pytest.raises(wl.FormatError):
         load(b"not a checkpoint at all")
+
+
+def test_load_file_copy_reads_fresh_memory_in_one_batch(files, tmp_path):
+    """copy=True: safetensors' own load_file's values, every tensor in memory of its own (writable,
+    no view of the file: writing leaves the file as it was); any format; a short file named."""
+    from safetensors.torch import load_file as peer_load_file
+    peer = peer_load_file(str(files["st"]))
+    got = load_file(files["st"], copy=True)
+    assert list(got) == sorted(peer)
+    for k, v in peer.items():
+        assert same(got[k], v), k
+    mapped = [k for k, t in load_file(files["st"]).items() if t.numel() and mapping_of(t.data_ptr()) == str(files["st"])]
+    assert mapped  # the control: without copy, tensors are views of the file's mapping
+    assert not [k for k, t in got.items() if t.numel() and mapping_of(t.data_ptr()) == str(files["st"])]
+    before = files["st"].read_bytes()
+    got["f32"].fill_(7.0)
+    assert files["st"].read_bytes() == before
+    assert same(load_file(files["st"], copy=True)["f32"], peer["f32"])
+    assert same(load_file(files["gguf"], copy=True)["q8"], torch.from_numpy(files["gguf_ref"]["q8"]))
+    short = tmp_path / "short.safetensors"
+    short.write_bytes(before[:-8])
+    with pytest.raises(wl.FormatError, match="short.safetensors"):
+        load_file(short, copy=True)
 
 
 def test_save_file_layout_and_bytes(files):
