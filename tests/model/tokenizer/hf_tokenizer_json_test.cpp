@@ -111,6 +111,18 @@ TEST(TokenizerJson, DigitsPunctuationContiguousAndStepsAfterByteLevel) {
   EXPECT_EQ(with(json::array(), {digit_runs})->encode("b\xC3\xBC" "1", false), (Ids{1, 14, 16, 5}));
 }
 
+// "$" as Oniguruma (Ruby syntax) reads it for tokenizers: before every "\n" (DeepSeek LLM's "\s+$"
+// step), so " " before a newline is a word of its own, and "ĠĊ" (33) cannot merge there.
+TEST(TokenizerJson, DollarMatchesBeforeEveryNewline) {
+  json j = test::tiny_tokenizer_json();
+  j["model"]["vocab"]["\xC4\xA0\xC4\x8A"] = 33;
+  j["model"]["merges"].push_back("\xC4\xA0 \xC4\x8A");
+  j["pre_tokenizer"] = test::split_then_byte_level("\\s+$");
+  const auto tok = open_json(j);
+  EXPECT_EQ(tok->encode("a \nb", false), (Ids{0, 3, 4, 1}));  // tokenizers 0.23.3's ids
+  EXPECT_EQ(tok->encode("a \n", false), (Ids{0, 33}));
+}
+
 TEST(TokenizerJson, AddedTokensFirstLongestFirst) {
   json j = test::tiny_tokenizer_json();
   j["added_tokens"] = {test::added_token(33, "<|x|>", true, false), test::added_token(34, "<|x|>ab", false, true),
