@@ -157,9 +157,8 @@ def ours(tokenizer, texts):
 
 
 def expect_peer_ids(tokenizer, peer):
-    got = ours(tokenizer, TEXTS)
-    wrong = [(t, g, peer.encode(t, add_special_tokens=False).ids) for t, g in zip(TEXTS, got)
-             if g != peer.encode(t, add_special_tokens=False).ids]
+    want = [peer.encode(t, add_special_tokens=False).ids for t in TEXTS]
+    wrong = [(t, g, w) for t, g, w in zip(TEXTS, ours(tokenizer, TEXTS), want) if g != w]
     assert not wrong, "\n".join(f"{t!r}: {g} instead of {w}" for t, g, w in wrong)
 
 
