@@ -97,7 +97,7 @@ class ByteLevelBpeTokenizer : public Tokenizer {
         ids.push_back(s.id);
         continue;
       }
-      for (const std::string& word : pre_.words(s.text)) encode_word(bytes_to_alphabet(word), ids);
+      for (const std::string& word : pre_.words(s.text)) encode_word(word, ids);
     }
     if (add_bos) ids.insert(ids.end(), v_.suffix.begin(), v_.suffix.end());
     return ids;
@@ -155,10 +155,10 @@ std::unique_ptr<Tokenizer> make_byte_level_bpe_tokenizer(ByteLevelBpeVocab vocab
 }
 
 GgufMetadata byte_level_vocab_to_gguf(const ByteLevelBpeVocab& v, const std::string& origin) {
-  const NamedPreTokenizer* named = pre_tokenizer_for(v.pre, v.ignore_merges);
+  const NamedPreTokenizer* named = pre_tokenizer_for(v.pre, v.ignore_merges, v.nfc);
   if (!named)
     throw Error(ErrorCode::TokenizerUnsupported,
-                fmt::format("its pre-tokenizer is none that llama.cpp runs by name ({}): GGUF cannot say how to cut words",
+                fmt::format("its pre-tokenizer (with its ignore_merges and normalizer) is none that llama.cpp runs by name ({}): GGUF cannot say how to cut words",
                             named_pre_tokenizers()),
                 origin);
   if (v.byte_fallback)

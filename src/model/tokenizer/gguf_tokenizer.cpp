@@ -274,6 +274,7 @@ ByteLevelBpeVocab gguf_byte_level_vocab(const GgufFile& f) {
                 f.path);
   v.pre = named->rules;
   v.ignore_merges = named->ignore_merges;
+  v.nfc = named->nfc;
   v.present.assign(n, true);
   v.in_model.assign(n, true);
   // llama.cpp matches control and user-defined tokens in the text before its BPE, as tokenizers

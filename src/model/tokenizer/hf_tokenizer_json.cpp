@@ -1,5 +1,6 @@
 #include "model/tokenizer/hf_tokenizer_json.hpp"
 
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -157,18 +158,35 @@ void read_byte_level(const Fields& in, const json& p, std::string_view field, Pr
   pre.byte_level_regex = in.flag(p, "use_regex", field, true);
 }
 
-std::string read_split(const Fields& in, const json& p, const std::string& field) {
-  if (const std::string b = in.string(in.at(p, "behavior", field + ".behavior"), field + ".behavior"); b != "Isolated")
-    in.unsupported(field + ".behavior", fmt::format("is '{}'; only 'Isolated' is supported", b));
+// A Split or Punctuation step's "behavior" (tokenizers' default: Isolated).
+SplitBehavior read_behavior(const Fields& in, const json& p, const std::string& field) {
+  const json* b = in.find(p, "behavior");
+  const std::string name = b ? in.string(*b, field + ".behavior") : "Isolated";
+  if (name == "Isolated") return SplitBehavior::Isolated;
+  if (name == "Contiguous") return SplitBehavior::Contiguous;
+  in.unsupported(field + ".behavior", fmt::format("is '{}'; only 'Isolated' and 'Contiguous' are supported", name));
+}
+
+SplitStep read_split(const Fields& in, const json& p, const std::string& field) {
+  const SplitBehavior behavior = read_behavior(in, p, field);
   if (in.flag(p, "invert", field, false)) in.unsupported(field + ".invert", "is true; only false is supported");
   const json& pattern = in.at(p, "pattern", field + ".pattern");
-  if (const json* r = in.find(pattern, "Regex")) return in.string(*r, field + ".pattern.Regex");
+  if (const json* r = in.find(pattern, "Regex")) return {in.string(*r, field + ".pattern.Regex"), behavior};
   if (const json* s = in.find(pattern, "String")) {
     const std::string literal = in.string(*s, field + ".pattern.String");
     if (literal.find("\\E") != std::string::npos) in.unsupported(field + ".pattern.String", "holds \\E");
-    return "\\Q" + literal + "\\E";  // the string itself, quoted for the regex engine
+    return {"\\Q" + literal + "\\E", behavior};  // the string itself, quoted for the regex engine
   }
   in.invalid(field + ".pattern", "is neither {\"Regex\": ...} nor {\"String\": ...}");
+}
+
+// A step that cuts words: Split, or Digits and Punctuation as the Split steps they are.
+std::optional<SplitStep> read_cutting_step(const Fields& in, const json& p, const std::string& type, const std::string& field) {
+  if (type == "Split") return read_split(in, p, field);
+  if (type == "Digits")
+    return SplitStep{std::string(kDigitRegex), in.flag(p, "individual_digits", field, false) ? SplitBehavior::Isolated : SplitBehavior::Contiguous};
+  if (type == "Punctuation") return SplitStep{std::string(kPunctuationRegex), read_behavior(in, p, field)};
+  return std::nullopt;
 }
 
 PreTokenization read_pre_tokenizer(const Fields& in, const json& root) {
@@ -181,21 +199,22 @@ PreTokenization read_pre_tokenizer(const Fields& in, const json& root) {
     return pre;
   }
   if (type != "Sequence")
-    in.unsupported("pre_tokenizer.type", fmt::format("is '{}'; only ByteLevel or a Sequence of Split steps and ByteLevel", type));
+    in.unsupported("pre_tokenizer.type", fmt::format("is '{}'; only ByteLevel or a Sequence with one ByteLevel", type));
   const json& steps = in.array(*p, "pretokenizers", "pre_tokenizer");
+  bool byte_level = false;
   for (size_t i = 0; i < steps.size(); ++i) {
     const std::string field = fmt::format("pre_tokenizer.pretokenizers[{}]", i);
     const std::string step = in.type(steps[i], field);
-    const bool last = i + 1 == steps.size();
-    if (step == "Split" && !last) {
-      pre.split_regexes.push_back(read_split(in, steps[i], field));
-    } else if (step == "ByteLevel" && last) {
+    if (step == "ByteLevel" && !byte_level) {
       read_byte_level(in, steps[i], field, pre);
+      byte_level = true;
+    } else if (std::optional<SplitStep> s = read_cutting_step(in, steps[i], step, field)) {
+      (byte_level ? pre.after_byte_level : pre.splits).push_back(std::move(*s));
     } else {
-      in.unsupported(field + ".type", fmt::format("is '{}'; only Split steps then one ByteLevel are supported", step));
+      in.unsupported(field + ".type", fmt::format("is '{}'; only Split, Digits, Punctuation and one ByteLevel are supported", step));
     }
   }
-  if (steps.empty()) in.unsupported("pre_tokenizer.pretokenizers", "is empty; a byte-level BPE needs ByteLevel");
+  if (!byte_level) in.unsupported("pre_tokenizer.pretokenizers", "has no ByteLevel step; a byte-level BPE needs one");
   return pre;
 }
 
@@ -252,12 +271,17 @@ void read_decoder(const Fields& in, const json& root) {
   in.unsupported("decoder.type", fmt::format("is '{}'; only ByteLevel is supported", type));
 }
 
-void read_normalizer(const Fields& in, const json& root, ByteLevelBpeVocab& v) {
-  const json* n = in.find(root, "normalizer");
-  if (!n) return;
-  if (const std::string type = in.type(*n, "normalizer"); type != "NFC")
-    in.unsupported("normalizer.type", fmt::format("is '{}'; only NFC or none is supported", type));
-  v.nfc = true;
+// NFC, nothing, or a Sequence of those (DeepSeek's files write an empty one).
+void read_normalizer(const Fields& in, const json& n, const std::string& field, ByteLevelBpeVocab& v) {
+  const std::string type = in.type(n, field);
+  if (type == "NFC") {
+    v.nfc = true;
+  } else if (type == "Sequence") {
+    const json& list = in.array(n, "normalizers", field);
+    for (size_t i = 0; i < list.size(); ++i) read_normalizer(in, list[i], fmt::format("{}.normalizers[{}]", field, i), v);
+  } else {
+    in.unsupported(field + ".type", fmt::format("is '{}'; only NFC, none or a Sequence of them is supported", type));
+  }
 }
 
 }  // namespace
@@ -276,7 +300,7 @@ ByteLevelBpeVocab parse_tokenizer_json(std::string_view text, const std::string&
   ByteLevelBpeVocab v;
   read_model(in, root, v);
   read_added_tokens(in, root, v);
-  read_normalizer(in, root, v);
+  if (const json* n = in.find(root, "normalizer")) read_normalizer(in, *n, "normalizer", v);
   v.pre = read_pre_tokenizer(in, root);
   if (const json* p = in.find(root, "post_processor")) read_post_processor(in, *p, "post_processor", v);
   read_decoder(in, root);

@@ -10,12 +10,33 @@
 
 namespace wl::tok {
 
-// Hugging Face's Split steps with the "Isolated" behaviour (every match a word, and every stretch
-// between matches too), each cutting the words of the one before, then ByteLevel's two steps.
+// How a Split step cuts a word at its regex's matches (tokenizers' SplitDelimiterBehavior):
+// Isolated makes every match a word and every stretch between matches too; Contiguous does the
+// same after joining matches that touch into one.
+enum class SplitBehavior { Isolated, Contiguous };
+
+// One Split step. tokenizers' Digits and Punctuation steps are Split steps over one character of a
+// class (kDigitRegex, kPunctuationRegex): Digits' individual_digits is Isolated, else Contiguous.
+struct SplitStep {
+  std::string regex;  // as tokenizer.json writes it
+  SplitBehavior behavior = SplitBehavior::Isolated;
+  bool operator==(const SplitStep&) const = default;
+};
+
+// Digits: Rust's char::is_numeric (general categories Nd, Nl, No).
+inline constexpr std::string_view kDigitRegex = R"(\p{N})";
+// Punctuation: Rust's is_ascii_punctuation or a general category P*.
+inline constexpr std::string_view kPunctuationRegex = R"([\p{P}\x{21}-\x{2F}\x{3A}-\x{40}\x{5B}-\x{60}\x{7B}-\x{7E}])";
+
+// A pre_tokenizer's steps: Split steps, each cutting the words of the one before, then ByteLevel's
+// (a space before every word not starting with one, GPT-2's regex, every byte as its character of
+// GPT-2's byte alphabet), then Split steps over those characters (falcon's digits).
 struct PreTokenization {
-  std::vector<std::string> split_regexes;  // as tokenizer.json writes them
-  bool add_prefix_space = false;           // ByteLevel: a space before every word not starting with one
-  bool byte_level_regex = false;           // ByteLevel's use_regex: then GPT-2's regex (kGpt2Regex) cuts
+  std::vector<SplitStep> splits;            // before ByteLevel, on the text
+  bool add_prefix_space = false;            // ByteLevel: a space before every word not starting with one
+  bool byte_level_regex = false;            // ByteLevel's use_regex: then GPT-2's regex (kGpt2Regex) cuts
+  std::vector<SplitStep> after_byte_level;  // on the byte alphabet's characters: '0'-'9' stay digits, but
+                                            // so are '²' '³' '¹' '¼' '½' '¾', the bytes B2 B3 B9 BC BD BE
   bool operator==(const PreTokenization&) const = default;
 };
 
@@ -29,14 +50,15 @@ struct NamedPreTokenizer {
   std::vector<std::string_view> aliases;  // llama.cpp's other names for the same rules
   PreTokenization rules;
   bool ignore_merges = false;  // a word that is a token is that token, merges or not
+  bool nfc = false;            // the tokenizer.json's normalizer is NFC (llama.cpp normalizes nothing)
   bool add_bos = false;        // llama.cpp's default for tokenizer.ggml.add_bos_token
 };
 
 // The entry for `name` (or one of its aliases); nullptr for a name weightloader does not run.
 const NamedPreTokenizer* named_pre_tokenizer(std::string_view name);
-// The entry whose rules and ignore_merges are these; nullptr when none.
-const NamedPreTokenizer* pre_tokenizer_for(const PreTokenization& rules, bool ignore_merges);
-// "gpt-2, llama-bpe, qwen2": for error messages.
+// The first entry with these rules, ignore_merges and normalizer; nullptr when none.
+const NamedPreTokenizer* pre_tokenizer_for(const PreTokenization& rules, bool ignore_merges, bool nfc);
+// "gpt-2, llama-bpe, qwen2, ...": for error messages.
 std::string named_pre_tokenizers();
 
 class PreTokenizer {
@@ -46,7 +68,8 @@ class PreTokenizer {
   ~PreTokenizer();
   PreTokenizer(PreTokenizer&&) noexcept;
 
-  // The words of `text` (valid UTF-8), in order. Safe to call from several threads at once.
+  // The words of `text` (valid UTF-8), in order, in GPT-2's byte alphabet (what BPE merges). Safe to
+  // call from several threads at once.
   std::vector<std::string> words(std::string_view text) const;
 
  private:

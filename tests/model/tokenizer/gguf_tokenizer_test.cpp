@@ -162,6 +162,16 @@ TEST(GgufTokenizer, Gpt2VocabularyByPreTokenizerName) {
   bos["tokenizer.ggml.add_bos_token"] = true;
   EXPECT_EQ(open_meta(bos)->encode("ab", true), (std::vector<int32_t>{33, 17}));
   EXPECT_EQ(open_meta(gpt2_metadata("gpt-2"))->encode("b it's", false), (std::vector<int32_t>{1, 3, 13, 12, 25}));
+  EXPECT_EQ(qwen2->encode("e\xCC\x81", false), (std::vector<int32_t>{26}));  // NFC, as Qwen2's tokenizer.json
+  // The other families' rules: digits one by one, in threes, or runs cut in threes (falcon); Llama 3's
+  // regex without ignore_merges (dbrx, GLM-4).
+  const std::vector<std::pair<std::string, std::vector<int32_t>>> digits = {
+      {"deepseek-llm", {5, 6, 7, 8, 9}}, {"deepseek-coder", {5, 6, 7, 8, 9}}, {"starcoder", {5, 6, 7, 8, 9}},
+      {"refact", {5, 6, 7, 8, 9}},       {"deepseek-v3", {22, 23}},           {"gpt-4o", {22, 23}},
+      {"llama4", {22, 23}},              {"falcon", {22, 23}},                {"dbrx", {22, 23}}};
+  for (const auto& [name, ids] : digits) EXPECT_EQ(open_meta(gpt2_metadata(name))->encode("12345", false), ids) << name;
+  EXPECT_EQ(open_meta(gpt2_metadata("dbrx"))->encode("ba", false), (std::vector<int32_t>{1, 0}));
+  EXPECT_EQ(open_meta(gpt2_metadata("glm4"))->encode("ab", true), (std::vector<int32_t>{17}));  // no BOS by default
 }
 
 TEST(GgufTokenizer, Gpt2RefusalsNameTheField) {
@@ -170,8 +180,9 @@ TEST(GgufTokenizer, Gpt2RefusalsNameTheField) {
     test::write_gguf_metadata(dir.file("t.gguf"), m);
     return open_tokenizer(dir.file("t.gguf"));
   };
-  std::string msg = test::expect_error(ErrorCode::TokenizerUnsupported, [&] { open_meta(gpt2_metadata("falcon")); });
-  EXPECT_NE(msg.find("tokenizer.ggml.pre is 'falcon'; the byte-level pre-tokenizers supported are gpt-2, llama-bpe, qwen2"),
+  std::string msg = test::expect_error(ErrorCode::TokenizerUnsupported, [&] { open_meta(gpt2_metadata("tekken")); });
+  EXPECT_NE(msg.find("tokenizer.ggml.pre is 'tekken'; the byte-level pre-tokenizers supported are gpt-2, llama-bpe, qwen2, dbrx, "
+                     "gpt-4o, deepseek-llm, deepseek-coder, deepseek-v3, falcon, starcoder"),
             std::string::npos) << msg;
   GgufMetadata no_pre = gpt2_metadata("qwen2");
   no_pre.erase("tokenizer.ggml.pre");

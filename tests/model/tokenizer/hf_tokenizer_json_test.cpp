@@ -76,6 +76,53 @@ TEST(TokenizerJson, Llama3AndQwen2RegexesSplitWords) {
   EXPECT_EQ(open_json(gpt2)->encode("b it's", false), (Ids{20, 3, 13, 12, 25}));
 }
 
+// tokenizers' Digits and Punctuation steps, Contiguous splits, and steps after ByteLevel, which see
+// its byte alphabet (falcon's Digits): "ü" is "Ã¼" there, and "¼" is a digit. The tiny vocabulary
+// with "Ã¼" (33) and "''" (34) and their merges.
+TEST(TokenizerJson, DigitsPunctuationContiguousAndStepsAfterByteLevel) {
+  json base = test::tiny_tokenizer_json();
+  base["model"]["vocab"]["\xC3\x83\xC2\xBC"] = 33;
+  base["model"]["vocab"]["''"] = 34;
+  base["model"]["merges"].push_back("\xC3\x83 \xC2\xBC");
+  base["model"]["merges"].push_back("' '");
+  const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+  auto with = [&](json before, json after = json::array()) {
+    json steps = std::move(before);
+    steps.push_back(byte_level);
+    for (const json& s : after) steps.push_back(s);
+    json j = base;
+    j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", steps}};
+    return open_json(j);
+  };
+  const json digits = {{"type", "Digits"}, {"individual_digits", true}};
+  const json digit_runs = {{"type", "Digits"}, {"individual_digits", false}};
+  const json punctuation = {{"type", "Punctuation"}, {"behavior", "Isolated"}};
+  const json punctuation_runs = {{"type", "Punctuation"}, {"behavior", "Contiguous"}};
+  const json quote_runs = {{"type", "Split"}, {"pattern", {{"Regex", "'"}}}, {"behavior", "Contiguous"}, {"invert", false}};
+  // The ids tokenizers 0.23.3 gives for the same files.
+  EXPECT_EQ(with({digits})->encode("a12b", false), (Ids{0, 5, 6, 1}));
+  EXPECT_EQ(with({digit_runs})->encode("a12b", false), (Ids{0, 21, 1}));
+  EXPECT_EQ(with({punctuation})->encode("it's", false), (Ids{13, 12, 10, 11}));
+  EXPECT_EQ(with({punctuation})->encode("a''b", false), (Ids{0, 10, 10, 1}));
+  EXPECT_EQ(with({punctuation_runs})->encode("a''b", false), (Ids{0, 34, 1}));
+  EXPECT_EQ(with({quote_runs})->encode("a''b", false), (Ids{0, 34, 1}));
+  EXPECT_EQ(with({quote_runs})->encode("it's", false), (Ids{13, 12, 10, 11}));
+  EXPECT_EQ(with({})->encode("b\xC3\xBC" "1", false), (Ids{1, 33, 5}));
+  EXPECT_EQ(with(json::array(), {digit_runs})->encode("b\xC3\xBC" "1", false), (Ids{1, 14, 16, 5}));
+}
+
+// "$" as Oniguruma (Ruby syntax) reads it for tokenizers: before every "\n" (DeepSeek LLM's "\s+$"
+// step), so " " before a newline is a word of its own, and "ĠĊ" (33) cannot merge there.
+TEST(TokenizerJson, DollarMatchesBeforeEveryNewline) {
+  json j = test::tiny_tokenizer_json();
+  j["model"]["vocab"]["\xC4\xA0\xC4\x8A"] = 33;
+  j["model"]["merges"].push_back("\xC4\xA0 \xC4\x8A");
+  j["pre_tokenizer"] = test::split_then_byte_level("\\s+$");
+  const auto tok = open_json(j);
+  EXPECT_EQ(tok->encode("a \nb", false), (Ids{0, 3, 4, 1}));  // tokenizers 0.23.3's ids
+  EXPECT_EQ(tok->encode("a \n", false), (Ids{0, 33}));
+}
+
 TEST(TokenizerJson, AddedTokensFirstLongestFirst) {
   json j = test::tiny_tokenizer_json();
   j["added_tokens"] = {test::added_token(33, "<|x|>", true, false), test::added_token(34, "<|x|>ab", false, true),
@@ -156,6 +203,16 @@ TEST(TokenizerJson, RefusesWhatItDoesNotRunNamingTheField) {
       {"post_processor.type is 'RobertaProcessing'", ErrorCode::TokenizerUnsupported, {{"post_processor", {{"type", "RobertaProcessing"}}}}},
       {"decoder.type is 'WordPiece'", ErrorCode::TokenizerUnsupported, {{"decoder", {{"type", "WordPiece"}}}}},
       {"truncation", ErrorCode::TokenizerUnsupported, {{"truncation", {{"max_length", 8}}}}},
+      {"normalizer.normalizers[1].type is 'Lowercase'", ErrorCode::TokenizerUnsupported,
+       {{"normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}, {{"type", "Lowercase"}}}}}}}},
+      {"pre_tokenizer.pretokenizers[0].type is 'Metaspace'", ErrorCode::TokenizerUnsupported,
+       {{"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Metaspace"}}}}}}}},
+      {"pre_tokenizer.pretokenizers has no ByteLevel step", ErrorCode::TokenizerUnsupported,
+       {{"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}}}}}}}},
+      {"pre_tokenizer.pretokenizers[1].type is 'ByteLevel'", ErrorCode::TokenizerUnsupported,
+       {{"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {{{"type", "ByteLevel"}}, {{"type", "ByteLevel"}}}}}}}},
+      {"pre_tokenizer.pretokenizers[0].behavior is 'MergedWithPrevious'", ErrorCode::TokenizerUnsupported,
+       {{"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Punctuation"}, {"behavior", "MergedWithPrevious"}}, {{"type", "ByteLevel"}}}}}}}},
   };
   for (const Case& c : cases) {
     json j = test::tiny_tokenizer_json();
@@ -180,6 +237,7 @@ TEST(TokenizerJson, RefusesWhatItDoesNotRunNamingTheField) {
 TEST(TokenizerJson, ConvertsToAGgufVocabularyThatEncodesAlike) {
   test::TempDir dir;
   json j = test::tiny_tokenizer_json(test::kQwen2Regex);
+  j["normalizer"] = {{"type", "NFC"}};  // as Qwen2's files: the qwen2 name stands for it
   j["added_tokens"] = {test::added_token(33, "<|endoftext|>", true, false), test::added_token(34, "<think>", false, false)};
   const std::string path = test::write_tokenizer_json(dir, j);
   const GgufMetadata meta = tokenizer_gguf_metadata(path);
@@ -192,13 +250,18 @@ TEST(TokenizerJson, ConvertsToAGgufVocabularyThatEncodesAlike) {
   test::write_gguf_metadata(dir.file("t.gguf"), meta);
   const auto json_tok = open_tokenizer(path), gguf_tok = open_tokenizer(dir.file("t.gguf"));
   EXPECT_EQ(gguf_tok->kind(), "gguf");
-  for (const std::string s : {"abc", "12345 it's", "a  b\n\xC3\xA9", "<|endoftext|>ab<think>"})
+  for (const std::string s : {"abc", "12345 it's", "a  b\n\xC3\xA9", "e\xCC\x81", "<|endoftext|>ab<think>"})
     EXPECT_EQ(gguf_tok->encode(s, true), json_tok->encode(s, true)) << s;
   // Rules no llama.cpp pre-tokenizer name stands for cannot go into GGUF.
   j["pre_tokenizer"] = test::split_then_byte_level("\\p{L}+");
   const std::string other = test::write_tokenizer_json(dir, j, "other.json");
   const std::string msg = test::expect_error(ErrorCode::TokenizerUnsupported, [&] { tokenizer_gguf_metadata(other); });
   EXPECT_NE(msg.find("none that llama.cpp runs by name"), std::string::npos) << msg;
+  // Qwen2's regex without its NFC normalizer is not what the qwen2 name stands for.
+  j["pre_tokenizer"] = test::split_then_byte_level(test::kQwen2Regex);
+  j["normalizer"] = nullptr;
+  const std::string no_nfc = test::write_tokenizer_json(dir, j, "no_nfc.json");
+  test::expect_error(ErrorCode::TokenizerUnsupported, [&] { tokenizer_gguf_metadata(no_nfc); });
 }
 
 }  // namespace
