@@ -32,7 +32,7 @@ fetch() {
 }
 
 checks=()  # "label|tokenizer file|vectors name"
-for name in qwen2 llama-bpe gpt-2; do
+for name in qwen2 llama-bpe gpt-2 deepseek-llm deepseek-coder falcon starcoder refact; do
   fetch "ggml-vocab-$name.gguf.inp" && fetch "ggml-vocab-$name.gguf.out" || { echo "$name: no test vectors in $src" >&2; continue; }
   if fetch "ggml-vocab-$name.gguf"; then
     checks+=("ggml-vocab-$name.gguf|$work/ggml-vocab-$name.gguf|$name")
