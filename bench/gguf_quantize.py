@@ -17,9 +17,13 @@ import argparse
 import json
 import os
 import subprocess
-import time
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from gguf_decode import best_of  # noqa: E402  (one timing loop: a warm-up, then the best of runs)
 
 TYPES = ["q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "mxfp4", "tq2_0", "tq1_0"]
 HIDDEN, INTERMEDIATE, VOCAB = 1024, 3840, 384  # 4 H^2 + 3 H I + 2 V H = 16 Mi
@@ -50,15 +54,6 @@ def make_model(directory):
         save_file({**matrices, "model.norm.weight": ones, p + "input_layernorm.weight": ones,
                    p + "post_attention_layernorm.weight": ones}, os.path.join(path, "model.safetensors"))
     return path, matrices
-
-
-def best_of(runs, fn):
-    best = float("inf")
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main():

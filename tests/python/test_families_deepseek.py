@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import weightloader as wl  # noqa: E402
-from test_transformers5_configs import CHANGED, PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence, run_both  # noqa: E402
+from test_transformers5_configs import CHANGED, PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence, run_both, changed_logits, edit_at  # noqa: E402
 
 # Latent attention of 4 heads: queries through a rank-24 bottleneck, a 16-wide kv latent, each
 # head's key 8 + 8 wide (nope + rope), its value 12; 8 experts in 4 groups, the best 2 groups
@@ -44,19 +44,7 @@ def deepseek(cls, rope=PLAIN, **sizes):
 
 def changed(model, edit=None, **config):
     """transformers' logits of `model`'s weights, edited, or under other config values, against its own."""
-    other = deepseek(type(model.config), model.config.rope_parameters, **{**model.sizes, **config})
-    state = model.state_dict()
-    other.load_state_dict({k: edit(k, v) if edit else v for k, v in state.items()})
-    ids = sequence(19, seed=19)
-    return error(reference(other, ids), reference(model, ids))
-
-
-def ones_at(suffix):
-    return lambda k, v: torch.ones_like(v) if k.endswith(suffix) else v
-
-
-def zeros_at(suffix):
-    return lambda k, v: torch.zeros_like(v) if k.endswith(suffix) else v
+    return changed_logits(model, deepseek(type(model.config), model.config.rope_parameters, **{**model.sizes, **config}), edit)
 
 
 @pytest.mark.parametrize("tp", [1, 2])
@@ -73,10 +61,10 @@ def test_deepseek_v3_logits_match_transformers(tmp_path, tp):
 def test_deepseek_v3_parts_change_transformers_logits():
     """What the engine follows is not decoration: each part moves transformers' own logits."""
     model = deepseek(transformers.DeepseekV3Config, **V3)
-    assert changed(model, ones_at("kv_a_layernorm.weight")) > CHANGED
-    assert changed(model, ones_at("q_a_layernorm.weight")) > CHANGED
-    assert changed(model, zeros_at("e_score_correction_bias")) > CHANGED
-    assert changed(model, zeros_at("shared_experts.down_proj.weight")) > CHANGED
+    assert changed(model, edit_at("kv_a_layernorm.weight", torch.ones_like)) > CHANGED
+    assert changed(model, edit_at("q_a_layernorm.weight", torch.ones_like)) > CHANGED
+    assert changed(model, edit_at("e_score_correction_bias", torch.zeros_like)) > CHANGED
+    assert changed(model, edit_at("shared_experts.down_proj.weight", torch.zeros_like)) > CHANGED
     assert changed(model, rope_interleave=False) > CHANGED  # the rotary layout
     assert changed(model, n_group=1, topk_group=1) > CHANGED  # the groups
     assert changed(model, routed_scaling_factor=1.0) > CHANGED
@@ -138,7 +126,7 @@ def test_deepseek_v2_with_q_lora_and_attention_bias(tmp_path):
     model = deepseek(transformers.DeepseekV2Config, **{**V2, "q_lora_rank": 24}, attention_bias=True)
     assert "model.layers.0.self_attn.kv_a_proj_with_mqa.bias" in model.state_dict()
     run_both(model, tmp_path, 2)
-    assert changed(model, zeros_at("kv_a_proj_with_mqa.bias")) > CHANGED
+    assert changed(model, edit_at("kv_a_proj_with_mqa.bias", torch.zeros_like)) > CHANGED
 
 
 @pytest.mark.parametrize("key, value, match", [

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import weightloader as wl  # noqa: E402
-from test_transformers5_configs import CHANGED, PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence, run_both  # noqa: E402
+from test_transformers5_configs import CHANGED, PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence, run_both, changed_logits, edit_at  # noqa: E402
 
 # head_dim 16 of which partial_rotary_factor 0.5 turns; GLM-4's config default for the rotary part.
 GLM_ROPE = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
@@ -23,19 +23,7 @@ GLM4 = dict(head_dim=16)
 
 def changed(model, rope, edit=None, **config):
     """transformers' logits of `model`'s weights, edited, or under other config values, against its own."""
-    other = build(type(model.config), rope, **{**model.sizes, **config})
-    state = model.state_dict()
-    other.load_state_dict({k: edit(k, v) if edit else v for k, v in state.items()})
-    ids = sequence(19, seed=19)
-    return error(reference(other, ids), reference(model, ids))
-
-
-def ones_at(suffix):
-    return lambda k, v: torch.ones_like(v) if k.endswith(suffix) else v
-
-
-def zeros_at(suffix):
-    return lambda k, v: torch.zeros_like(v) if k.endswith(suffix) else v
+    return changed_logits(model, build(type(model.config), rope, **{**model.sizes, **config}), edit)
 
 
 def cli(*args):
@@ -56,9 +44,9 @@ def test_glm4_logits_match_transformers(tmp_path, tp):
 def test_glm4_parts_change_transformers_logits(monkeypatch):
     """What the engine follows is not decoration: each part moves transformers' own logits."""
     model = build(transformers.Glm4Config, GLM_ROPE, **GLM4)
-    assert changed(model, GLM_ROPE, ones_at("post_self_attn_layernorm.weight")) > CHANGED
-    assert changed(model, GLM_ROPE, ones_at("post_mlp_layernorm.weight")) > CHANGED
-    assert changed(model, GLM_ROPE, zeros_at("k_proj.bias")) > CHANGED
+    assert changed(model, GLM_ROPE, edit_at("post_self_attn_layernorm.weight", torch.ones_like)) > CHANGED
+    assert changed(model, GLM_ROPE, edit_at("post_mlp_layernorm.weight", torch.ones_like)) > CHANGED
+    assert changed(model, GLM_ROPE, edit_at("k_proj.bias", torch.zeros_like)) > CHANGED
     assert changed(model, {**GLM_ROPE, "partial_rotary_factor": 1.0}) > CHANGED
     assert changed(model, {**GLM_ROPE, "rope_theta": 1e30}) > CHANGED  # no dimension turning at all
     # The pairs: the same rotary part turning as halves (j with j + 8 / 2, Llama's layout).
@@ -134,7 +122,7 @@ def test_granitemoe_shared_logits_match_transformers(tmp_path, tp):
     llm, cfg = run_both(model, tmp_path, tp)
     assert cfg["model_type"] == "granitemoeshared" and cfg["shared_intermediate_size"] == 16
     assert "shared experts of 16 units" in llm.config["features"]
-    assert changed(model, PLAIN, zeros_at("shared_mlp.output_linear.weight")) > CHANGED
+    assert changed(model, PLAIN, edit_at("shared_mlp.output_linear.weight", torch.zeros_like)) > CHANGED
 
 
 def test_granitemoe_shared_without_shared_mlp(tmp_path):

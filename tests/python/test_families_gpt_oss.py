@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import weightloader as wl  # noqa: E402
-from test_transformers5_configs import CHANGED, TOLERANCE, build, engine_logits, error, reference, sequence, run_both  # noqa: E402
+from test_transformers5_configs import CHANGED, TOLERANCE, build, engine_logits, error, reference, sequence, run_both, changed_logits, edit_at  # noqa: E402
 
 # 4 heads of 8 over 2 kv heads, 4 layers alternating sliding (window 3) and full, 4 experts of 32
 # units, 2 chosen; a SwiGLU limit low enough that the clamps bite on these small activations.
@@ -41,15 +41,7 @@ def gpt_oss(rope=YARN, **sizes):
 
 def changed(model, edit=None, rope=None, **config):
     """transformers' logits of `model`'s weights, edited, or under other config values, against its own."""
-    other = gpt_oss(rope or model.config.rope_parameters, **{**model.sizes, **config})
-    state = model.state_dict()
-    other.load_state_dict({k: edit(k, v) if edit else v for k, v in state.items()})
-    ids = sequence(19, seed=19)
-    return error(reference(other, ids), reference(model, ids))
-
-
-def edit_at(suffix, f):
-    return lambda k, v: f(v) if k.endswith(suffix) else v
+    return changed_logits(model, gpt_oss(rope or model.config.rope_parameters, **{**model.sizes, **config}), edit)
 
 
 @pytest.mark.parametrize("tp", [1, 2])

@@ -67,6 +67,20 @@ def engine_logits(llm, ids):
     return np.array(out.logits)
 
 
+def changed_logits(model, other, edit=None):
+    """How far transformers' logits of `other` (another model: other config values), given `model`'s
+    weights through `edit(name, tensor)`, are from `model`'s own: a control's measure."""
+    state = model.state_dict()
+    other.load_state_dict({k: edit(k, v) if edit else v for k, v in state.items()})
+    ids = sequence(19, seed=19)
+    return error(reference(other, ids), reference(model, ids))
+
+
+def edit_at(suffix, f):
+    """An edit for changed_logits: f(tensor) for the names ending in `suffix`, the others as they are."""
+    return lambda k, v: f(v) if k.endswith(suffix) else v
+
+
 def run_both(model, folder, tp=1, lengths=(1, 7, 19), **kwargs):
     """`model` saved by transformers into `folder`, run by the engine (`tp` ranks, LLM's kwargs): its
     logits equal transformers' at every position of sequences of `lengths`. Returns (LLM, config.json)."""
