@@ -131,8 +131,9 @@ RopeScaling read_scaling(const JsonFields& top, const json& object, const std::s
     r.low_freq_factor = f.number("low_freq_factor", 1.0);
     r.high_freq_factor = f.number("high_freq_factor", 4.0);
     r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : 8192);
-    if (!(r.high_freq_factor > r.low_freq_factor) || !(r.low_freq_factor > 0) || r.original_max_position_embeddings == 0)
-      throw config_invalid(top.file(), field, "llama3 needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0");
+    // Equal factors leave no band between (Llama 4 Scout's 1 and 1); transformers only warns of them.
+    if (!(r.high_freq_factor >= r.low_freq_factor) || !(r.low_freq_factor > 0) || r.original_max_position_embeddings == 0)
+      throw config_invalid(top.file(), field, "llama3 needs 0 < low_freq_factor <= high_freq_factor and original_max_position_embeddings > 0");
   } else if (type == "yarn") {
     r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : max_positions);
     r.beta_fast = f.number("beta_fast", 32);
@@ -450,7 +451,7 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
       for (const char* key : {"swiglu_limit", "swiglu_alpha"})
         if (!(f.number(key, 1.0) > 0) || !std::isfinite(f.number(key, 1.0))) throw config_invalid(f.file(), key, "must be a positive number");
       break;
-    case Family::Experts::Llama4:  // of intermediate_size, as the shared expert: read_llama4 sets both
+    case Family::Experts::Llama4:  // of intermediate_size, as the shared expert: read_llama4_mlp sets both
       m.num_experts = f.uint(count_key, 16);
       m.experts_per_token = f.uint("num_experts_per_tok", 1);
       m.scoring = MoeConfig::Scoring::Sigmoid;
@@ -546,14 +547,11 @@ void read_rope_layers(const JsonFields& f, const Family& family, LlamaConfig& c)
   if (std::all_of(c.rope_layers.begin(), c.rope_layers.end(), [](bool turns) { return turns; })) c.rope_layers.clear();
 }
 
-// Llama 4: the layers with experts (moe_layers, else every interleave_moe_layer_step-th: the others'
-// MLP intermediate_size_mlp wide, the experts and the shared expert intermediate_size), the q/k
-// L2 norm, the chunked layers (layer_types; without it, those that turn) and the temperature tuning.
-void read_llama4(const JsonFields& f, const Family& family, LlamaConfig& c) {
-  static constexpr const char* kKeys[] = {"intermediate_size_mlp", "moe_layers", "interleave_moe_layer_step", "use_qk_norm",
-                                          "attention_chunk_size", "attn_temperature_tuning", "floor_scale", "attn_scale"};
+// Llama 4's MLPs: experts in moe_layers (else every interleave_moe_layer_step-th layer), they and
+// the shared expert intermediate_size wide, the other layers' MLP intermediate_size_mlp.
+void read_llama4_mlp(const JsonFields& f, const Family& family, LlamaConfig& c) {
   if (family.experts != Family::Experts::Llama4) {
-    for (const char* key : kKeys)
+    for (const char* key : {"intermediate_size_mlp", "moe_layers", "interleave_moe_layer_step"})
       if (f.has(key)) throw config_invalid(f.file(), key, fmt::format("is a Llama 4 field; {} models do not apply it", family.model_type));
     return;
   }
@@ -570,6 +568,16 @@ void read_llama4(const JsonFields& f, const Family& family, LlamaConfig& c) {
   // The engine's rule (MoeConfig): every layer sparse but mlp_only_layers.
   for (uint64_t l = 0; l < c.num_layers; ++l)
     if (std::find(sparse.begin(), sparse.end(), l) == sparse.end()) c.moe.mlp_only_layers.push_back(l);
+}
+
+// Llama 4's attention (rope layers read): the q/k L2 norm, the chunked layers (layer_types; without
+// it, those that turn) and the temperature tuning of the others.
+void read_llama4_attention(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  if (!family.llama4_attention) {
+    for (const char* key : {"use_qk_norm", "attention_chunk_size", "attn_temperature_tuning", "floor_scale", "attn_scale"})
+      if (f.has(key)) throw config_invalid(f.file(), key, fmt::format("is a Llama 4 field; {} models do not apply it", family.model_type));
+    return;
+  }
   c.qk_l2_norm = f.boolean("use_qk_norm", true);
   if (f.has("layer_types")) {
     const json& types = f.at("layer_types");
@@ -685,7 +693,8 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.tied_by_default);
   read_multipliers(f, family, c);
   read_rope_layers(f, family, c);
-  read_llama4(f, family, c);
+  read_llama4_mlp(f, family, c);
+  read_llama4_attention(f, family, c);
   read_biases(f, family, c);
   return c;
 }

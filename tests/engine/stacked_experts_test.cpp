@@ -66,7 +66,8 @@ TEST(StackedExperts, ClampedSwigluWithInterleavedGateAndUp) {
 
 TEST(StackedExperts, Llama4HalvesGateThenUp) {
   // Two experts of hidden 2 and 2 units stacked [hidden, gate units | up units]; expert 1 is run,
-  // read as one stack (stride 4) and as its two halves apart (stride 2), as the ranks hold them.
+  // read as one stack (stride 4) and as its two halves apart (stride 2), as the ranks hold them, in
+  // every stored dtype (the weights are exact in each).
   ThreadPool pool(1);
   const uint64_t D = 2, U = 2;
   std::vector<float> gate_up(2 * D * 2 * U, 0.0f), down(2 * U * D, 0.0f);
@@ -85,17 +86,19 @@ TEST(StackedExperts, Llama4HalvesGateThenUp) {
         gate[(e * D + r) * U + u] = gate_up[(e * D + r) * 2 * U + u];
         up[(e * D + r) * U + u] = gate_up[(e * D + r) * 2 * U + U + u];
       }
-  const auto* whole = reinterpret_cast<const std::byte*>(gate_up.data());
-  StackedExperts one{}, apart{};
-  one.down = apart.down = reinterpret_cast<const std::byte*>(down.data());
-  one.units = apart.units = U;
-  one.gate = whole, one.up = whole + U * sizeof(float), one.columns = 2 * U;
-  apart.gate = reinterpret_cast<const std::byte*>(gate.data()), apart.up = reinterpret_cast<const std::byte*>(up.data()), apart.columns = U;
-  for (const StackedExperts* s : {&one, &apart}) {
-    std::vector<float> scratch(2 * U), act(U), out(D);
-    run_stacked_halves_expert(pool, *s, 1, DType::F32, D, "silu", x.data(), scratch.data(), act.data(), out.data());
-    EXPECT_FLOAT_EQ(out[0], 3 * unit1);
-    EXPECT_FLOAT_EQ(out[1], unit0);
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    const std::vector<std::byte> whole = stored(gate_up, dtype), g = stored(gate, dtype), u = stored(up, dtype), d = stored(down, dtype);
+    StackedExperts one{}, apart{};
+    one.down = apart.down = d.data();
+    one.units = apart.units = U;
+    one.gate = whole.data(), one.up = whole.data() + U * dtype_size(dtype), one.columns = 2 * U;
+    apart.gate = g.data(), apart.up = u.data(), apart.columns = U;
+    for (const StackedExperts* s : {&one, &apart}) {
+      std::vector<float> scratch(2 * U), act(U), out(D);
+      run_stacked_halves_expert(pool, *s, 1, dtype, D, "silu", x.data(), scratch.data(), act.data(), out.data());
+      EXPECT_FLOAT_EQ(out[0], 3 * unit1) << dtype_name(dtype);
+      EXPECT_FLOAT_EQ(out[1], unit0) << dtype_name(dtype);
+    }
   }
 }
 

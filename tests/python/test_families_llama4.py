@@ -66,6 +66,11 @@ def test_llama4_top2_all_layers_sparse_and_expert_parallel(tmp_path):
     assert changed(model, num_experts_per_tok=1) > CHANGED
 
 
+def test_llama4_tp4_shares_kv_heads(tmp_path):
+    """Four ranks over 2 kv heads: each rank one query head, a kv head shared by two, 4 units of each expert."""
+    run_both(llama4(), tmp_path, 4, lengths=(7, 13))
+
+
 def test_llama4_parts_change_transformers_logits():
     """What the engine follows is not decoration: each part moves transformers' own logits."""
     model = llama4()
@@ -114,6 +119,20 @@ def test_llama4_rope_pairs_and_input_weights_change_transformers_logits(monkeypa
     with monkeypatch.context() as m:
         m.setattr(modeling_llama4.Llama4TextMoe, "forward", weighted_outputs)
         assert error(reference(model, ids), want) > CHANGED
+
+
+# Llama 4 Scout's rope scaling: llama3 with low_freq_factor = high_freq_factor (no band between; transformers
+# only warns), here over a 16-position original context so that it divides 3 of the 4 frequencies.
+SCOUT_ROPE = {"rope_type": "llama3", "rope_theta": 100.0, "factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+              "original_max_position_embeddings": 16}
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_llama4_llama3_scaling_with_equal_factors(tmp_path, tp):
+    model = llama4(SCOUT_ROPE)
+    llm, _ = run_both(model, tmp_path, tp)
+    assert "rope scaling llama3 x16" in llm.config["features"]
+    assert changed(model, rope=FAST) > CHANGED
 
 
 def test_llama4_defaults_of_its_own(tmp_path):
