@@ -531,7 +531,9 @@ void read_rope_layers(const JsonFields& f, const Family& family, LlamaConfig& c)
     if (f.has("no_rope_layers")) throw config_invalid(f.file(), "no_rope_layers", fmt::format("{} models turn every layer", family.model_type));
     return;
   }
-  if (f.has("no_rope_layers")) {
+  // Llama 4 reads an empty list as none given (Llama 4 Scout's config.json has one); SmolLM3 would fail on it.
+  const bool listed = f.has("no_rope_layers") && !(family.llama4_attention && f.at("no_rope_layers").empty());
+  if (listed) {
     const json& v = f.at("no_rope_layers");
     if (!v.is_array() || v.size() != c.num_layers)
       throw config_invalid(f.file(), "no_rope_layers", fmt::format("is not a list of {} flags (num_hidden_layers)", c.num_layers));

@@ -365,6 +365,8 @@ TEST(HfConfig, Llama4LayersRoutingAndDefaults) {
   EXPECT_DOUBLE_EQ(d.rope_theta, 500000.0);
   EXPECT_DOUBLE_EQ(d.rms_norm_eps, 1e-5);
   EXPECT_EQ(mlp_names(d.architecture).dense, "feed_forward");
+  // An empty no_rope_layers is none given (Llama4TextConfig's `if self.no_rope_layers`).
+  EXPECT_EQ(read(fmt::format(R"({{"model_type": "llama4_text", {}, "no_rope_layers": []}})", sizes)).rope_layers, d.rope_layers);
   // Listed: moe_layers and layer_types as given; the temperature and the norm off.
   const LlamaConfig l = read(fmt::format(R"({{"model_type": "llama4_text", {}, "moe_layers": [1, 5], "intermediate_size_mlp": 24,
       "layer_types": ["full_attention", "chunked_attention", "full_attention", "full_attention", "full_attention", "full_attention",
