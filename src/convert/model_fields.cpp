@@ -78,11 +78,16 @@ const std::vector<Field>& fields() {
          if (m.shared_expert_intermediate_size) s += fmt::format(", a shared expert of {} units", m.shared_expert_intermediate_size);
          if (m.decoder_sparse_step != 1 || !m.mlp_only_layers.empty() || m.first_dense_layers) s += ", dense layers between";
          if (m.scoring != MoeConfig::Scoring::Softmax || m.groups > 1 || m.routed_scaling_factor != 1 || !m.shared_expert_gated ||
-             m.router_bias || m.stacked_swiglu())
+             m.router_bias || m.stacked())
            s += fmt::format(", routed as {}", c.architecture);
          return s;
        }},
       {"attention sinks", [](const LlamaConfig& c) { return c.attention_sinks ? "yes" : "no"; }},
+      {"q/k L2 norm", [](const LlamaConfig& c) { return c.qk_l2_norm ? "yes" : "no"; }},
+      {"chunked attention", [](const LlamaConfig& c) { return c.attention_chunk_size ? fmt::format("{}", c.attention_chunk_size) : std::string("none"); }},
+      {"attention temperature tuning", [](const LlamaConfig& c) {
+         return c.attn_floor_scale ? fmt::format("floor_scale {}, attn_scale {}", c.attn_floor_scale, f32(c.attn_scale)) : std::string("none");
+       }},
       {"latent attention", [](const LlamaConfig& c) {
          return c.latent_attention() ? fmt::format("kv_lora_rank {}", c.mla.kv_lora_rank) : std::string("none");
        }},

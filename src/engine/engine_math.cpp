@@ -9,6 +9,10 @@ void rmsnorm(float* out, const float* x, const float* w, uint64_t n, float eps, 
   float ss = 0;
   for (uint64_t i = 0; i < n; ++i) ss += x[i] * x[i];
   const float scale = 1.0f / std::sqrt(ss / float(n) + eps);
+  if (!w) {  // Llama 4's L2 norm of q and k: no weight
+    for (uint64_t i = 0; i < n; ++i) out[i] = scale * x[i];
+    return;
+  }
   for (uint64_t i = 0; i < n; ++i) out[i] = (offset + w[i]) * (scale * x[i]);
 }
 

@@ -9,7 +9,8 @@
 
 namespace wl {
 
-// out = x / rms(x) * (offset + w): offset 1 for Gemma's (1 + w) norms, else 0. out may be x.
+// out = x / rms(x) * (offset + w): offset 1 for Gemma's (1 + w) norms, else 0; w null: x / rms(x).
+// out may be x.
 void rmsnorm(float* out, const float* x, const float* w, uint64_t n, float eps, float offset);
 
 // hidden[i] = act(gate[i]) * up[i] for the config's hidden_act.

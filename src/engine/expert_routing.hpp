@@ -1,6 +1,8 @@
 // Which experts a token goes to, and with what weights, as each family's transformers router
 // decides it (Mixtral, Qwen2/3-MoE: softmax top-k; DeepSeek-V2: softmax, greedy or group-limited;
-// DeepSeek-V3: sigmoid, a correction bias for choosing, the best groups by their best two).
+// DeepSeek-V3: sigmoid, a correction bias for choosing, the best groups by their best two; Llama 4:
+// the top-k logits' sigmoids, not renormalised, which the engine multiplies into the chosen experts'
+// inputs rather than their outputs: MoeConfig::weight_input).
 #pragma once
 
 #include <cstdint>

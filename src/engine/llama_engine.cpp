@@ -10,6 +10,7 @@
 #include "engine/expert_routing.hpp"
 #include "engine/rotary.hpp"
 #include "engine/matvec.hpp"
+#include "families/family.hpp"
 #include "weightloader/dtype_convert.hpp"
 #include "weightloader/error.hpp"
 
@@ -89,26 +90,36 @@ void LlamaEngine::bind() {
     L.sinks = f32(at + "self_attn.sinks");
     L.window = c.window_layer(l);
     L.rope = c.sliding_rope_layer(l) ? 1 : 0;
-    L.turns = c.rope_layers.empty() || c.rope_layers[l];
+    L.turns = c.rope_layer(l);
+    L.chunk = c.chunk_layer(l);
     if (c.moe_layer(l)) {
       const std::string moe = moe_prefix(c, l);
       const std::string router = router_prefix(c, l);
       L.router = f32(router + "weight");
       L.router_bias = f32(router + "bias");
       L.router_correction = f32(moe + "gate.e_score_correction_bias");
-      if (c.moe.stacked_swiglu())
+      if (c.moe.stacked_swiglu()) {
         L.stacked = {raw(moe + "experts.gate_up_proj"), raw(moe + "experts.down_proj"), f32(moe + "experts.gate_up_proj_bias"),
                      f32(moe + "experts.down_proj_bias"), part_.expert_ff};
-      else
+      } else if (c.moe.stacked_halves) {
+        L.stacked.down = raw(moe + "experts.down_proj"), L.stacked.units = part_.expert_ff;
+        if (const std::byte* whole = raw(moe + "experts.gate_up_proj")) {  // expert parallel: whole slots, gate then up
+          const uint64_t U = c.moe.expert_intermediate_size;
+          L.stacked.gate = whole, L.stacked.up = whole + U * dtype_size(dtype_), L.stacked.columns = 2 * U;
+        } else {
+          L.stacked.gate = raw(moe + "experts.gate_proj"), L.stacked.up = raw(moe + "experts.up_proj"), L.stacked.columns = part_.expert_ff;
+        }
+      } else {
         for (uint64_t e = part_.expert0; e < part_.expert0 + part_.experts; ++e)
           L.experts.push_back(bind_mlp(fmt::format("{}experts.{}.", moe, e), part_.expert_ff));
+      }
       if (c.moe.shared_expert_intermediate_size) {
         L.shared = bind_mlp(shared_expert_prefix(c, l), part_.shared_ff);
-        L.shared_gate = c.moe.shared_expert_gated ? f32(moe + "shared_expert_gate.weight") : nullptr;
+        L.shared_gate = c.moe.shared_expert_gated ? f32(moe + std::string(mlp_names(c.architecture).shared_gate) + ".weight") : nullptr;
       }
       widest_ff = std::max({widest_ff, part_.expert_ff, part_.shared_ff});
     } else if (lp.ff) {
-      L.mlp = bind_mlp(at + "mlp.", lp.ff);
+      L.mlp = bind_mlp(mlp_prefix(c, l), lp.ff);
       widest_ff = std::max(widest_ff, lp.ff);
     }
     layers_.push_back(std::move(L));
@@ -126,6 +137,7 @@ void LlamaEngine::bind() {
   }
   partial_.resize(c.hidden_size);
   expert_out_.resize(c.hidden_size);
+  weighted_in_.resize(c.hidden_size);
   router_logits_.resize(c.moe.num_experts);
   gate_up_.resize(2 * widest_ff);
   hidden_.resize(widest_ff);
@@ -185,8 +197,10 @@ void LlamaEngine::attention(const Layer& L, uint64_t pos) {
   const float* k_cache = k_cache_.data() + L.kv_offset * positions_;
   const float* v_cache = v_cache_.data() + L.kv_offset * positions_;
   const float scale = L.scale;
-  // A sliding window shows a position itself and the window - 1 positions before it.
-  const uint64_t first = window && pos + 1 > window ? pos + 1 - window : 0;
+  // A sliding window shows a position itself and the window - 1 positions before it; a chunk (Llama 4)
+  // the positions of its own chunk.
+  uint64_t first = window && pos + 1 > window ? pos + 1 - window : 0;
+  if (L.chunk) first = std::max(first, pos - pos % L.chunk);
   // One task per query head.
   pool_.run(part_.q_heads, [&](size_t h) {
     const uint64_t kv_local = (part_.q_head0 + h) / L.kv_group - L.kv_head0;
@@ -232,13 +246,21 @@ void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
   }
   if (L.turns) {
     const RopeTable& turn = ropes_[L.rope];
-    if (config_.rope_adjacent_pairs) {  // GLM-4
+    if (config_.rope_adjacent_pairs) {  // GLM-4, Llama 4
       rope_adjacent_pairs(q, part_.q_heads, hd, turn.cos, turn.sin);
       rope_adjacent_pairs(k, L.kv_heads, hd, turn.cos, turn.sin);
     } else {
       rope(q, part_.q_heads, hd, turn.cos, turn.sin);
       rope(k, L.kv_heads, hd, turn.cos, turn.sin);
     }
+    if (config_.qk_l2_norm) {  // Llama 4: each head's q and k once turned, without a weight
+      const float eps = float(config_.rms_norm_eps);
+      for (uint64_t h = 0; h < part_.q_heads; ++h) rmsnorm(q + h * hd, q + h * hd, nullptr, hd, eps, 0.0f);
+      for (uint64_t h = 0; h < L.kv_heads; ++h) rmsnorm(k + h * hd, k + h * hd, nullptr, hd, eps, 0.0f);
+    }
+  } else if (config_.attn_floor_scale) {  // Llama 4's temperature tuning of the layers that do not turn
+    const float t = float(std::log1p(std::floor(double(pos + 1) / double(config_.attn_floor_scale))) * config_.attn_scale + 1.0);
+    for (uint64_t i = 0; i < part_.q_heads * hd; ++i) q[i] *= t;
   }
   const uint64_t at = L.kv_offset * positions_ + pos * kvw;
   std::copy(k, k + kvw, k_cache_.begin() + at);
@@ -249,9 +271,11 @@ void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
   add_all_reduced(L.o_bias, L.post_attn_norm);
 }
 
-void LlamaEngine::mlp(const Mlp& m, float* out) {
+void LlamaEngine::mlp(const Mlp& m, float* out) { mlp_of(m, xb_.data(), out); }
+
+void LlamaEngine::mlp_of(const Mlp& m, const float* x, float* out) {
   const uint64_t D = config_.hidden_size, ff = m.units;
-  const MatVec gate_up{m.gate_up, dtype_, 2 * ff, D, xb_.data(), gate_up_.data()};
+  const MatVec gate_up{m.gate_up, dtype_, 2 * ff, D, x, gate_up_.data()};
   run_matvecs(pool_, {&gate_up, 1});
   if (m.gate_up_bias)
     for (uint64_t i = 0; i < 2 * ff; ++i) gate_up_[i] += m.gate_up_bias[i];
@@ -273,11 +297,21 @@ void LlamaEngine::experts(const Layer& L) {
   for (const ChosenExpert& chosen : route_token(moe, router_logits_, L.router_correction)) {
     const uint64_t e = chosen.expert;
     if (e < part_.expert0 || e >= part_.expert0 + part_.experts) continue;  // another rank's (expert parallel)
+    // Llama 4 weights the expert's input instead of its output.
+    const float* x = xb_.data();
+    if (moe.weight_input) {
+      for (uint64_t j = 0; j < D; ++j) weighted_in_[j] = chosen.weight * xb_[j];
+      x = weighted_in_.data();
+    }
     if (L.stacked.gate_up)
-      run_stacked_expert(pool_, L.stacked, e - part_.expert0, dtype_, D, moe, xb_.data(), gate_up_.data(), hidden_.data(), expert_out_.data());
+      run_stacked_expert(pool_, L.stacked, e - part_.expert0, dtype_, D, moe, x, gate_up_.data(), hidden_.data(), expert_out_.data());
+    else if (L.stacked.gate)
+      run_stacked_halves_expert(pool_, L.stacked, e - part_.expert0, dtype_, D, config_.hidden_act, x, gate_up_.data(), hidden_.data(),
+                                expert_out_.data());
     else
-      mlp(L.experts[e - part_.expert0], expert_out_.data());
-    for (uint64_t j = 0; j < D; ++j) partial_[j] += chosen.weight * expert_out_[j];
+      mlp_of(L.experts[e - part_.expert0], x, expert_out_.data());
+    const float weight = moe.weight_input ? 1.0f : chosen.weight;
+    for (uint64_t j = 0; j < D; ++j) partial_[j] += weight * expert_out_[j];
   }
   if (!L.shared.units) return;
   float weight = 1;  // each rank scales its part: the sum is scaled alike

@@ -1,5 +1,6 @@
 // The forward pass of one tensor-parallel rank, for every family LlamaConfig describes (biases,
-// sliding windows, soft-caps, Gemma's norms, partial rotary, experts, latent attention, attention sinks). The rank owns its slice of every weight
+// sliding windows, soft-caps, Gemma's norms, partial rotary, experts, latent attention, attention sinks,
+// Llama 4's chunked attention, q/k L2 norm and temperature tuning). The rank owns its slice of every weight
 // (declared by tensor_parallel.hpp) and its part of the KV cache; it meets the other ranks only
 // through its Communicator: the embedding row comes from the rank that owns it, the row-parallel
 // products' partial sums are all-reduced, and the vocabulary slices of the logits are gathered.
@@ -67,13 +68,14 @@ class LlamaEngine {
     const float* router_correction = nullptr;  // [experts]: DeepSeek-V3's e_score_correction_bias
     const float* router_bias = nullptr;        // [experts]: gpt-oss's
     std::vector<Mlp> experts;
-    StackedExperts stacked;                // gpt-oss's experts (stacked_experts.hpp), in place of `experts`
+    StackedExperts stacked;                // gpt-oss's and Llama 4's experts (stacked_experts.hpp), in place of `experts`
     const float* sinks = nullptr;          // [this rank's query heads]: gpt-oss's attention sinks
     Mlp shared;                            // the shared expert (units 0: none)
     const float* shared_gate = nullptr;    // [hidden]; null: the shared expert is not gated
     uint64_t window = 0;
     size_t rope = 0;  // which of ropes_ turns its queries and keys
-    bool turns = true;  // false: this layer's queries and keys do not turn (SmolLM3)
+    bool turns = true;  // false: this layer's queries and keys do not turn (SmolLM3, Llama 4)
+    uint64_t chunk = 0;  // Llama 4's chunked attention: the chunk's length (0: none)
     // This rank's kv heads (0: the layer has no attention), the first one's index, the query heads
     // that share each, and where the layer's cache begins (in floats per position).
     uint64_t kv_heads = 0, kv_head0 = 0, kv_group = 0, kv_offset = 0;
@@ -98,6 +100,7 @@ class LlamaEngine {
   uint64_t kv_width_ = 0;  // the cache's floats per position, summed over layers
   // Per-token activations and this rank's KV cache: [layer][position][the layer's kv_heads * head_dim].
   std::vector<float> x_, xb_, qkv_, att_, partial_, expert_out_, router_logits_, gate_up_, hidden_, k_cache_, v_cache_;
+  std::vector<float> weighted_in_;  // Llama 4: an expert's input times its weight
   std::vector<float> q_latent_, kv_latent_, kv_expanded_;  // latent attention's [q_lora_rank], [kv_lora_rank + rope], kv_b_proj's
   // Rotary frequencies (rope scaling applied) and this position's cos and sin: [0] every layer's,
   // [1] the sliding-window layers' own where the configuration gives them (sliding_rope_theta).
@@ -120,8 +123,9 @@ class LlamaEngine {
   void ffn_block(const Layer& L);
   void input_norm(const float* norm);  // xb_ = the sublayer's input: x_ normalised by `norm` (null: as it is)
   void whole_projection_norms(const Layer& L, float* q, float* k);
-  // out = this rank's part of mlp(xb_) (its down_proj columns' partial sum).
+  // out = this rank's part of mlp(xb_) (its down_proj columns' partial sum); mlp_of: of x.
   void mlp(const Mlp& m, float* out);
+  void mlp_of(const Mlp& m, const float* x, float* out);
   // partial_ = this rank's part of the experts' weighted sum (and the gated shared expert's).
   void experts(const Layer& L);
   // x += the sum over ranks of partial_ (+ the row-parallel bias, which rank 0 alone holds),

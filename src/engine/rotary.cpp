@@ -20,7 +20,7 @@ float llama3(const RopeScaling& r, float f) {
   const double old_context = double(r.original_max_position_embeddings);
   const double wavelen = 2 * std::numbers::pi / f;
   if (wavelen > old_context / r.low_freq_factor) return f / float(r.factor);
-  if (wavelen < old_context / r.high_freq_factor) return f;
+  if (wavelen < old_context / r.high_freq_factor || r.high_freq_factor == r.low_freq_factor) return f;
   const double smooth = (old_context / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
   return float((1 - smooth) * f / r.factor + smooth * f);
 }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "families/family.hpp"
 #include "loaders/rank_shards.hpp"
 #include "weightloader/error.hpp"
 
@@ -37,11 +38,11 @@ ParameterShard columns(std::string from, uint64_t begin, uint64_t count) {
 
 // An MLP's gate_up_proj (gate rows then up rows of units [ff0, ff0 + ff) of `units`) and down_proj.
 // `gate`/`up`/`down` name the checkpoint's tensors; a fused checkpoint's gate_up holds gate then up.
-struct MlpNames {
+struct MlpTensors {
   std::string gate, up, down, fused;  // fused: non-empty when the checkpoint stores gate_up_proj
 };
 
-void declare_mlp(Model& m, const std::string& at, const MlpNames& from, uint64_t units, uint64_t ff0, uint64_t ff,
+void declare_mlp(Model& m, const std::string& at, const MlpTensors& from, uint64_t units, uint64_t ff0, uint64_t ff,
                  uint64_t D, DType dtype, bool bias, bool rank0) {
   for (const char* kind : {"weight", "bias"}) {
     const bool is_bias = std::string(kind) == "bias";
@@ -107,6 +108,26 @@ void declare_stacked_experts(Model& m, const LlamaConfig& c, const RankPartition
     m.add_parameter(ex + "down_proj_bias", {E, D}, DType::F32);
 }
 
+// Llama 4's stacked experts (gate_up_proj [experts, hidden, 2 x units]: every unit's gate, then every
+// unit's up; down_proj [experts, units, hidden]; no biases): split inside, each rank reads its units'
+// gate columns and up columns as two stacks (experts.gate_proj, experts.up_proj [experts, hidden,
+// units]) and down's rows; with expert parallelism its whole experts' slots.
+void declare_stacked_halves(Model& m, const LlamaConfig& c, const RankPartition& p, const std::string& at, DType dtype) {
+  const uint64_t D = c.hidden_size, E = p.experts, U = c.moe.expert_intermediate_size, ff = p.expert_ff;
+  const std::string ex = at + "experts.";
+  if (p.experts != c.moe.num_experts) {
+    for (const char* stack : {"gate_up_proj", "down_proj"}) {
+      const bool gate_up = std::string(stack) == "gate_up_proj";
+      m.add_parameter(ex + stack, gate_up ? Shape{E, D, 2 * U} : Shape{E, U, D}, dtype,
+                      {ParameterShard{ex + stack, Slice{0, p.expert0, p.expert0 + E}, 0}});
+    }
+    return;
+  }
+  m.add_parameter(ex + "gate_proj", {E, D, ff}, dtype, {ParameterShard{ex + "gate_up_proj", Slice{2, p.expert_ff0, p.expert_ff0 + ff}, 0}});
+  m.add_parameter(ex + "up_proj", {E, D, ff}, dtype, {ParameterShard{ex + "gate_up_proj", Slice{2, U + p.expert_ff0, U + p.expert_ff0 + ff}, 0}});
+  m.add_parameter(ex + "down_proj", {E, ff, D}, dtype, {ParameterShard{ex + "down_proj", Slice{1, p.expert_ff0, p.expert_ff0 + ff}, 0}});
+}
+
 // Latent attention: the low-rank projections into the latents (q_a_proj, kv_a_proj_with_mqa) and
 // their norms whole on every rank (each computes the latents itself); q_b_proj (or q_proj) and
 // kv_b_proj column-parallel by head, o_proj row-parallel.
@@ -132,26 +153,27 @@ void declare_latent_attention(Model& m, const LlamaConfig& c, const RankPartitio
 }
 
 void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_t l, DType dtype) {
+  const MlpNames& names = mlp_names(c.architecture);
   const std::string at = moe_prefix(c, l);
   const uint64_t D = c.hidden_size;
-  const bool mixtral = c.block_sparse_moe();
   const std::string router = router_prefix(c, l);
   m.add_parameter(router + "weight", {c.moe.num_experts, D}, DType::F32);
   if (c.moe.router_bias) m.add_parameter(router + "bias", {c.moe.num_experts}, DType::F32);
   if (c.moe.stacked_swiglu()) return declare_stacked_experts(m, c, p, at, dtype);
+  if (c.moe.stacked_halves)
+    declare_stacked_halves(m, c, p, at, dtype);
   if (c.moe.score_correction_bias) m.add_parameter(at + "gate.e_score_correction_bias", {c.moe.num_experts}, DType::F32);
-  for (uint64_t e = p.expert0; e < p.expert0 + p.experts; ++e) {
+  for (uint64_t e = p.expert0; e < p.expert0 + p.experts && !c.moe.stacked(); ++e) {
     const std::string ex = fmt::format("{}experts.{}.", at, e);
-    const MlpNames names = mixtral ? MlpNames{ex + "w1", ex + "w3", ex + "w2", ""}
-                                   : MlpNames{ex + "gate_proj", ex + "up_proj", ex + "down_proj", ""};
-    declare_mlp(m, ex, names, c.moe.expert_intermediate_size, p.expert_ff0, p.expert_ff, D, dtype, false, false);
+    declare_mlp(m, ex, {ex + std::string(names.gate), ex + std::string(names.up), ex + std::string(names.down), ""},
+                c.moe.expert_intermediate_size, p.expert_ff0, p.expert_ff, D, dtype, false, false);
   }
   if (!c.moe.shared_expert_intermediate_size) return;
   const std::string sh = shared_expert_prefix(c, l);
-  const MlpNames names = mixtral ? MlpNames{"", "", sh + "output_linear", sh + "input_linear"}  // Granite-MoE-Shared's, fused
-                                 : MlpNames{sh + "gate_proj", sh + "up_proj", sh + "down_proj", ""};
-  declare_mlp(m, sh, names, c.moe.shared_expert_intermediate_size, p.shared_ff0, p.shared_ff, D, dtype, false, false);
-  if (c.moe.shared_expert_gated) m.add_parameter(at + "shared_expert_gate.weight", {1, D}, DType::F32);
+  declare_mlp(m, sh,
+              {sh + "gate_proj", sh + "up_proj", sh + std::string(names.shared_down), names.shared_gate_up.empty() ? "" : sh + std::string(names.shared_gate_up)},
+              c.moe.shared_expert_intermediate_size, p.shared_ff0, p.shared_ff, D, dtype, false, false);
+  if (c.moe.shared_expert_gated) m.add_parameter(at + std::string(names.shared_gate) + ".weight", {1, D}, DType::F32);
 }
 
 Error refuse_split(unsigned size, const std::string& why) {
@@ -184,17 +206,20 @@ LayerNorms layer_norms(const LlamaConfig& c) {
   return {"input_layernorm", nullptr, "post_attention_layernorm", nullptr};
 }
 
+std::string mlp_prefix(const LlamaConfig& c, uint64_t layer) {
+  return fmt::format("model.layers.{}.{}.", layer, mlp_names(c.architecture).dense);
+}
+
 std::string moe_prefix(const LlamaConfig& c, uint64_t layer) {
-  return fmt::format("model.layers.{}.{}.", layer, c.block_sparse_moe() ? "block_sparse_moe" : "mlp");
+  return fmt::format("model.layers.{}.{}.", layer, mlp_names(c.architecture).moe);
 }
 
 std::string router_prefix(const LlamaConfig& c, uint64_t layer) {
-  return moe_prefix(c, layer) + (c.moe.stacked_swiglu() ? "router." : "gate.");
+  return fmt::format("{}{}.", moe_prefix(c, layer), mlp_names(c.architecture).router);
 }
 
 std::string shared_expert_prefix(const LlamaConfig& c, uint64_t layer) {
-  if (c.block_sparse_moe()) return fmt::format("model.layers.{}.shared_mlp.", layer);  // Granite-MoE-Shared
-  return moe_prefix(c, layer) + (c.moe.shared_expert_gated ? "shared_expert." : "shared_experts.");
+  return fmt::format("model.layers.{}.{}.", layer, mlp_names(c.architecture).shared);
 }
 
 RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size, bool expert_parallel) {
@@ -247,7 +272,7 @@ Model declare_rank_parameters(const LlamaConfig& c, const RankPartition& p, DTyp
     if (c.moe_layer(l)) {
       declare_moe(m, c, p, l, dtype);
     } else if (ffn) {
-      const std::string mlp = at + "mlp.";
+      const std::string mlp = mlp_prefix(c, l);
       const LayerPartition& lp = p.layers[l];
       declare_mlp(m, mlp, {mlp + "gate_proj", mlp + "up_proj", mlp + "down_proj", c.fused_gate_up ? mlp + "gate_up_proj" : ""},
                   c.layer_intermediate_size(l), lp.ff0, lp.ff, D, dtype, c.mlp_bias, p.rank == 0);

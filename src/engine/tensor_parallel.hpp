@@ -6,7 +6,8 @@
 // expert parallelism (vLLM's enable_expert_parallel), whole: rank r holds block r of them and
 // computes only the chosen ones it holds (the all-reduce after the MLP sums every rank's experts).
 // The router and the shared expert's gate are replicated; the shared expert splits inside.
-// gpt-oss's stacked experts split the same two ways, each rank reading its slice of the stacks;
+// gpt-oss's and Llama 4's stacked experts split the same two ways, each rank reading its slice of
+// the stacks (Llama 4's gate and up halves as two stacks of its units);
 // its attention sinks split with their heads.
 // Latent attention (DeepSeek) splits by head as q/k/v do; its latents are computed on every rank.
 #pragma once
@@ -56,12 +57,14 @@ struct LayerNorms {
 };
 LayerNorms layer_norms(const LlamaConfig& config);
 
-// Where layer l's experts live: "model.layers.{l}.block_sparse_moe." (Mixtral) or "...mlp." (Qwen2-MoE).
+// Where layer l's MLP lives, as its family names it (MlpNames, src/families/family.hpp): a dense
+// layer's ("model.layers.{l}.mlp."; Llama 4: "...feed_forward."), a sparse layer's experts
+// ("...mlp.", Mixtral: "...block_sparse_moe."), their router ("...mlp.gate.", gpt-oss:
+// "...mlp.router.") and the shared expert ("...mlp.shared_expert.", DeepSeek: "...mlp.shared_experts.",
+// Granite-MoE-Shared: "model.layers.{l}.shared_mlp.").
+std::string mlp_prefix(const LlamaConfig& config, uint64_t layer);
 std::string moe_prefix(const LlamaConfig& config, uint64_t layer);
-// Its router: "...gate." (gpt-oss: "...mlp.router.", with a bias).
 std::string router_prefix(const LlamaConfig& config, uint64_t layer);
-// Its shared expert: "...mlp.shared_expert." (Qwen2-MoE, gated), "...mlp.shared_experts." (DeepSeek) or
-// "model.layers.{l}.shared_mlp." (Granite-MoE-Shared).
 std::string shared_expert_prefix(const LlamaConfig& config, uint64_t layer);
 
 }  // namespace wl

@@ -8,6 +8,7 @@ namespace wl {
 // topk_group groups by their best expert), shared experts added ungated, the first
 // first_k_dense_replace layers dense.
 extern const Family kDeepseekV2{.model_type = "deepseek_v2", .architecture = "DeepseekV2ForCausalLM",
-                                .experts = Family::Experts::DeepseekV2, .latent_attention = true};
+                                .experts = Family::Experts::DeepseekV2, .latent_attention = true,
+                                .mlp = {.shared = "mlp.shared_experts", .stacks = kTransformers5Stacks}};
 
 }  // namespace wl

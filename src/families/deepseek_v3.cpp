@@ -7,6 +7,7 @@ namespace wl {
 // (each scored by its best two), weighted by the scores alone, renormalised when norm_topk_prob, times
 // routed_scaling_factor; shared experts added ungated; the first first_k_dense_replace layers dense.
 extern const Family kDeepseekV3{.model_type = "deepseek_v3", .architecture = "DeepseekV3ForCausalLM",
-                                .experts = Family::Experts::DeepseekV3, .latent_attention = true};
+                                .experts = Family::Experts::DeepseekV3, .latent_attention = true,
+                                .mlp = {.shared = "mlp.shared_experts", .stacks = kTransformers5Stacks}};
 
 }  // namespace wl

@@ -3,13 +3,14 @@
 namespace wl {
 
 extern const Family kLlama, kMistral, kMixtral, kQwen2, kQwen2Moe, kQwen3, kQwen3Moe, kGemma, kGemma2, kGemma3Text,
-    kPhi3, kGranite, kSmolLM3, kOlmo2, kNemotronNas, kDeci, kDeepseekV2, kDeepseekV3, kGptOss, kGlm4, kGraniteMoe, kGraniteMoeShared;
+    kPhi3, kGranite, kSmolLM3, kOlmo2, kNemotronNas, kDeci, kDeepseekV2, kDeepseekV3, kGptOss, kGlm4, kGraniteMoe, kGraniteMoeShared,
+    kLlama4Text;
 
 const std::vector<const Family*>& families() {
   static const std::vector<const Family*> all{&kLlama, &kMistral, &kMixtral, &kQwen2, &kQwen2Moe, &kQwen3, &kQwen3Moe,
                                               &kGemma, &kGemma2, &kGemma3Text, &kPhi3, &kGranite, &kSmolLM3, &kOlmo2,
                                               &kNemotronNas, &kDeci, &kDeepseekV2, &kDeepseekV3, &kGptOss, &kGlm4,
-                                              &kGraniteMoe, &kGraniteMoeShared};
+                                              &kGraniteMoe, &kGraniteMoeShared, &kLlama4Text};
   return all;
 }
 
@@ -17,6 +18,12 @@ const Family* family_by_type(std::string_view model_type) {
   for (const Family* f : families())
     if (f->model_type == model_type) return f;
   return nullptr;
+}
+
+const MlpNames& mlp_names(std::string_view model_type) {
+  static const MlpNames kLlamas{};
+  const Family* f = family_by_type(model_type);
+  return f ? f->mlp : kLlamas;
 }
 
 const Family* family_by_architecture(std::string_view architecture) {

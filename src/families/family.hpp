@@ -4,6 +4,7 @@
 // in families.cpp; the config reader and writer consult these and name no family themselves.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -29,6 +30,41 @@ struct GgufArchitecture {
   std::span<const Stack> stacks{};
 };
 
+// Where a family keeps a layer's MLP and experts under model.layers.<l>. (Hugging Face's names,
+// without .weight): the configuration's shape checks, the engine's declarations and the naming
+// layer's per-expert presentation of stacked experts read them here, never a family's name.
+struct MlpNames {
+  // transformers 5's stacks and router as a checkpoint may store them (layer stems with their leaf),
+  // presented one tensor per expert under the per-expert names below (src/naming/stacked_experts.cpp).
+  struct Stacks {
+    std::array<std::string_view, 2> gate_up{}, down{}, router{};
+  };
+  std::string_view dense = "mlp";    // a dense layer's MLP: <dense>.gate_proj / up_proj / down_proj (or gate_up_proj)
+  std::string_view moe = "mlp";      // a sparse layer's module, holding its router and <moe>.experts
+  std::string_view router = "gate";  // the router, under <moe>
+  // Each expert's projections, under <moe>.experts.<e>. (unread where the experts are read stacked in
+  // place: gpt-oss's and Llama 4's <moe>.experts.gate_up_proj / down_proj).
+  std::string_view gate = "gate_proj", up = "up_proj", down = "down_proj";
+  // The shared expert's module under the layer (empty: none), its projections (gate and up, or gate
+  // rows then up rows in shared_gate_up when that is set), and the sigmoid gate scaling it, under
+  // <moe> (empty: ungated).
+  std::string_view shared{};
+  std::string_view shared_gate_up{}, shared_down = "down_proj";
+  std::string_view shared_gate{};
+  Stacks stacks{};                   // none: not presented per expert
+};
+
+// transformers 5's stacks of the families it stores so (Mixtral's under mlp too), its router mlp.gate.
+inline constexpr MlpNames::Stacks kTransformers5Stacks{{"mlp.experts.gate_up_proj"}, {"mlp.experts.down_proj"}, {"mlp.gate.weight"}};
+// Mixtral's experts under block_sparse_moe (w1 gate, w3 up, w2 down; the router block_sparse_moe.gate),
+// Granite-MoE's too: its checkpoints stack them as block_sparse_moe.input_linear / output_linear
+// (router.layer its router), transformers 5's modules as experts.gate_up_proj / down_proj and router.
+inline constexpr MlpNames kBlockSparseMoe{.moe = "block_sparse_moe", .gate = "w1", .up = "w3", .down = "w2", .stacks = kTransformers5Stacks};
+inline constexpr MlpNames kGraniteMoeMlp{.moe = "block_sparse_moe", .gate = "w1", .up = "w3", .down = "w2",
+                                         .stacks = {{"block_sparse_moe.input_linear.weight", "block_sparse_moe.experts.gate_up_proj"},
+                                                    {"block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.down_proj"},
+                                                    {"block_sparse_moe.router.layer.weight", "block_sparse_moe.router.weight"}}};
+
 struct Family {
   // Which layers attend within sliding_window (config.json's rule; layer_types must agree).
   enum class Window {
@@ -53,6 +89,10 @@ struct Family {
     GptOss,     // num_local_experts of intermediate_size stacked (gate and up interleaved, stored
                 // transposed, with biases), a biased router, a softmax over the top-k logits, the
                 // clamped SwiGLU (swiglu_limit, swiglu_alpha)
+    Llama4,     // num_local_experts of intermediate_size stacked (gate columns then up, stored transposed), in
+                // moe_layers (every interleave_moe_layer_step-th): the top-k router logits' sigmoids scale the
+                // chosen experts' inputs; an ungated shared expert of intermediate_size; dense layers of
+                // intermediate_size_mlp
   };
   // Which projections have biases.
   enum class Biases {
@@ -92,6 +132,10 @@ struct Family {
   bool shared_mlp = false;          // shared_intermediate_size: an ungated MLP beside the experts (Granite-MoE-Shared)
   bool stacked_experts = false;     // transformers reads its experts stacked only (Granite-MoE's input_linear /
                                     // output_linear): written one tensor per expert, they would not load
+  bool llama4_attention = false;    // use_qk_norm, attention_chunk_size (layer_types' chunked_attention) and
+                                    // attn_temperature_tuning, as Llama 4 reads them
+  double rms_norm_eps_default = 0;  // 0: 1e-6
+  MlpNames mlp{};                   // where its MLP and experts live (Llama's mlp.gate_proj / up_proj / down_proj)
   GgufArchitecture gguf{};          // how llama.cpp stores it; none: GGUF output is refused
 };
 
@@ -99,6 +143,8 @@ struct Family {
 const std::vector<const Family*>& families();
 // The family of a model_type, or of a transformers class; null when none.
 const Family* family_by_type(std::string_view model_type);
+// The MLP names of model_type's family (Llama's when there is none).
+const MlpNames& mlp_names(std::string_view model_type);
 const Family* family_by_architecture(std::string_view architecture);
 // The family a GGUF of llama.cpp's `architecture` is read as (the first listed that llama.cpp
 // stores under it: Llama for "llama"); null when none.

@@ -11,6 +11,7 @@ namespace wl {
 // a clamped SwiGLU. Not written as GGUF (llama.cpp's gpt-oss keeps the experts in MXFP4).
 extern const Family kGptOss{.model_type = "gpt_oss", .architecture = "GptOssForCausalLM", .window = Family::Window::EveryOther,
                             .experts = Family::Experts::GptOss, .follows_layer_types = true, .attention_sinks = true,
-                            .attention_bias_default = true, .sliding_window_default = 128, .rope_theta_default = 150000};
+                            .attention_bias_default = true, .sliding_window_default = 128, .rope_theta_default = 150000,
+                            .mlp = {.router = "router"}};
 
 }  // namespace wl

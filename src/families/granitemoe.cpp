@@ -9,6 +9,7 @@ namespace wl {
 // hidden, intermediate_size], the router as block_sparse_moe.router.layer (src/naming/stacked_experts.cpp
 // presents them as Mixtral's). Not written as GGUF.
 extern const Family kGraniteMoe{.model_type = "granitemoe", .architecture = "GraniteMoeForCausalLM",
-                                .experts = Family::Experts::Mixtral, .multipliers = true, .stacked_experts = true};
+                                .experts = Family::Experts::Mixtral, .multipliers = true, .stacked_experts = true,
+                                .mlp = kGraniteMoeMlp};
 
 }  // namespace wl

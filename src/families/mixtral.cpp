@@ -11,7 +11,7 @@ constexpr GgufArchitecture::Stack kMixtralGgufStacks[] = {{"block_sparse_moe.exp
 
 // Mixtral: Mistral with num_local_experts experts (block_sparse_moe), top-k renormalised.
 extern const Family kMixtral{.model_type = "mixtral", .architecture = "MixtralForCausalLM", .window = Family::Window::All,
-                             .experts = Family::Experts::Mixtral,
+                             .experts = Family::Experts::Mixtral, .mlp = kBlockSparseMoe,
                              .gguf = {.name = "llama", .interleaved_rotary = true, .stacks = kMixtralGgufStacks}};
 
 }  // namespace wl

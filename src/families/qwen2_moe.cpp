@@ -18,6 +18,7 @@ constexpr GgufArchitecture::Stack kQwen2MoeGgufStacks[] = {{"mlp.experts.", "gat
 extern const Family kQwen2Moe{.model_type = "qwen2_moe", .architecture = "Qwen2MoeForCausalLM",
                               .window = Family::Window::FromLayer, .experts = Family::Experts::Qwen2Moe,
                               .biases = Family::Biases::QkvOnly, .follows_layer_types = true,
+                              .mlp = {.shared = "mlp.shared_expert", .shared_gate = "shared_expert_gate", .stacks = kTransformers5Stacks},
                               .gguf = {.name = "qwen2moe", .layer_stems = kQwen2MoeGgufStems, .stacks = kQwen2MoeGgufStacks}};
 
 }  // namespace wl

@@ -131,8 +131,9 @@ RopeScaling read_scaling(const JsonFields& top, const json& object, const std::s
     r.low_freq_factor = f.number("low_freq_factor", 1.0);
     r.high_freq_factor = f.number("high_freq_factor", 4.0);
     r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : 8192);
-    if (!(r.high_freq_factor > r.low_freq_factor) || !(r.low_freq_factor > 0) || r.original_max_position_embeddings == 0)
-      throw config_invalid(top.file(), field, "llama3 needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0");
+    // Equal factors leave no band between (Llama 4 Scout's 1 and 1); transformers only warns of them.
+    if (!(r.high_freq_factor >= r.low_freq_factor) || !(r.low_freq_factor > 0) || r.original_max_position_embeddings == 0)
+      throw config_invalid(top.file(), field, "llama3 needs 0 < low_freq_factor <= high_freq_factor and original_max_position_embeddings > 0");
   } else if (type == "yarn") {
     r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : max_positions);
     r.beta_fast = f.number("beta_fast", 32);
@@ -421,6 +422,7 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
   const bool qwen = family.experts == Family::Experts::Qwen2Moe || family.experts == Family::Experts::Qwen3Moe;
   // Transformers 5 names Qwen3-MoE's expert count num_local_experts (4: num_experts).
   const char* count_key = family.experts == Family::Experts::Mixtral || family.experts == Family::Experts::GptOss ||
+                                  family.experts == Family::Experts::Llama4 ||
                                   (family.experts == Family::Experts::Qwen3Moe && f.has("num_local_experts"))
                               ? "num_local_experts" : "num_experts";
   switch (family.experts) {
@@ -448,6 +450,14 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
       m.swiglu_alpha = f.number("swiglu_alpha", 1.702);
       for (const char* key : {"swiglu_limit", "swiglu_alpha"})
         if (!(f.number(key, 1.0) > 0) || !std::isfinite(f.number(key, 1.0))) throw config_invalid(f.file(), key, "must be a positive number");
+      break;
+    case Family::Experts::Llama4:  // of intermediate_size, as the shared expert: read_llama4_mlp sets both
+      m.num_experts = f.uint(count_key, 16);
+      m.experts_per_token = f.uint("num_experts_per_tok", 1);
+      m.scoring = MoeConfig::Scoring::Sigmoid;
+      m.norm_topk_prob = false;
+      m.stacked_halves = m.weight_input = true;
+      m.shared_expert_gated = false;
       break;
     case Family::Experts::Qwen3Moe:
       if (f.has("num_local_experts") && f.has("num_experts") && f.uint("num_experts") != f.uint("num_local_experts"))
@@ -521,7 +531,9 @@ void read_rope_layers(const JsonFields& f, const Family& family, LlamaConfig& c)
     if (f.has("no_rope_layers")) throw config_invalid(f.file(), "no_rope_layers", fmt::format("{} models turn every layer", family.model_type));
     return;
   }
-  if (f.has("no_rope_layers")) {
+  // Llama 4 reads an empty list as none given (Llama 4 Scout's config.json has one); SmolLM3 would fail on it.
+  const bool listed = f.has("no_rope_layers") && !(family.llama4_attention && f.at("no_rope_layers").empty());
+  if (listed) {
     const json& v = f.at("no_rope_layers");
     if (!v.is_array() || v.size() != c.num_layers)
       throw config_invalid(f.file(), "no_rope_layers", fmt::format("is not a list of {} flags (num_hidden_layers)", c.num_layers));
@@ -535,6 +547,64 @@ void read_rope_layers(const JsonFields& f, const Family& family, LlamaConfig& c)
     for (uint64_t l = 0; l < c.num_layers; ++l) c.rope_layers.push_back((l + 1) % every != 0);
   }
   if (std::all_of(c.rope_layers.begin(), c.rope_layers.end(), [](bool turns) { return turns; })) c.rope_layers.clear();
+}
+
+// Llama 4's MLPs: experts in moe_layers (else every interleave_moe_layer_step-th layer), they and
+// the shared expert intermediate_size wide, the other layers' MLP intermediate_size_mlp.
+void read_llama4_mlp(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  if (family.experts != Family::Experts::Llama4) {
+    for (const char* key : {"intermediate_size_mlp", "moe_layers", "interleave_moe_layer_step"})
+      if (f.has(key)) throw config_invalid(f.file(), key, fmt::format("is a Llama 4 field; {} models do not apply it", family.model_type));
+    return;
+  }
+  c.moe.expert_intermediate_size = c.moe.shared_expert_intermediate_size = c.intermediate_size;
+  c.intermediate_size = f.uint("intermediate_size_mlp", 16384);
+  std::vector<uint64_t> sparse;
+  if (f.has("moe_layers")) {
+    sparse = layer_list(f, "moe_layers");
+  } else {
+    const uint64_t step = f.uint("interleave_moe_layer_step", 1);
+    if (step == 0) throw config_invalid(f.file(), "interleave_moe_layer_step", "must be positive");
+    for (uint64_t l = step - 1; l < c.num_layers; l += step) sparse.push_back(l);
+  }
+  // The engine's rule (MoeConfig): every layer sparse but mlp_only_layers.
+  for (uint64_t l = 0; l < c.num_layers; ++l)
+    if (std::find(sparse.begin(), sparse.end(), l) == sparse.end()) c.moe.mlp_only_layers.push_back(l);
+}
+
+// Llama 4's attention (rope layers read): the q/k L2 norm, the chunked layers (layer_types; without
+// it, those that turn) and the temperature tuning of the others.
+void read_llama4_attention(const JsonFields& f, const Family& family, LlamaConfig& c) {
+  if (!family.llama4_attention) {
+    for (const char* key : {"use_qk_norm", "attention_chunk_size", "attn_temperature_tuning", "floor_scale", "attn_scale"})
+      if (f.has(key)) throw config_invalid(f.file(), key, fmt::format("is a Llama 4 field; {} models do not apply it", family.model_type));
+    return;
+  }
+  c.qk_l2_norm = f.boolean("use_qk_norm", true);
+  if (f.has("layer_types")) {
+    const json& types = f.at("layer_types");
+    if (!types.is_array() || types.size() != c.num_layers)
+      throw config_invalid(f.file(), "layer_types", fmt::format("is not a list of {} layer types (num_hidden_layers)", c.num_layers));
+    for (uint64_t l = 0; l < c.num_layers; ++l) {
+      if (types[l] != "full_attention" && types[l] != "chunked_attention")
+        throw config_invalid(f.file(), fmt::format("layer_types[{}]", l), fmt::format("{} is not full_attention or chunked_attention", types[l].dump()));
+      c.chunked_layers.push_back(types[l] == "chunked_attention");
+    }
+  } else {
+    for (uint64_t l = 0; l < c.num_layers; ++l) c.chunked_layers.push_back(c.rope_layer(l));
+  }
+  const bool chunked = std::find(c.chunked_layers.begin(), c.chunked_layers.end(), true) != c.chunked_layers.end();
+  if (!chunked) c.chunked_layers.clear();
+  if (chunked && f.is_null("attention_chunk_size"))
+    throw config_invalid(f.file(), "attention_chunk_size", "is null but layer_types has chunked_attention layers (transformers refuses it too)");
+  c.attention_chunk_size = chunked ? f.uint("attention_chunk_size", 8192) : 0;
+  if (chunked && c.attention_chunk_size == 0) throw config_invalid(f.file(), "attention_chunk_size", "must be positive");
+  if (f.boolean("attn_temperature_tuning", true)) {
+    c.attn_floor_scale = f.uint("floor_scale", 8192);
+    c.attn_scale = f.number("attn_scale", 0.1);
+    if (c.attn_floor_scale == 0) throw config_invalid(f.file(), "floor_scale", "must be positive");
+    if (!std::isfinite(c.attn_scale)) throw config_invalid(f.file(), "attn_scale", "must be a finite number");
+  }
 }
 
 // DeepSeek's multi-head latent attention: its widths (head_dim becomes qk_rope_head_dim, as
@@ -611,7 +681,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   read_latent_attention(f, family, c);
   c.vocab_size = f.uint("vocab_size", 0);
   c.max_position_embeddings = f.uint("max_position_embeddings", 2048);
-  c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
+  c.rms_norm_eps = f.number("rms_norm_eps", family.rms_norm_eps_default ? family.rms_norm_eps_default : 1e-6);
   c.qk_norm = family.qk_norm;
   c.qk_norm_whole = family.qk_norm_whole;
   c.post_norms_only = family.post_norms_only;
@@ -625,6 +695,8 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.tied_by_default);
   read_multipliers(f, family, c);
   read_rope_layers(f, family, c);
+  read_llama4_mlp(f, family, c);
+  read_llama4_attention(f, family, c);
   read_biases(f, family, c);
   return c;
 }

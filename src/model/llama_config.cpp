@@ -147,29 +147,33 @@ void check_experts(const WeightSource& s, const LlamaConfig& c, uint64_t l, cons
   const std::string at = fmt::format("model.layers.{}.", l);
   const uint64_t E = c.moe.num_experts, ff = c.moe.expert_intermediate_size;
   const std::string moe = fmt::format("{}, {} experts of {} units", dims, E, ff);
-  if (c.moe.stacked_swiglu()) {  // gpt-oss: transformers 5's stacks, stored transposed
-    const uint64_t D = c.hidden_size;
-    check_shape(s, at + "mlp.router.weight", {E, D}, moe);
-    check_shape(s, at + "mlp.router.bias", {E}, moe);
-    check_shape(s, at + "mlp.experts.gate_up_proj", {E, D, 2 * ff}, moe);
-    check_shape(s, at + "mlp.experts.gate_up_proj_bias", {E, 2 * ff}, moe);
-    check_shape(s, at + "mlp.experts.down_proj", {E, ff, D}, moe);
-    check_shape(s, at + "mlp.experts.down_proj_bias", {E, D}, moe);
-    return;
+  const Family* family = family_by_type(c.architecture);
+  const MlpNames& names = mlp_names(c.architecture);
+  const std::string module = at + std::string(names.moe) + ".";
+  const uint64_t D = c.hidden_size;
+  check_shape(s, module + std::string(names.router) + ".weight", {E, D}, moe);
+  if (c.moe.router_bias) check_shape(s, module + std::string(names.router) + ".bias", {E}, moe);
+  if (c.moe.stacked()) {  // gpt-oss, Llama 4: transformers 5's stacks, stored transposed
+    check_shape(s, module + "experts.gate_up_proj", {E, D, 2 * ff}, moe);
+    check_shape(s, module + "experts.down_proj", {E, ff, D}, moe);
+    if (c.moe.stacked_swiglu()) {
+      check_shape(s, module + "experts.gate_up_proj_bias", {E, 2 * ff}, moe);
+      check_shape(s, module + "experts.down_proj_bias", {E, D}, moe);
+    }
+  } else {
+    const char* count = family && family->experts == Family::Experts::Mixtral ? "num_local_experts" : c.latent_attention() ? "n_routed_experts" : "num_experts";
+    check_shape(s, fmt::format("{}experts.0.{}.weight", module, names.gate), {ff, D}, moe);
+    if (s.find(fmt::format("{}experts.{}.{}.weight", module, E, names.gate)))
+      throw invalid(s.origin(), count, fmt::format("{} but the checkpoint has an expert {}", E, E));
   }
-  const bool mixtral = c.block_sparse_moe();
-  const char* count = mixtral ? "num_local_experts" : c.latent_attention() ? "n_routed_experts" : "num_experts";
-  check_shape(s, at + (mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight"), {E, c.hidden_size}, moe);
-  check_shape(s, at + (mixtral ? "block_sparse_moe.experts.0.w1.weight" : "mlp.experts.0.gate_proj.weight"), {ff, c.hidden_size}, moe);
-  if (s.find(fmt::format("{}{}.experts.{}.", at, mixtral ? "block_sparse_moe" : "mlp", E) + (mixtral ? "w1.weight" : "gate_proj.weight")))
-    throw invalid(s.origin(), count, fmt::format("{} but the checkpoint has an expert {}", E, E));
-  if (c.moe.score_correction_bias) check_shape(s, at + "mlp.gate.e_score_correction_bias", {E}, moe);
-  if (mixtral) {  // Granite-MoE-Shared's shared MLP: gate rows, then up rows
-    check_shape(s, at + "shared_mlp.input_linear.weight", {2 * c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
-    return;
-  }
-  const std::string shared = c.moe.shared_expert_gated ? "mlp.shared_expert." : "mlp.shared_experts.";
-  check_shape(s, at + shared + "gate_proj.weight", {c.moe.shared_expert_intermediate_size, c.hidden_size}, moe);
+  if (c.moe.score_correction_bias) check_shape(s, module + "gate.e_score_correction_bias", {E}, moe);
+  if (names.shared.empty()) return;
+  const std::string shared = at + std::string(names.shared) + ".";
+  const uint64_t units = c.moe.shared_expert_intermediate_size;
+  if (!names.shared_gate_up.empty())  // gate rows, then up rows (Granite-MoE-Shared)
+    check_shape(s, shared + std::string(names.shared_gate_up) + ".weight", {2 * units, c.hidden_size}, moe);
+  else
+    check_shape(s, shared + "gate_proj.weight", {units, c.hidden_size}, moe);
 }
 
 // Latent attention's projections against its widths (every head's rows; the latent's columns).
@@ -212,10 +216,11 @@ void check_layer(const WeightSource& s, const LlamaConfig& c, uint64_t l) {
   if (c.moe_layer(l)) {
     check_experts(s, c, l, dims);
   } else if (ff) {
-    check_shape(s, at + "mlp.gate_proj.weight", {ff, c.hidden_size}, dims);
-    check_shape(s, at + "mlp.up_proj.weight", {ff, c.hidden_size}, dims);
-    check_shape(s, at + "mlp.gate_up_proj.weight", {2 * ff, c.hidden_size}, dims);
-    check_shape(s, at + "mlp.down_proj.weight", {c.hidden_size, ff}, dims);
+    const std::string mlp = at + std::string(mlp_names(c.architecture).dense) + ".";
+    check_shape(s, mlp + "gate_proj.weight", {ff, c.hidden_size}, dims);
+    check_shape(s, mlp + "up_proj.weight", {ff, c.hidden_size}, dims);
+    check_shape(s, mlp + "gate_up_proj.weight", {2 * ff, c.hidden_size}, dims);
+    check_shape(s, mlp + "down_proj.weight", {c.hidden_size, ff}, dims);
   } else {
     for (const char* t : {"mlp.gate_proj.weight", "mlp.gate_up_proj.weight", "mlp.down_proj.weight"}) check_absent(s, at + t, l, "MLP");
   }
@@ -276,9 +281,8 @@ uint64_t LlamaConfig::window_layer(uint64_t l) const {
   return sliding_window;
 }
 
-bool LlamaConfig::block_sparse_moe() const {
-  const Family* family = family_by_type(architecture);
-  return family && family->experts == Family::Experts::Mixtral;
+uint64_t LlamaConfig::chunk_layer(uint64_t l) const {
+  return l < chunked_layers.size() && chunked_layers[l] ? attention_chunk_size : 0;
 }
 
 bool LlamaConfig::moe_layer(uint64_t l) const {
@@ -365,6 +369,11 @@ std::string LlamaConfig::features() const {
                             attention_multiplier, residual_multiplier, logits_scaling));
   if (!rope_layers.empty())
     f.push_back(fmt::format("{} of {} layers without rope", std::count(rope_layers.begin(), rope_layers.end(), false), rope_layers.size()));
+  if (qk_l2_norm) f.push_back("q/k L2 norm after rope");
+  if (attention_chunk_size)
+    f.push_back(fmt::format("chunked attention {} ({} of {} layers)", attention_chunk_size,
+                            std::count(chunked_layers.begin(), chunked_layers.end(), true), num_layers));
+  if (attn_floor_scale) f.push_back(fmt::format("attention temperature tuning on layers without rope (floor_scale {}, attn_scale {})", attn_floor_scale, attn_scale));
   if (hidden_act != "silu") f.push_back(hidden_act);
   if (fused_checkpoint) f.push_back("fused qkv_proj/gate_up_proj stored");
   else if (fused_gate_up) f.push_back("fused gate_up_proj stored");
@@ -385,6 +394,13 @@ std::string LlamaConfig::features() const {
     if (moe.router_bias) experts += ", biased router";
     if (moe.stacked_swiglu())
       experts += fmt::format(", stacked experts with biases, clamped SwiGLU (limit {}, alpha {})", moe.swiglu_limit, moe.swiglu_alpha);
+    if (moe.stacked_halves) experts += ", stacked experts";
+    if (moe.weight_input) experts += ", weights on the experts' inputs";
+    if (!moe.mlp_only_layers.empty() || moe.decoder_sparse_step != 1) {
+      uint64_t sparse = 0;
+      for (uint64_t l = 0; l < num_layers; ++l) sparse += moe_layer(l);
+      experts += fmt::format(", {} of {} layers sparse", sparse, num_layers);
+    }
     if (moe.first_dense_layers)
       experts += moe.first_dense_layers == 1 ? ", layer 0 dense" : fmt::format(", layers 0-{} dense", moe.first_dense_layers - 1);
     f.push_back(experts);
@@ -404,6 +420,8 @@ std::string LlamaConfig::to_hf_config_json() const {
     throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json is written for {} (latent attention)", type));
   if (family->experts == Family::Experts::GptOss)
     throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json is written for {} (stacked experts, attention sinks)", type));
+  if (family->experts == Family::Experts::Llama4)  // only ever read from its own config.json, which a conversion copies
+    throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json is written for {} (stacked experts, chunked attention)", type));
   json j = {
       {"architectures", {family->architecture}},
       {"model_type", type},
@@ -472,7 +490,8 @@ std::string LlamaConfig::to_hf_config_json() const {
     case Family::Experts::None:
     case Family::Experts::DeepseekV2:  // refused above
     case Family::Experts::DeepseekV3:
-    case Family::Experts::GptOss: break;
+    case Family::Experts::GptOss:
+    case Family::Experts::Llama4: break;
     case Family::Experts::Mixtral:
       j["num_local_experts"] = moe.num_experts, j["num_experts_per_tok"] = moe.experts_per_token;
       if (family->shared_mlp) j["shared_intermediate_size"] = moe.shared_expert_intermediate_size;

@@ -64,5 +64,43 @@ TEST(StackedExperts, ClampedSwigluWithInterleavedGateAndUp) {
   EXPECT_FLOAT_EQ(out[1], unit(6.0f, -1.0f));          // up -1: the unit gives nothing
 }
 
+TEST(StackedExperts, Llama4HalvesGateThenUp) {
+  // Two experts of hidden 2 and 2 units stacked [hidden, gate units | up units]; expert 1 is run,
+  // read as one stack (stride 4) and as its two halves apart (stride 2), as the ranks hold them, in
+  // every stored dtype (the weights are exact in each).
+  ThreadPool pool(1);
+  const uint64_t D = 2, U = 2;
+  std::vector<float> gate_up(2 * D * 2 * U, 0.0f), down(2 * U * D, 0.0f);
+  float* g1 = gate_up.data() + D * 2 * U;
+  g1[0 * 4 + 0] = 1, g1[1 * 4 + 1] = 1;  // gate = x
+  g1[0 * 4 + 2] = 2, g1[1 * 4 + 3] = -1;  // up = (2 x0, -x1)
+  float* d1 = down.data() + U * D;
+  d1[0 * D + 1] = 1, d1[1 * D + 0] = 3;  // unit 0 to output 1, unit 1 to output 0 (x3)
+  const std::vector<float> x{0.5f, -2.0f};
+  auto silu = [](float v) { return v / (1 + std::exp(-v)); };
+  const float unit0 = silu(0.5f) * 1.0f, unit1 = silu(-2.0f) * 2.0f;
+  std::vector<float> gate(2 * D * U), up(2 * D * U);  // the halves apart, as a split rank holds them
+  for (uint64_t e = 0; e < 2; ++e)
+    for (uint64_t r = 0; r < D; ++r)
+      for (uint64_t u = 0; u < U; ++u) {
+        gate[(e * D + r) * U + u] = gate_up[(e * D + r) * 2 * U + u];
+        up[(e * D + r) * U + u] = gate_up[(e * D + r) * 2 * U + U + u];
+      }
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    const std::vector<std::byte> whole = stored(gate_up, dtype), g = stored(gate, dtype), u = stored(up, dtype), d = stored(down, dtype);
+    StackedExperts one{}, apart{};
+    one.down = apart.down = d.data();
+    one.units = apart.units = U;
+    one.gate = whole.data(), one.up = whole.data() + U * dtype_size(dtype), one.columns = 2 * U;
+    apart.gate = g.data(), apart.up = u.data(), apart.columns = U;
+    for (const StackedExperts* s : {&one, &apart}) {
+      std::vector<float> scratch(2 * U), act(U), out(D);
+      run_stacked_halves_expert(pool, *s, 1, dtype, D, "silu", x.data(), scratch.data(), act.data(), out.data());
+      EXPECT_FLOAT_EQ(out[0], 3 * unit1) << dtype_name(dtype);
+      EXPECT_FLOAT_EQ(out[1], unit0) << dtype_name(dtype);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace wl

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/rotary.hpp"
+#include "families/family.hpp"
 #include "test_util.hpp"
 #include "weightloader/engine/llama_config.hpp"
 #include "weightloader/error.hpp"
@@ -328,7 +329,8 @@ TEST(HfConfig, GraniteMoeExpertsMultipliersAndSharedMlp) {
                                                 "residual_multiplier": 0.5}})", kSizes));
   EXPECT_EQ(moe.moe.num_experts, 4u);
   EXPECT_EQ(moe.moe.expert_intermediate_size, 16u);  // intermediate_size, as Mixtral's
-  EXPECT_TRUE(moe.moe.norm_topk_prob && moe.block_sparse_moe());
+  EXPECT_TRUE(moe.moe.norm_topk_prob);
+  EXPECT_EQ(mlp_names(moe.architecture).moe, "block_sparse_moe");
   EXPECT_EQ(moe.moe.shared_expert_intermediate_size, 0u);
   EXPECT_DOUBLE_EQ(moe.residual_multiplier, 0.5);
   const LlamaConfig shared = read(fmt::format(R"({{"model_type": "granitemoeshared", {}, "shared_intermediate_size": 8}})", kSizes));
@@ -336,7 +338,51 @@ TEST(HfConfig, GraniteMoeExpertsMultipliersAndSharedMlp) {
   EXPECT_EQ(shared.moe.shared_expert_intermediate_size, 8u);
   EXPECT_FALSE(shared.moe.shared_expert_gated);
   for (const LlamaConfig& c : {moe, shared}) EXPECT_EQ(read(c.to_hf_config_json()), c) << c.architecture;
-  EXPECT_FALSE(read(llama("\"head_dim\": 8")).block_sparse_moe());
+  EXPECT_EQ(mlp_names(read(llama("\"head_dim\": 8")).architecture).moe, "mlp");
+}
+
+TEST(HfConfig, Llama4LayersRoutingAndDefaults) {
+  // Without the fields transformers writes, Llama4TextConfig's defaults: experts in every layer
+  // (interleave_moe_layer_step 1), a NoPE layer every 4th, the others chunked (8192), q/k L2 norm,
+  // temperature tuning (8192, 0.1), rope_theta 500000, rms_norm_eps 1e-5.
+  const std::string sizes = R"("hidden_size": 32, "intermediate_size": 16, "num_hidden_layers": 8, "num_attention_heads": 4)";
+  const LlamaConfig d = read(fmt::format(R"({{"model_type": "llama4_text", {}}})", sizes));
+  EXPECT_EQ(d.moe.num_experts, 16u);
+  EXPECT_EQ(d.moe.experts_per_token, 1u);
+  EXPECT_EQ(d.moe.expert_intermediate_size, 16u);  // intermediate_size, and so the shared expert
+  EXPECT_EQ(d.moe.shared_expert_intermediate_size, 16u);
+  EXPECT_EQ(d.intermediate_size, 16384u);  // intermediate_size_mlp: the dense layers'
+  EXPECT_TRUE(d.moe.stacked() && d.moe.weight_input && !d.moe.norm_topk_prob && !d.moe.shared_expert_gated);
+  EXPECT_EQ(d.moe.scoring, MoeConfig::Scoring::Sigmoid);
+  for (uint64_t l = 0; l < 8; ++l) {
+    EXPECT_TRUE(d.moe_layer(l)) << l;
+    EXPECT_EQ(d.rope_layer(l), l % 4 != 3) << l;
+    EXPECT_EQ(d.chunk_layer(l), l % 4 != 3 ? 8192u : 0u) << l;
+  }
+  EXPECT_TRUE(d.qk_l2_norm && d.rope_adjacent_pairs);
+  EXPECT_EQ(d.attn_floor_scale, 8192u);
+  EXPECT_DOUBLE_EQ(d.attn_scale, 0.1);
+  EXPECT_DOUBLE_EQ(d.rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(d.rms_norm_eps, 1e-5);
+  EXPECT_EQ(mlp_names(d.architecture).dense, "feed_forward");
+  // An empty no_rope_layers is none given (Llama4TextConfig's `if self.no_rope_layers`).
+  EXPECT_EQ(read(fmt::format(R"({{"model_type": "llama4_text", {}, "no_rope_layers": []}})", sizes)).rope_layers, d.rope_layers);
+  // Listed: moe_layers and layer_types as given; the temperature and the norm off.
+  const LlamaConfig l = read(fmt::format(R"({{"model_type": "llama4_text", {}, "moe_layers": [1, 5], "intermediate_size_mlp": 24,
+      "layer_types": ["full_attention", "chunked_attention", "full_attention", "full_attention", "full_attention", "full_attention",
+                      "full_attention", "full_attention"], "attention_chunk_size": 3, "use_qk_norm": false, "attn_temperature_tuning": false}})",
+                                         sizes));
+  for (uint64_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(l.moe_layer(i), i == 1 || i == 5) << i;
+    EXPECT_EQ(l.chunk_layer(i), i == 1 ? 3u : 0u) << i;
+  }
+  EXPECT_EQ(l.intermediate_size, 24u);
+  EXPECT_FALSE(l.qk_l2_norm);
+  EXPECT_EQ(l.attn_floor_scale, 0u);
+  EXPECT_NE(refusal(fmt::format(R"({{"model_type": "llama4_text", {}, "attention_chunk_size": null}})", sizes)).find("attention_chunk_size"),
+            std::string::npos);
+  EXPECT_NE(refusal(llama(R"("use_qk_norm": true)")).find("Llama 4 field"), std::string::npos);
+  EXPECT_NE(test::expect_error(ErrorCode::ConfigInvalid, [&] { d.to_hf_config_json(); }).find("llama4_text"), std::string::npos);
 }
 
 TEST(HfConfig, DeepseekLatentAttentionAndRouting) {

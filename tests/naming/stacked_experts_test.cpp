@@ -24,6 +24,10 @@ TEST(StackedExperts, EachFamilyNamesItsExpertsAndRouter) {
   EXPECT_TRUE(unstacked_experts("mixtral", "model.layers.3.block_sparse_moe.experts.0.w1.weight", 0).empty());
   EXPECT_TRUE(unstacked_experts("llama", "model.layers.3.mlp.experts.gate_up_proj", 0).empty());
   EXPECT_EQ(unstacked_router("llama", "model.layers.1.mlp.gate.weight"), std::nullopt);
+  // The families whose stacks the engine reads in place keep them.
+  EXPECT_TRUE(unstacked_experts("gpt_oss", "model.layers.0.mlp.experts.gate_up_proj", 0).empty());
+  EXPECT_TRUE(unstacked_experts("llama4_text", "model.layers.1.feed_forward.experts.gate_up_proj", 0).empty());
+  EXPECT_TRUE(unstacked_experts("llama4_text", "model.layers.1.feed_forward.experts.down_proj", 0).empty());
 }
 
 TEST(StackedExperts, GraniteMoeCheckpointsReadAsMixtrals) {

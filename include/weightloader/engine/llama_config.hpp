@@ -1,6 +1,6 @@
 // The model description the engine runs: the hyperparameters of a decoder-only transformer of the
 // Llama lineage, read from the checkpoint itself — a Hugging Face config.json (Llama, Mistral,
-// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM, DeepSeek-V2 and -V3, gpt-oss, GLM-4, Granite-MoE: src/families/), GGUF metadata (the
+// Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Mixtral, Gemma, Gemma 2, Phi-3, Nemotron-NAS / DeciLM, DeepSeek-V2 and -V3, gpt-oss, GLM-4, Granite-MoE, Llama 4's text model: src/families/), GGUF metadata (the
 // architectures the families are written as, read as llama.cpp reads them), Meta's params.json or a llama2.c header. Every field that changes the math is here; one a family's config.json
 // sets that the engine cannot honour is refused, naming it, never ignored.
 #pragma once
@@ -64,6 +64,14 @@ struct WL_API MoeConfig {
   bool router_bias = false;
   double swiglu_limit = 0, swiglu_alpha = 0;
   bool stacked_swiglu() const { return swiglu_limit > 0; }
+  // Llama 4: the experts stacked likewise but without biases, each expert's gate units in the first
+  // half of gate_up's columns and its up units in the second, the hidden_act gated MLP; ...
+  bool stacked_halves = false;
+  // ... and each chosen expert's input, not its output, multiplied by its weight (the sigmoid of its
+  // router logit).
+  bool weight_input = false;
+  // Whether the experts are read from transformers 5's transposed stacks in place.
+  bool stacked() const { return stacked_swiglu() || stacked_halves; }
   bool operator==(const MoeConfig&) const = default;
 };
 
@@ -151,6 +159,18 @@ struct WL_API LlamaConfig {
   bool qk_norm_whole = false;
   // One flag per layer when some layers do not turn (SmolLM3's no_rope_layers, 0: no rope); empty: all turn.
   std::vector<bool> rope_layers;
+  // Llama 4 (use_qk_norm): on the layers that turn, each head's q and k, once turned, divided by
+  // their root mean square (no weight; rms_norm_eps).
+  bool qk_l2_norm = false;
+  // Llama 4's chunked attention: on the layers chunked_layers flags, a position attends only to the
+  // positions of its own attention_chunk_size-long chunk (the same floor(position / size)).
+  uint64_t attention_chunk_size = 0;
+  std::vector<bool> chunked_layers;
+  // Llama 4's attention temperature tuning (attn_temperature_tuning): on the layers that do not turn,
+  // the queries at position p multiplied by 1 + attn_scale * log(1 + floor((p + 1) / floor_scale)).
+  // floor_scale 0: none.
+  uint64_t attn_floor_scale = 0;
+  double attn_scale = 0;
   bool fused_checkpoint = false;       // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
   bool fused_gate_up = false;          // the checkpoint stores gate_up_proj (Phi-3, GLM-4): gate rows, then up rows
   MoeConfig moe;
@@ -178,9 +198,10 @@ struct WL_API LlamaConfig {
   // Whether layer `l` turns with sliding_rope_theta and sliding_rope_scaling.
   bool sliding_rope_layer(uint64_t l) const { return sliding_rope_theta != 0 && window_layer(l) != 0; }
   bool moe_layer(uint64_t l) const;
-  // Whether the experts live under block_sparse_moe as w1/w3/w2 (Mixtral's and Granite-MoE's
-  // names; the shared MLP, if any, as shared_mlp), not under mlp.
-  bool block_sparse_moe() const;
+  // The chunk layer `l` attends within (0: none).
+  uint64_t chunk_layer(uint64_t l) const;
+  // Whether layer `l`'s queries and keys turn.
+  bool rope_layer(uint64_t l) const { return rope_layers.empty() || rope_layers[l]; }
   // "qwen2: q/k/v biases, ..." — what this configuration exercises, for inspect.
   std::string features() const;
   // A Hugging Face config.json (LlamaForCausalLM) describing this model, for converted checkpoints.
