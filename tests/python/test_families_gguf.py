@@ -16,6 +16,7 @@ gguf = pytest.importorskip("gguf")
 
 import weightloader as wl  # noqa: E402
 from test_transformers5_configs import PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
+from test_families_glm_granite import GLM4, GLM_ROPE, GRANITE_MOE  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
@@ -36,6 +37,8 @@ FAMILIES = {
     "olmo2": (transformers.Olmo2Config, PLAIN, {}, "OLMO2"),
     "granite": (transformers.GraniteConfig, PLAIN, dict(embedding_multiplier=3.0, attention_multiplier=0.2,
                                                         residual_multiplier=0.5, logits_scaling=4.0), "GRANITE"),
+    "glm4": (transformers.Glm4Config, GLM_ROPE, GLM4, "GLM4"),
+    "granitemoe": (transformers.GraniteMoeConfig, PLAIN, GRANITE_MOE, "GRANITE_MOE"),
 }
 TRANSFORMERS_READS = {"qwen3", "qwen3_moe", "gemma3_text"}  # the others are not in its GGUF reader's tables
 
