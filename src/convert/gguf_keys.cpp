@@ -56,8 +56,11 @@ void put_model_keys(const LlamaConfig& c, const std::string& arch, GgufMetadata&
       continue;
     if (v == 0 && absent) v = *absent;
     const std::string key = arch + "." + std::string(k.suffix);
-    if (gguf_quantity_is_integer(k.quantity)) meta.emplace(key, uint32_t(v));
-    else meta.emplace(key, float(v));
+    switch (gguf_quantity_stored(k.quantity)) {
+      case GgufStored::UInt32: meta.emplace(key, uint32_t(v)); break;
+      case GgufStored::Float32: meta.emplace(key, float(v)); break;
+      case GgufStored::Bool: meta.emplace(key, v != 0); break;
+    }
   }
 }
 

@@ -24,6 +24,8 @@ enum class GgufQuantity {
   SlidingWindow, SlidingRopeFreqBase, AttnLogitSoftcap, FinalLogitSoftcap,
   ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
   EmbeddingScale, AttentionScale, ResidualScale, LogitScale,
+  QLoraRank, KvLoraRank, LeadingDenseBlockCount, ExpertSharedCount, ExpertWeightsScale, ExpertWeightsNorm,
+  ExpertGatingFunc,
 };
 
 // One {arch}.* key as llama.cpp's converter writes it and llama-model.cpp reads it.

@@ -2,6 +2,7 @@
 // (at c392e509): the keys each family lists (src/families/), with llama.cpp's defaults.
 #include "model/gguf_config.hpp"
 
+#include <cmath>
 #include <string_view>
 
 #include "families/family.hpp"
@@ -20,17 +21,53 @@ std::string gguf_architecture_names() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
+// A key's value as its quantity (a bool as 0 or 1); `absent` when the file leaves it out.
+double read_value(const MetadataFields& m, const std::string& key, GgufStored stored, std::optional<double> absent) {
+  switch (stored) {
+    case GgufStored::UInt32: return double(m.uint(key, absent ? std::optional<uint64_t>(uint64_t(*absent)) : std::nullopt));
+    case GgufStored::Float32: return m.number(key, absent);
+    case GgufStored::Bool: break;
+  }
+  if (!m.has(key) && absent) return *absent;
+  const std::string text = m.string(key);
+  if (text != "true" && text != "false")
+    throw config_invalid(m.file(), key, m.has(key) ? fmt::format("'{}' is not true or false", text) : std::string("missing"));
+  return text == "true";
+}
+
 // Each of the architecture's keys (src/families/) into its quantity, llama.cpp's default when absent.
 void read_keys(const MetadataFields& m, const std::string& a, const GgufArchitecture& arch, LlamaConfig& c) {
   for (const GgufKey& k : gguf_keys(arch)) {
     const std::string key = a + std::string(k.suffix);
     const std::optional<double> absent = gguf_absent_value(k, c);
-    const double v = gguf_quantity_is_integer(k.quantity) ? double(m.uint(key, absent ? std::optional<uint64_t>(uint64_t(*absent)) : std::nullopt))
-                                                          : m.number(key, absent);
+    const double v = read_value(m, key, gguf_quantity_stored(k.quantity), absent);
     if (!k.absent_only) set_gguf_quantity(c, k.quantity, v);
     else if (v != *absent)
       throw config_invalid(m.file(), key, fmt::format("{} is not supported: the engine runs only {} here", v, *absent));
   }
+}
+
+// Latent attention (llama.cpp's deepseek2): key_length is the query/key width, nope + rope, of which
+// rope.dimension_count turns, in adjacent pairs; the scores scale by 1/sqrt(key_length) (the reader
+// refuses rope scaling, and with it yarn's mscale). Other attention: values as wide as keys.
+void read_attention_widths(const MetadataFields& m, const std::string& a, const Family& family, LlamaConfig& c) {
+  LatentAttention& mla = c.mla;
+  if (!family.latent_attention) {
+    if (mla.v_head_dim != c.head_dim)
+      throw config_invalid(m.file(), a + "attention.value_length",
+                           fmt::format("{} differs from the key length {}: the engine's values are as wide as its keys", mla.v_head_dim, c.head_dim));
+    mla = {};
+    return;
+  }
+  if (c.rotary_dims() >= c.head_dim)
+    throw config_invalid(m.file(), a + "rope.dimension_count",
+                         fmt::format("{} leaves no dimension of the key length {} that does not turn", c.rotary_dims(), c.head_dim));
+  mla.qk_rope_head_dim = c.rotary_dims();
+  mla.qk_nope_head_dim = c.head_dim - mla.qk_rope_head_dim;
+  mla.interleaved_rope = true;
+  mla.softmax_scale = 1.0 / std::sqrt(double(mla.qk_head_dim()));
+  c.head_dim = mla.qk_rope_head_dim;
+  c.rotary_dim = 0;
 }
 
 // What the architecture itself fixes (biases are the tensors there are, as llama.cpp loads them):
@@ -51,7 +88,8 @@ void read_family(const Family& family, LlamaConfig& c) {
   if (family.gemma2) c.query_pre_attn_scalar = double(c.num_layers == g.hidden_query_scale_layers ? c.hidden_size / c.num_heads : c.head_dim);
   if (family.window == Family::Window::EveryOther) c.sliding_window_every = 2;
   for (uint64_t l = 0; g.global_every && l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % g.global_every != 0);
-  if (c.moe.num_experts) c.moe.norm_topk_prob = g.renormalises_top_k;
+  if (c.moe.num_experts && !family.latent_attention) c.moe.norm_topk_prob = g.renormalises_top_k;
+  if (family.latent_attention) c.moe.shared_expert_gated = false;  // DeepSeek's shared experts add as they are
 }
 
 }  // namespace
@@ -71,6 +109,7 @@ LlamaConfig llama_config_from_gguf(const std::map<std::string, std::string>& met
   if (m.has(a + "rope.scaling.type") && m.string(a + "rope.scaling.type") != "none")
     throw config_invalid(file, a + "rope.scaling.type", "rope scaling is not supported");
   if (m.has("tokenizer.ggml.eos_token_id")) c.eos_token_ids = {int32_t(m.uint("tokenizer.ggml.eos_token_id"))};
+  read_attention_widths(m, a, *family, c);
   read_family(*family, c);
   return c;
 }

@@ -17,6 +17,7 @@ gguf = pytest.importorskip("gguf")
 import weightloader as wl  # noqa: E402
 from test_transformers5_configs import PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
 from test_families_glm_granite import GLM4, GLM_ROPE, GRANITE_MOE  # noqa: E402
+from test_families_deepseek import V2  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
@@ -39,6 +40,8 @@ FAMILIES = {
                                                         residual_multiplier=0.5, logits_scaling=4.0), "GRANITE"),
     "glm4": (transformers.Glm4Config, GLM_ROPE, GLM4, "GLM4"),
     "granitemoe": (transformers.GraniteMoeConfig, PLAIN, GRANITE_MOE, "GRANITE_MOE"),
+    "deepseek_v2": (transformers.DeepseekV2Config, PLAIN, V2, "DEEPSEEK2"),
+    "deepseek_v2 q_lora": (transformers.DeepseekV2Config, PLAIN, dict(V2, q_lora_rank=24), "DEEPSEEK2"),  # q_a/q_b
 }
 TRANSFORMERS_READS = {"qwen3", "qwen3_moe", "gemma3_text"}  # the others are not in its GGUF reader's tables
 
@@ -104,4 +107,14 @@ def test_what_llama_cpp_would_run_otherwise_is_refused_by_name(tmp_path):
     done = subprocess.run([str(CLI), "convert", str(tmp_path), str(tmp_path / "out.gguf"), "--gguf-type", "f32",
                            "--no-tokenizer"], capture_output=True, text=True)
     assert done.returncode != 0 and "sliding" in done.stderr, done.stderr
+    assert not (tmp_path / "out.gguf").exists()
+
+
+def test_deepseek_routing_llama_cpp_does_not_follow_is_refused_by_name(tmp_path):
+    """llama.cpp's deepseek2 chooses experts greedily: a DeepSeek-V2 choosing among groups is not written."""
+    cls, rope, sizes, _ = FAMILIES["deepseek_v2"]
+    build(cls, rope, **sizes, topk_method="group_limited_greedy", n_group=4, topk_group=2).save_pretrained(tmp_path)
+    done = subprocess.run([str(CLI), "convert", str(tmp_path), str(tmp_path / "out.gguf"), "--gguf-type", "f32",
+                           "--no-tokenizer"], capture_output=True, text=True)
+    assert done.returncode != 0 and "experts" in done.stderr and "groups" in done.stderr, done.stderr
     assert not (tmp_path / "out.gguf").exists()
