@@ -28,7 +28,7 @@ constexpr GgufKey kDeepseekV2GgufKeys[] = {
      .absent_per = GgufQuantity::HeadCount},
     {.suffix = "rope.dimension_count", .quantity = GgufQuantity::RopeDimensionCount, .absent_as = GgufQuantity::KeyLength},
     {.suffix = "leading_dense_block_count", .quantity = GgufQuantity::LeadingDenseBlockCount},
-    {.suffix = "attention.q_lora_rank", .quantity = GgufQuantity::QLoraRank, .write = GgufKey::Write::WhenSet},
+    {.suffix = "attention.q_lora_rank", .quantity = GgufQuantity::QLoraRank},
     {.suffix = "attention.kv_lora_rank", .quantity = GgufQuantity::KvLoraRank, .required = true},
     {.suffix = "expert_feed_forward_length", .quantity = GgufQuantity::ExpertFeedForwardLength, .required = true},
     {.suffix = "expert_count", .quantity = GgufQuantity::ExpertCount, .required = true},
@@ -36,18 +36,20 @@ constexpr GgufKey kDeepseekV2GgufKeys[] = {
     {.suffix = "expert_shared_count", .quantity = GgufQuantity::ExpertSharedCount, .required = true},
     {.suffix = "expert_weights_scale", .quantity = GgufQuantity::ExpertWeightsScale, .required = true},
     {.suffix = "expert_weights_norm", .quantity = GgufQuantity::ExpertWeightsNorm},
-    {.suffix = "expert_gating_func", .quantity = GgufQuantity::ExpertGatingFunc, .absent = 1}};
+    {.suffix = "expert_gating_func", .quantity = GgufQuantity::ExpertGatingFunc, .absent = 1},
+    {.suffix = "rope.scaling.yarn_log_multiplier", .quantity = GgufQuantity::YarnLogMultiplier, .required = true}};
 }  // namespace
 
 // DeepSeek-V2: multi-head latent attention (queries through q_proj, or q_a_proj and q_b_proj when
 // q_lora_rank is set; keys and values from one normalised latent, the rotary dimensions turning in
 // adjacent pairs), experts chosen from softmax scores (greedy, or group_limited_greedy: the best
 // topk_group groups by their best expert), shared experts added ungated, the first
-// first_k_dense_replace layers dense. llama.cpp's deepseek2 (at c392e509) chooses greedily: grouped
-// choice is refused by the converter's read-back.
+// first_k_dense_replace layers dense. llama.cpp's deepseek2 (at c392e509) chooses greedily, and takes
+// q_proj for the 27-layer model only: grouped choice, or q_lora_rank null in a model of other depth
+// (or set in one of 27 layers), is refused by the converter's read-back.
 extern const Family kDeepseekV2{.model_type = "deepseek_v2", .architecture = "DeepseekV2ForCausalLM",
                                 .experts = Family::Experts::DeepseekV2, .latent_attention = true,
                                 .gguf = {.name = "deepseek2", .layer_stems = kDeepseekV2GgufStems,
-                                         .stacks = kDeepseekV2GgufStacks, .keys = kDeepseekV2GgufKeys}};
+                                         .stacks = kDeepseekV2GgufStacks, .keys = kDeepseekV2GgufKeys, .q_proj_layers = 27}};
 
 }  // namespace wl

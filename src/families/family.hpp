@@ -25,7 +25,7 @@ enum class GgufQuantity {
   ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
   EmbeddingScale, AttentionScale, ResidualScale, LogitScale,
   QLoraRank, KvLoraRank, LeadingDenseBlockCount, ExpertSharedCount, ExpertWeightsScale, ExpertWeightsNorm,
-  ExpertGatingFunc,
+  ExpertGatingFunc, YarnLogMultiplier,
 };
 
 // One {arch}.* key as llama.cpp's converter writes it and llama-model.cpp reads it.
@@ -67,6 +67,9 @@ struct GgufArchitecture {
   // llama.cpp scales queries by 1/sqrt(hidden / heads) in models of this many layers (Gemma's 27B),
   // else by 1/sqrt(head_dim).
   uint64_t hidden_query_scale_layers = 0;
+  // llama.cpp (at c392e509) reads queries through q_proj only in models of this many layers
+  // (DeepSeek-V2-Lite's 27), through q_a/q_b (q_lora_rank) in the others.
+  uint64_t q_proj_layers = 0;
 };
 
 // An architecture's keys: those of every architecture (with llama.cpp's defaults where optional),

@@ -59,6 +59,11 @@ void read_attention_widths(const MetadataFields& m, const std::string& a, const 
     mla = {};
     return;
   }
+  if (c.num_layers == family.gguf.q_proj_layers) mla.q_lora_rank = 0;  // llama.cpp does not read the key
+  else if (mla.q_lora_rank == 0)
+    throw config_invalid(m.file(), a + "attention.q_lora_rank",
+                         fmt::format("0 is not supported: llama.cpp reads queries through q_proj only in models of {} layers, "
+                                     "through q_a/q_b in the others", family.gguf.q_proj_layers));
   if (c.rotary_dims() >= c.head_dim)
     throw config_invalid(m.file(), a + "rope.dimension_count",
                          fmt::format("{} leaves no dimension of the key length {} that does not turn", c.rotary_dims(), c.head_dim));

@@ -70,6 +70,9 @@ const Member kMembers[] = {
     {GgufQuantity::ExpertGatingFunc, GgufStored::UInt32,
      [](const LlamaConfig& c) { return c.moe.scoring == MoeConfig::Scoring::Sigmoid ? 2.0 : 1.0; },
      [](LlamaConfig& c, double v) { c.moe.scoring = v == 2 ? MoeConfig::Scoring::Sigmoid : MoeConfig::Scoring::Softmax; }},
+    // convert_hf_to_gguf.py's 0.1 * mscale_all_dim (0 without yarn, where it changes nothing).
+    {GgufQuantity::YarnLogMultiplier, GgufStored::Float32, [](const LlamaConfig& c) { return 0.1 * c.rope_scaling.mscale_all_dim; },
+     [](LlamaConfig& c, double v) { c.rope_scaling.mscale_all_dim = v / 0.1; }},
 };
 
 #undef WL_UINT

@@ -65,11 +65,11 @@ TEST(GgufKeys, DefaultsFromEarlierKeys) {
 }
 
 // llama.cpp's deepseek2: key_length is nope + rope, the shared experts a count of expert widths,
-// expert_weights_norm a bool, no expert_gating_func softmax.
+// expert_weights_norm a bool, no expert_gating_func softmax; q_proj in a model of 27 layers only.
 TEST(GgufKeys, LatentAttentionWidthsAndDeepseekRouting) {
   std::map<std::string, std::string> m{{"general.architecture", "deepseek2"},
                                        {"deepseek2.embedding_length", "32"},
-                                       {"deepseek2.block_count", "3"},
+                                       {"deepseek2.block_count", "27"},
                                        {"deepseek2.feed_forward_length", "48"},
                                        {"deepseek2.attention.head_count", "4"},
                                        {"deepseek2.attention.key_length", "24"},
@@ -81,7 +81,8 @@ TEST(GgufKeys, LatentAttentionWidthsAndDeepseekRouting) {
                                        {"deepseek2.expert_used_count", "2"},
                                        {"deepseek2.expert_shared_count", "2"},
                                        {"deepseek2.expert_weights_scale", "2.5"},
-                                       {"deepseek2.expert_weights_norm", "true"}};
+                                       {"deepseek2.expert_weights_norm", "true"},
+                                       {"deepseek2.rope.scaling.yarn_log_multiplier", "0"}};
   const LlamaConfig c = llama_config_from_gguf(m, "m.gguf");
   EXPECT_EQ(c.architecture, "deepseek_v2");
   EXPECT_EQ(c.mla.qk_nope_head_dim, 16u);
@@ -95,8 +96,13 @@ TEST(GgufKeys, LatentAttentionWidthsAndDeepseekRouting) {
   EXPECT_TRUE(c.moe.norm_topk_prob);
   EXPECT_EQ(c.moe.scoring, MoeConfig::Scoring::Softmax);
   EXPECT_DOUBLE_EQ(c.moe.routed_scaling_factor, 2.5);
+  m["deepseek2.block_count"] = "3";
+  std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] { llama_config_from_gguf(m, "m.gguf"); });
+  EXPECT_NE(msg.find("'deepseek2.attention.q_lora_rank'"), std::string::npos) << msg;
+  m["deepseek2.attention.q_lora_rank"] = "24";
+  EXPECT_EQ(llama_config_from_gguf(m, "m.gguf").mla.q_lora_rank, 24u);
   m["deepseek2.expert_weights_norm"] = "1";
-  const std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] { llama_config_from_gguf(m, "m.gguf"); });
+  msg = test::expect_error(ErrorCode::ConfigInvalid, [&] { llama_config_from_gguf(m, "m.gguf"); });
   EXPECT_NE(msg.find("'deepseek2.expert_weights_norm'"), std::string::npos) << msg;
 }
 
