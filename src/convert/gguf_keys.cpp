@@ -9,6 +9,7 @@
 #include "convert/source_shapes.hpp"
 #include "families/family.hpp"
 #include "model/gguf_config.hpp"
+#include "model/gguf_quantities.hpp"
 #include "weightloader/engine/tokenizer.hpp"
 #include "weightloader/error.hpp"
 
@@ -44,45 +45,23 @@ std::string architecture_of(const LlamaConfig& c, const std::string& origin) {
               origin);
 }
 
-// {arch}.* as convert_hf_to_gguf.py writes them for the architecture, plus rope.freq_base and
-// vocab_size everywhere (llama.cpp reads both for every architecture; vocab_size sizes the
-// embedding when there is no vocabulary).
+// {arch}.* as convert_hf_to_gguf.py writes them for the family's architecture (src/families/).
 void put_model_keys(const LlamaConfig& c, const std::string& arch, GgufMetadata& meta) {
-  const std::string a = arch + ".";
-  meta.emplace(a + "embedding_length", uint32_t(c.hidden_size));
-  meta.emplace(a + "block_count", uint32_t(c.num_layers));
-  meta.emplace(a + "feed_forward_length", uint32_t(c.intermediate_size));
-  meta.emplace(a + "attention.head_count", uint32_t(c.num_heads));
-  meta.emplace(a + "attention.head_count_kv", uint32_t(c.num_kv_heads));
-  meta.emplace(a + "context_length", uint32_t(c.max_position_embeddings ? c.max_position_embeddings : 2048));
-  meta.emplace(a + "attention.layer_norm_rms_epsilon", float(c.rms_norm_eps));
-  meta.emplace(a + "rope.freq_base", float(c.rope_theta));
-  meta.emplace(a + "vocab_size", uint32_t(c.vocab_size));
   const Family& family = *family_by_type(c.architecture);
-  if (family.gemma_norms || c.head_dim * c.num_heads != c.hidden_size) {
-    meta.emplace(a + "attention.key_length", uint32_t(c.head_dim));
-    meta.emplace(a + "attention.value_length", uint32_t(c.head_dim));
+  for (const GgufKey& k : gguf_keys(family.gguf)) {
+    const std::optional<double> absent = gguf_absent_value(k, c);
+    double v = gguf_quantity(c, k.quantity);
+    if (k.write == GgufKey::Write::Never || (k.write == GgufKey::Write::WhenSet && v == 0) ||
+        (k.write == GgufKey::Write::WhenNotAbsent && absent && v == *absent))
+      continue;
+    if (v == 0 && absent) v = *absent;
+    const std::string key = arch + "." + std::string(k.suffix);
+    switch (gguf_quantity_stored(k.quantity)) {
+      case GgufStored::UInt32: meta.emplace(key, uint32_t(v)); break;
+      case GgufStored::Float32: meta.emplace(key, float(v)); break;
+      case GgufStored::Bool: meta.emplace(key, v != 0); break;
+    }
   }
-  // llama.cpp's llama rotates whole heads; Phi-3's partial rotary is its dimension count (which
-  // llama.cpp's converter leaves at head_dim, ignoring partial_rotary_factor).
-  if (arch == "llama") meta.emplace(a + "rope.dimension_count", uint32_t(c.head_dim));
-  if (arch == "phi3") meta.emplace(a + "rope.dimension_count", uint32_t(c.rotary_dims()));
-  if (arch == "phi3" || family.gemma2) meta.emplace(a + "attention.sliding_window", uint32_t(c.sliding_window));
-  // llama.cpp's Gemma 2 always soft-caps (50 and 30 without the keys): no cap is not written, and so refused.
-  if (arch == "gemma2" && c.attn_logit_softcapping) meta.emplace(a + "attn_logit_softcapping", float(c.attn_logit_softcapping));
-  if (arch == "gemma2" && c.final_logit_softcapping) meta.emplace(a + "final_logit_softcapping", float(c.final_logit_softcapping));
-  if (c.moe.num_experts) {
-    meta.emplace(a + "expert_count", uint32_t(c.moe.num_experts));
-    meta.emplace(a + "expert_used_count", uint32_t(c.moe.experts_per_token));
-  }
-  if (family.multipliers) {  // convert_hf_to_gguf.py's GraniteModel: each _multiplier as a _scale
-    meta.emplace(a + "embedding_scale", float(c.embedding_multiplier));
-    meta.emplace(a + "attention.scale", float(c.attention_multiplier));
-    meta.emplace(a + "residual_scale", float(c.residual_multiplier));
-    meta.emplace(a + "logit_scale", float(c.logits_scaling));
-  }
-  if (arch == "qwen2moe" || arch == "qwen3moe") meta.emplace(a + "expert_feed_forward_length", uint32_t(c.moe.expert_intermediate_size));
-  if (arch == "qwen2moe") meta.emplace(a + "expert_shared_feed_forward_length", uint32_t(c.moe.shared_expert_intermediate_size));
 }
 
 // Reads the keys back as llama.cpp would and refuses the first field it would run otherwise.
@@ -90,7 +69,7 @@ void refuse_what_keys_change(const GgufModel& m, const GgufMetadata& meta, const
   std::map<std::string, std::string> text;
   for (const auto& [key, value] : meta) text.emplace(key, gguf_value_to_string(value));
   refuse_model_change(m.config, llama_config_from_gguf(text, origin), fmt::format("GGUF (llama.cpp's '{}')", m.arch), origin);
-  if (family_by_type(m.config.architecture)->gemma_norms && !m.config.tie_word_embeddings)
+  if (family_by_type(m.config.architecture)->gguf.tied_head && !m.config.tie_word_embeddings)
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("this {} cannot be written as GGUF: llama.cpp's '{}' ties the head to the embedding, "
                             "and tie_word_embeddings is false", m.config.architecture, m.arch),

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "convert/gguf_keys.hpp"
+#include "families/family.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/gguf.hpp"
 #include "weightloader/name_schemes.hpp"
@@ -78,14 +79,15 @@ Output single(const TensorInfo& t, GgmlType target, const GgufModel& m, const st
   return o;
 }
 
-// Every stored tensor in the source's order; a stack where its first slot comes. Gemma's lm_head
-// is left out (llama.cpp ties it; its converter skips it); a tied Phi-3 gets output.weight, a
-// copy of the embedding, which llama.cpp's phi3 requires.
+// Every stored tensor in the source's order; a stack where its first slot comes. lm_head is left
+// out where llama.cpp ties it (Gemma; its converter skips it); a tied head gets output.weight, a
+// copy of the embedding, where llama.cpp requires one (Phi-3).
 std::vector<Output> plan_outputs(const WeightSource& s, const GgufModel& m, GgmlType target, const std::string& out) {
+  const GgufArchitecture* arch = m.configured ? &family_by_type(m.config.architecture)->gguf : nullptr;
   std::vector<Output> outputs;
   std::map<std::string, size_t> stacks;  // stored name -> index in outputs
   for (const TensorInfo& t : s.tensors()) {
-    if ((m.arch == "gemma" || m.arch == "gemma2") && t.name == "lm_head.weight") continue;
+    if (arch && arch->tied_head && t.name == "lm_head.weight") continue;
     const auto slot = stack_slot("gguf", t.name, m.arch);
     if (!slot) {
       outputs.push_back(single(t, target, m, out));
@@ -112,7 +114,7 @@ std::vector<Output> plan_outputs(const WeightSource& s, const GgufModel& m, Ggml
       if (!outputs[index].parts[e])
         throw Error(ErrorCode::TensorNotFound, fmt::format("expert {} of the stack {} is missing", e, name), s.origin(),
                     stacked_canonical("gguf", name, e, m.arch).value_or(name));
-  if (m.arch == "phi3" && !s.find("lm_head.weight")) {
+  if (arch && arch->head_required && !s.find("lm_head.weight")) {
     const TensorInfo& embed = s.at("model.embed_tokens.weight");
     Output head = single(embed, target, m, out);
     head.entry.name = "output.weight";

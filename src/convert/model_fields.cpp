@@ -76,10 +76,13 @@ const std::vector<Field>& fields() {
          std::string s = fmt::format("{} of {} units, top-{}{}", m.num_experts, m.expert_intermediate_size, m.experts_per_token,
                                      m.norm_topk_prob ? " renormalised" : "");
          if (m.shared_expert_intermediate_size) s += fmt::format(", a shared expert of {} units", m.shared_expert_intermediate_size);
-         if (m.decoder_sparse_step != 1 || !m.mlp_only_layers.empty() || m.first_dense_layers) s += ", dense layers between";
-         if (m.scoring != MoeConfig::Scoring::Softmax || m.groups > 1 || m.routed_scaling_factor != 1 || !m.shared_expert_gated ||
-             m.router_bias || m.stacked())
-           s += fmt::format(", routed as {}", c.architecture);
+         if (m.decoder_sparse_step != 1 || !m.mlp_only_layers.empty()) s += ", dense layers between";
+         if (m.first_dense_layers) s += fmt::format(", the first {} layers dense", m.first_dense_layers);
+         if (m.scoring == MoeConfig::Scoring::Sigmoid) s += m.score_correction_bias ? ", sigmoid scores with a choosing bias" : ", sigmoid scores";
+         if (m.groups > 1) s += fmt::format(", chosen among the best {} of {} groups", m.topk_groups, m.groups);
+         if (m.routed_scaling_factor != 1) s += fmt::format(", weights times {}", f32(m.routed_scaling_factor));
+         if (m.shared_expert_intermediate_size && !m.shared_expert_gated) s += ", the shared expert ungated";
+         if (m.router_bias || m.stacked() || m.weight_input) s += fmt::format(", routed as {}", c.architecture);
          return s;
        }},
       {"attention sinks", [](const LlamaConfig& c) { return c.attention_sinks ? "yes" : "no"; }},
@@ -89,7 +92,11 @@ const std::vector<Field>& fields() {
          return c.attn_floor_scale ? fmt::format("floor_scale {}, attn_scale {}", c.attn_floor_scale, f32(c.attn_scale)) : std::string("none");
        }},
       {"latent attention", [](const LlamaConfig& c) {
-         return c.latent_attention() ? fmt::format("kv_lora_rank {}", c.mla.kv_lora_rank) : std::string("none");
+         const LatentAttention& a = c.mla;
+         return c.latent_attention() ? fmt::format("q_lora_rank {}, kv_lora_rank {}, nope/rope/v {}/{}/{}, {} pairs, softmax scale {}",
+                                                   a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim,
+                                                   a.v_head_dim, a.interleaved_rope ? "adjacent" : "half-split", f32(a.softmax_scale))
+                                     : std::string("none");
        }},
   };
   return all;

@@ -32,10 +32,14 @@ const Family* family_by_architecture(std::string_view architecture) {
   return nullptr;
 }
 
-const Family* family_by_gguf_architecture(std::string_view architecture) {
-  for (const Family* f : families())
-    if (!f->gguf.name.empty() && f->gguf.name == architecture) return f;
-  return nullptr;
+const Family* family_by_gguf_architecture(std::string_view architecture, bool experts) {
+  const Family* first = nullptr;
+  for (const Family* f : families()) {
+    if (f->gguf.name.empty() || f->gguf.name != architecture) continue;
+    if ((f->experts != Family::Experts::None) == experts) return f;
+    if (!first) first = f;
+  }
+  return first;
 }
 
 }  // namespace wl

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,37 @@ namespace wl {
 // stacks and offsets differently from the gguf naming scheme's table (src/naming/name_schemes.cpp).
 // Families sharing an architecture (Llama, Mistral, Mixtral: "llama") list what each brings; the
 // gguf scheme takes their union.
+// A quantity of the model description that a GGUF key carries; src/model/gguf_quantities.cpp maps
+// each to the engine's configuration, for the GGUF reader and writer alike.
+enum class GgufQuantity {
+  EmbeddingLength, BlockCount, FeedForwardLength, HeadCount, HeadCountKv, KeyLength, ValueLength,
+  RopeDimensionCount, ContextLength, RmsNormEps, RopeFreqBase, VocabSize,
+  SlidingWindow, SlidingRopeFreqBase, AttnLogitSoftcap, FinalLogitSoftcap,
+  ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
+  EmbeddingScale, AttentionScale, ResidualScale, LogitScale,
+  QLoraRank, KvLoraRank, LeadingDenseBlockCount, ExpertSharedCount, ExpertWeightsScale, ExpertWeightsNorm,
+  ExpertGatingFunc, YarnLogMultiplier,
+};
+
+// One {arch}.* key as llama.cpp's converter writes it and llama-model.cpp reads it.
+struct GgufKey {
+  enum class Write {
+    Always,         // a quantity of 0 (unknown) is written as its absent value
+    WhenSet,        // only when the quantity is not 0
+    WhenNotAbsent,  // only when it differs from its absent value
+    Never,          // read only (llama.cpp's converter does not write it)
+  };
+  std::string_view suffix;  // after "{general.architecture}."
+  GgufQuantity quantity;
+  Write write = Write::Always;
+  // When absent: required (llama.cpp refuses the file), else `absent`, or the quantity `absent_as`
+  // (of a key before it) divided by `absent_per`'s when given.
+  bool required = false;
+  double absent = 0;
+  std::optional<GgufQuantity> absent_as{}, absent_per{};
+  bool absent_only = false;  // the engine runs only the absent value: a file giving another is refused
+};
+
 struct GgufArchitecture {
   struct Stem {  // a layer stem (a name without .weight / .bias): the Hugging Face one and GGUF's
     std::string_view canonical, gguf;
@@ -28,6 +60,17 @@ struct GgufArchitecture {
   bool interleaved_rotary = false; // q/k rows stored interleaved (llama.cpp's converter permutes them)
   float norm_offset = 0;           // norms (q/k norms included) stored as offset + w
   std::span<const Stack> stacks{};
+  std::span<const GgufKey> keys{};  // beyond every architecture's, or in place of the one of its suffix
+  bool tied_head = false;           // llama.cpp ties the head to the embedding: lm_head is not written
+  bool head_required = false;       // llama.cpp requires output.weight: a tied head is written as a copy
+  bool renormalises_top_k = true;   // llama.cpp renormalises the chosen experts' weights
+  uint64_t global_every = 0;        // llama.cpp's fixed windows: each n-th layer global, the others sliding
+  // llama.cpp scales queries by 1/sqrt(hidden / heads) in models of this many layers (Gemma's 27B),
+  // else by 1/sqrt(head_dim).
+  uint64_t hidden_query_scale_layers = 0;
+  // llama.cpp (at c392e509) reads queries through q_proj only in models of this many layers
+  // (DeepSeek-V2-Lite's 27), through q_a/q_b (q_lora_rank) in the others.
+  uint64_t q_proj_layers = 0;
 };
 
 // Where a family keeps a layer's MLP and experts under model.layers.<l>. (Hugging Face's names,
@@ -64,6 +107,10 @@ inline constexpr MlpNames kGraniteMoeMlp{.moe = "block_sparse_moe", .gate = "w1"
                                          .stacks = {{"block_sparse_moe.input_linear.weight", "block_sparse_moe.experts.gate_up_proj"},
                                                     {"block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.down_proj"},
                                                     {"block_sparse_moe.router.layer.weight", "block_sparse_moe.router.weight"}}};
+
+// An architecture's keys: those of every architecture (with llama.cpp's defaults where optional),
+// each replaced by the architecture's of the same suffix, then its others (src/families/gguf_keys.cpp).
+std::vector<GgufKey> gguf_keys(const GgufArchitecture& a);
 
 struct Family {
   // Which layers attend within sliding_window (config.json's rule; layer_types must agree).
@@ -146,8 +193,9 @@ const Family* family_by_type(std::string_view model_type);
 // The MLP names of model_type's family (Llama's when there is none).
 const MlpNames& mlp_names(std::string_view model_type);
 const Family* family_by_architecture(std::string_view architecture);
-// The family a GGUF of llama.cpp's `architecture` is read as (the first listed that llama.cpp
-// stores under it: Llama for "llama"); null when none.
-const Family* family_by_gguf_architecture(std::string_view architecture);
+// The family a GGUF of llama.cpp's `architecture` is read as: the first listed that llama.cpp
+// stores under it with experts or without as the file has them (Llama or Mixtral for "llama"), else
+// the first; null when none.
+const Family* family_by_gguf_architecture(std::string_view architecture, bool experts);
 
 }  // namespace wl

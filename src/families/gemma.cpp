@@ -2,8 +2,14 @@
 
 namespace wl {
 
+namespace {
+// llama.cpp's converter writes the head sizes always.
+constexpr GgufKey kGemmaGgufKeys[] = {{.suffix = "attention.key_length", .quantity = GgufQuantity::KeyLength},
+                                      {.suffix = "attention.value_length", .quantity = GgufQuantity::ValueLength}};
+}  // namespace
+
 // Gemma: (1+w) RMSNorm, embeddings scaled by sqrt(hidden), GELU (tanh) from hidden_activation, tied head.
 extern const Family kGemma{.model_type = "gemma", .architecture = "GemmaForCausalLM", .gemma_norms = true, .tied_by_default = true,
-                         .gguf = {.name = "gemma", .norm_offset = 1}};
+                         .gguf = {.name = "gemma", .norm_offset = 1, .keys = kGemmaGgufKeys, .tied_head = true}};
 
 }  // namespace wl

@@ -9,6 +9,12 @@ constexpr GgufArchitecture::Stem kGemma3GgufStems[] = {{"post_attention_layernor
                                                        {"post_feedforward_layernorm", "post_ffw_norm"},
                                                        {"self_attn.q_norm", "attn_q_norm"},
                                                        {"self_attn.k_norm", "attn_k_norm"}};
+// llama.cpp's Gemma 3 at c392e509 turns the sliding layers with base 10000, whatever the file says.
+constexpr GgufKey kGemma3GgufKeys[] = {
+    {.suffix = "attention.key_length", .quantity = GgufQuantity::KeyLength},
+    {.suffix = "attention.value_length", .quantity = GgufQuantity::ValueLength},
+    {.suffix = "attention.sliding_window", .quantity = GgufQuantity::SlidingWindow, .required = true},
+    {.suffix = "rope.freq_base_swa", .quantity = GgufQuantity::SlidingRopeFreqBase, .write = GgufKey::Write::Never, .absent = 10000}};
 }  // namespace
 
 // Gemma 3's text model: Gemma 2's norms and scalar (no soft-caps in the released models), q/k
@@ -17,6 +23,7 @@ constexpr GgufArchitecture::Stem kGemma3GgufStems[] = {{"post_attention_layernor
 extern const Family kGemma3Text{.model_type = "gemma3_text", .architecture = "Gemma3ForCausalLM",
                                 .window = Family::Window::Listed, .follows_layer_types = true, .gemma_norms = true,
                                 .gemma2 = true, .qk_norm = true, .tied_by_default = true,
-                                .gguf = {.name = "gemma3", .layer_stems = kGemma3GgufStems, .norm_offset = 1}};
+                                .gguf = {.name = "gemma3", .layer_stems = kGemma3GgufStems, .norm_offset = 1, .keys = kGemma3GgufKeys,
+                                         .tied_head = true, .global_every = 6, .hidden_query_scale_layers = 62}};
 
 }  // namespace wl

@@ -2,8 +2,13 @@
 
 namespace wl {
 
+namespace {
+// llama.cpp's llama (Llama's keys).
+constexpr GgufKey kMistralGgufKeys[] = {{.suffix = "rope.dimension_count", .quantity = GgufQuantity::RopeDimensionCount}};
+}  // namespace
+
 // Mistral: Llama's tensors, a sliding window over every layer when set.
 extern const Family kMistral{.model_type = "mistral", .architecture = "MistralForCausalLM", .window = Family::Window::All,
-                           .gguf = {.name = "llama", .interleaved_rotary = true}};
+                           .gguf = {.name = "llama", .interleaved_rotary = true, .keys = kMistralGgufKeys}};
 
 }  // namespace wl

@@ -12,6 +12,15 @@ constexpr GgufArchitecture::Stem kQwen2MoeGgufStems[] = {{"mlp.gate", "ffn_gate_
 constexpr GgufArchitecture::Stack kQwen2MoeGgufStacks[] = {{"mlp.experts.", "gate_proj", "ffn_gate_exps"},
                                                            {"mlp.experts.", "up_proj", "ffn_up_exps"},
                                                            {"mlp.experts.", "down_proj", "ffn_down_exps"}};
+// Every layer sparse, the top-k weights never renormalised, a shared expert behind its sigmoid gate;
+// llama-model.cpp's widths when absent.
+constexpr GgufKey kQwen2MoeGgufKeys[] = {
+    {.suffix = "expert_count", .quantity = GgufQuantity::ExpertCount, .required = true},
+    {.suffix = "expert_used_count", .quantity = GgufQuantity::ExpertUsedCount, .required = true},
+    {.suffix = "expert_feed_forward_length", .quantity = GgufQuantity::ExpertFeedForwardLength,
+     .absent_as = GgufQuantity::FeedForwardLength, .absent_per = GgufQuantity::ExpertUsedCount},
+    {.suffix = "expert_shared_feed_forward_length", .quantity = GgufQuantity::ExpertSharedFeedForwardLength,
+     .absent_as = GgufQuantity::FeedForwardLength}};
 }  // namespace
 
 // Qwen2-MoE: Qwen2's attention, experts with a sigmoid-gated shared expert.
@@ -19,6 +28,7 @@ extern const Family kQwen2Moe{.model_type = "qwen2_moe", .architecture = "Qwen2M
                               .window = Family::Window::FromLayer, .experts = Family::Experts::Qwen2Moe,
                               .biases = Family::Biases::QkvOnly, .follows_layer_types = true,
                               .mlp = {.shared = "mlp.shared_expert", .shared_gate = "shared_expert_gate", .stacks = kTransformers5Stacks},
-                              .gguf = {.name = "qwen2moe", .layer_stems = kQwen2MoeGgufStems, .stacks = kQwen2MoeGgufStacks}};
+                              .gguf = {.name = "qwen2moe", .layer_stems = kQwen2MoeGgufStems, .stacks = kQwen2MoeGgufStacks,
+                                       .keys = kQwen2MoeGgufKeys, .renormalises_top_k = false}};
 
 }  // namespace wl

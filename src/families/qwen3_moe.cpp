@@ -10,12 +10,18 @@ constexpr GgufArchitecture::Stem kQwen3MoeGgufStems[] = {
 constexpr GgufArchitecture::Stack kQwen3MoeGgufStacks[] = {{"mlp.experts.", "gate_proj", "ffn_gate_exps"},
                                                            {"mlp.experts.", "up_proj", "ffn_up_exps"},
                                                            {"mlp.experts.", "down_proj", "ffn_down_exps"}};
+constexpr GgufKey kQwen3MoeGgufKeys[] = {
+    {.suffix = "expert_count", .quantity = GgufQuantity::ExpertCount, .required = true},
+    {.suffix = "expert_used_count", .quantity = GgufQuantity::ExpertUsedCount, .required = true},
+    {.suffix = "expert_feed_forward_length", .quantity = GgufQuantity::ExpertFeedForwardLength,
+     .absent_as = GgufQuantity::FeedForwardLength}};
 }  // namespace
 
 // Qwen3-MoE: Qwen3's attention, experts without a shared one (top-k renormalised when norm_topk_prob).
 extern const Family kQwen3Moe{.model_type = "qwen3_moe", .architecture = "Qwen3MoeForCausalLM",
                               .window = Family::Window::FromLayer, .experts = Family::Experts::Qwen3Moe,
                               .follows_layer_types = true, .qk_norm = true,
-                              .gguf = {.name = "qwen3moe", .layer_stems = kQwen3MoeGgufStems, .stacks = kQwen3MoeGgufStacks}};
+                              .gguf = {.name = "qwen3moe", .layer_stems = kQwen3MoeGgufStems, .stacks = kQwen3MoeGgufStacks,
+                                       .keys = kQwen3MoeGgufKeys}};
 
 }  // namespace wl

@@ -1,11 +1,13 @@
 // GGUF keys into the model description, per architecture as llama.cpp's llama-model.cpp reads them
-// (at c392e509): {arch}.embedding_length, .block_count, .attention.key_length, ... with its defaults.
+// (at c392e509): the keys each family lists (src/families/), with llama.cpp's defaults.
 #include "model/gguf_config.hpp"
 
+#include <cmath>
 #include <string_view>
 
 #include "families/family.hpp"
 #include "model/config_fields.hpp"
+#include "model/gguf_quantities.hpp"
 
 namespace wl {
 
@@ -19,69 +21,80 @@ std::string gguf_architecture_names() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-// Experts as llama.cpp's converter writes them: expert_count, expert_used_count and each expert's
-// width (expert_feed_forward_length; llama-model.cpp's default when absent).
-void read_experts(const MetadataFields& m, const std::string& a, LlamaConfig& c, uint64_t default_width) {
-  c.moe.num_experts = m.uint(a + "expert_count");
-  c.moe.experts_per_token = m.uint(a + "expert_used_count");
-  c.moe.expert_intermediate_size = m.uint(a + "expert_feed_forward_length", default_width);
+// A key's value as its quantity (a bool as 0 or 1); `absent` when the file leaves it out.
+double read_value(const MetadataFields& m, const std::string& key, GgufStored stored, std::optional<double> absent) {
+  switch (stored) {
+    case GgufStored::UInt32: return double(m.uint(key, absent ? std::optional<uint64_t>(uint64_t(*absent)) : std::nullopt));
+    case GgufStored::Float32: return m.number(key, absent);
+    case GgufStored::Bool: break;
+  }
+  if (!m.has(key) && absent) return *absent;
+  const std::string text = m.string(key);
+  if (text != "true" && text != "false")
+    throw config_invalid(m.file(), key, m.has(key) ? fmt::format("'{}' is not true or false", text) : std::string("missing"));
+  return text == "true";
+}
+
+// Each of the architecture's keys (src/families/) into its quantity, llama.cpp's default when absent.
+void read_keys(const MetadataFields& m, const std::string& a, const GgufArchitecture& arch, LlamaConfig& c) {
+  for (const GgufKey& k : gguf_keys(arch)) {
+    const std::string key = a + std::string(k.suffix);
+    const std::optional<double> absent = gguf_absent_value(k, c);
+    const double v = read_value(m, key, gguf_quantity_stored(k.quantity), absent);
+    if (!k.absent_only) set_gguf_quantity(c, k.quantity, v);
+    else if (v != *absent)
+      throw config_invalid(m.file(), key, fmt::format("{} is not supported: the engine runs only {} here", v, *absent));
+  }
+}
+
+// Latent attention (llama.cpp's deepseek2): key_length is the query/key width, nope + rope, of which
+// rope.dimension_count turns, in adjacent pairs; the scores scale by 1/sqrt(key_length) (the reader
+// refuses rope scaling, and with it yarn's mscale). Other attention: values as wide as keys.
+void read_attention_widths(const MetadataFields& m, const std::string& a, const Family& family, LlamaConfig& c) {
+  LatentAttention& mla = c.mla;
+  if (!family.latent_attention) {
+    if (mla.v_head_dim != c.head_dim)
+      throw config_invalid(m.file(), a + "attention.value_length",
+                           fmt::format("{} differs from the key length {}: the engine's values are as wide as its keys", mla.v_head_dim, c.head_dim));
+    mla = {};
+    return;
+  }
+  if (c.num_layers == family.gguf.q_proj_layers) mla.q_lora_rank = 0;  // llama.cpp does not read the key
+  else if (mla.q_lora_rank == 0)
+    throw config_invalid(m.file(), a + "attention.q_lora_rank",
+                         fmt::format("0 is not supported: llama.cpp reads queries through q_proj only in models of {} layers, "
+                                     "through q_a/q_b in the others", family.gguf.q_proj_layers));
+  if (c.rotary_dims() >= c.head_dim)
+    throw config_invalid(m.file(), a + "rope.dimension_count",
+                         fmt::format("{} leaves no dimension of the key length {} that does not turn", c.rotary_dims(), c.head_dim));
+  mla.qk_rope_head_dim = c.rotary_dims();
+  mla.qk_nope_head_dim = c.head_dim - mla.qk_rope_head_dim;
+  mla.interleaved_rope = true;
+  mla.softmax_scale = 1.0 / std::sqrt(double(mla.qk_head_dim()));
+  c.head_dim = mla.qk_rope_head_dim;
+  c.rotary_dim = 0;
 }
 
 // What the architecture itself fixes (biases are the tensors there are, as llama.cpp loads them):
-// Gemma's (1 + w) norms, scaled embeddings and GELU (tanh), Gemma 2's four norms, soft-caps and
-// windows on even layers, Gemma 3's five sliding layers to one global with their own rope base,
-// Phi-3's window on every layer, the experts of llama (Mixtral), qwen2moe and qwen3moe, OLMo 2's
-// post-norms and whole-projection q/k norms, Granite's multipliers.
-void read_family(const MetadataFields& m, const std::string& a, const Family& family, LlamaConfig& c) {
-  const std::string& type = c.architecture;
+// the family's norms, activations and scales, and llama.cpp's own rules for its windows, query
+// scale and experts' weights.
+void read_family(const Family& family, LlamaConfig& c) {
+  const GgufArchitecture& g = family.gguf;
   c.qk_norm = family.qk_norm;
   c.qk_norm_whole = family.qk_norm_whole;
   c.post_norms_only = family.post_norms_only;
-  if (family.multipliers) {  // llama-model.cpp requires all four
-    c.embedding_multiplier = m.number(a + "embedding_scale");
-    c.attention_multiplier = m.number(a + "attention.scale");
-    c.residual_multiplier = m.number(a + "residual_scale");
-    c.logits_scaling = m.number(a + "logit_scale");
-  }
+  c.glm_norms = family.glm_norms;
+  c.rope_adjacent_pairs = family.rope_adjacent_pairs;
   if (family.gemma_norms) {
     c.hidden_act = "gelu_pytorch_tanh";
     c.norm_weight_offset = c.scale_embeddings = true;
   }
-  if (family.gemma2) {
-    c.sandwich_norms = true;
-    // llama.cpp scales queries by 1/sqrt(head_dim), and the 27B models' (46 layers in Gemma 2, 62 in
-    // Gemma 3) by 1/sqrt(hidden/heads): what query_pre_attn_scalar says for the released models.
-    const uint64_t big = type == "gemma2" ? 46 : 62;
-    c.query_pre_attn_scalar = double(c.num_layers == big ? c.hidden_size / c.num_heads : c.head_dim);
-  }
-  if (type == "gemma2") {
-    c.attn_logit_softcapping = m.number(a + "attn_logit_softcapping", 50.0);
-    c.final_logit_softcapping = m.number(a + "final_logit_softcapping", 30.0);
-    c.sliding_window = m.uint(a + "attention.sliding_window", 4096);
-    c.sliding_window_every = 2;
-    // Newer llama.cpp turns Gemma 2's sliding layers with their own base when the file gives one:
-    // a different one is refused rather than run with the other layers' (the engine reads it from config.json only).
-    if (m.has(a + "rope.freq_base_swa") && m.number(a + "rope.freq_base_swa", 0) != c.rope_theta)
-      throw config_invalid(m.file(), a + "rope.freq_base_swa", "a sliding-layer rope base other than rope.freq_base is not supported");
-  }
-  if (type == "gemma3_text") {
-    // llama-model.cpp's Gemma 3: every sixth layer global, the others sliding and turning with base 10000.
-    c.sliding_window = m.uint(a + "attention.sliding_window");
-    for (uint64_t l = 0; l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % 6 != 0);
-    c.sliding_rope_theta = m.number(a + "rope.freq_base_swa", 10000.0);
-  }
-  if (type == "phi3") c.sliding_window = m.uint(a + "attention.sliding_window", 0);
-  if (type == "llama" && m.uint(a + "expert_count", 0) > 0) {
-    c.architecture = "mixtral";  // llama.cpp's llama with experts: softmax, top-k, renormalised
-    read_experts(m, a, c, c.intermediate_size);
-  }
-  if (type == "qwen2_moe") {
-    // Every layer sparse, the top-k weights never renormalised, a shared expert behind its sigmoid gate.
-    read_experts(m, a, c, m.uint(a + "expert_used_count", 0) ? c.intermediate_size / m.uint(a + "expert_used_count") : 0);
-    c.moe.norm_topk_prob = false;
-    c.moe.shared_expert_intermediate_size = m.uint(a + "expert_shared_feed_forward_length", c.intermediate_size);
-  }
-  if (type == "qwen3_moe") read_experts(m, a, c, c.intermediate_size);  // every layer sparse, top-k renormalised
+  if (family.gemma2 || family.glm_norms) c.sandwich_norms = true;
+  if (family.gemma2) c.query_pre_attn_scalar = double(c.num_layers == g.hidden_query_scale_layers ? c.hidden_size / c.num_heads : c.head_dim);
+  if (family.window == Family::Window::EveryOther) c.sliding_window_every = 2;
+  for (uint64_t l = 0; g.global_every && l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % g.global_every != 0);
+  if (c.moe.num_experts && !family.latent_attention) c.moe.norm_topk_prob = g.renormalises_top_k;
+  if (family.latent_attention) c.moe.shared_expert_gated = false;  // DeepSeek's shared experts add as they are
 }
 
 }  // namespace
@@ -89,29 +102,20 @@ void read_family(const MetadataFields& m, const std::string& a, const Family& fa
 LlamaConfig llama_config_from_gguf(const std::map<std::string, std::string>& metadata, const std::string& file) {
   const MetadataFields m(metadata, file);
   const std::string arch = m.string("general.architecture");
-  const Family* family = family_by_gguf_architecture(arch);
+  const std::string a = arch + ".";
+  const Family* family = family_by_gguf_architecture(arch, m.uint(a + "expert_count", 0) > 0);
   if (!family)
     throw config_invalid(file, "general.architecture",
                          fmt::format("'{}' is not an architecture the engine runs ({})", arch, gguf_architecture_names()));
-  const std::string a = arch + ".";
   LlamaConfig c;
   c.origin = "gguf";
   c.architecture = std::string(family->model_type);
-  c.hidden_size = m.uint(a + "embedding_length");
-  c.intermediate_size = m.uint(a + "feed_forward_length");
-  c.num_layers = m.uint(a + "block_count");
-  c.num_heads = m.uint(a + "attention.head_count");
-  c.num_kv_heads = m.uint(a + "attention.head_count_kv", c.num_heads);
-  c.head_dim = m.uint(a + "attention.key_length", c.num_heads ? c.hidden_size / c.num_heads : 0);
-  c.rotary_dim = m.uint(a + "rope.dimension_count", c.head_dim);
-  c.vocab_size = m.uint(a + "vocab_size", 0);
-  c.max_position_embeddings = m.uint(a + "context_length", 2048);
-  c.rms_norm_eps = m.number(a + "attention.layer_norm_rms_epsilon", 1e-5);
-  c.rope_theta = m.number(a + "rope.freq_base", 10000.0);
+  read_keys(m, a, family->gguf, c);
   if (m.has(a + "rope.scaling.type") && m.string(a + "rope.scaling.type") != "none")
     throw config_invalid(file, a + "rope.scaling.type", "rope scaling is not supported");
   if (m.has("tokenizer.ggml.eos_token_id")) c.eos_token_ids = {int32_t(m.uint("tokenizer.ggml.eos_token_id"))};
-  read_family(m, a, *family, c);
+  read_attention_widths(m, a, *family, c);
+  read_family(*family, c);
   return c;
 }
 

@@ -78,15 +78,16 @@ TEST(GgufFamilies, RotaryLayoutAndNormOffsetPerArchitecture) {
 TEST(GgufFamilies, FamiliesSharingAnArchitectureAgree) {
   for (const Family* f : families()) {
     if (f->gguf.name.empty()) continue;
-    const Family* first = family_by_gguf_architecture(f->gguf.name);
+    const Family* first = family_by_gguf_architecture(f->gguf.name, false);
     ASSERT_NE(first, nullptr);
     EXPECT_EQ(f->gguf.interleaved_rotary, first->gguf.interleaved_rotary) << f->model_type;
     EXPECT_EQ(f->gguf.norm_offset, first->gguf.norm_offset) << f->model_type;
     EXPECT_EQ(interleaved_rotary("gguf", f->gguf.name), f->gguf.interleaved_rotary) << f->model_type;
   }
-  EXPECT_EQ(family_by_gguf_architecture("llama")->model_type, "llama");
-  EXPECT_EQ(family_by_gguf_architecture("qwen3moe")->model_type, "qwen3_moe");
-  EXPECT_EQ(family_by_gguf_architecture("falcon"), nullptr);
+  EXPECT_EQ(family_by_gguf_architecture("llama", false)->model_type, "llama");
+  EXPECT_EQ(family_by_gguf_architecture("llama", true)->model_type, "mixtral");  // llama.cpp's llama with experts
+  EXPECT_EQ(family_by_gguf_architecture("qwen3moe", false)->model_type, "qwen3_moe");
+  EXPECT_EQ(family_by_gguf_architecture("falcon", true), nullptr);
 }
 
 TEST(GgufFamilies, MixtralExpertsAreStacks) {

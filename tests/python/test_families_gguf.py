@@ -16,6 +16,8 @@ gguf = pytest.importorskip("gguf")
 
 import weightloader as wl  # noqa: E402
 from test_transformers5_configs import PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
+from test_families_glm_granite import GLM4, GLM_ROPE, GRANITE_MOE  # noqa: E402
+from test_families_deepseek import V2  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
@@ -36,6 +38,11 @@ FAMILIES = {
     "olmo2": (transformers.Olmo2Config, PLAIN, {}, "OLMO2"),
     "granite": (transformers.GraniteConfig, PLAIN, dict(embedding_multiplier=3.0, attention_multiplier=0.2,
                                                         residual_multiplier=0.5, logits_scaling=4.0), "GRANITE"),
+    "glm4": (transformers.Glm4Config, GLM_ROPE, GLM4, "GLM4"),
+    "granitemoe": (transformers.GraniteMoeConfig, PLAIN, GRANITE_MOE, "GRANITE_MOE"),
+    # llama.cpp's deepseek2 (at c392e509) takes q_proj in a model of 27 layers (V2-Lite's), q_a/q_b in the others.
+    "deepseek_v2": (transformers.DeepseekV2Config, PLAIN, dict(V2, q_lora_rank=24), "DEEPSEEK2"),
+    "deepseek_v2 lite": (transformers.DeepseekV2Config, PLAIN, dict(V2, num_hidden_layers=27), "DEEPSEEK2"),
 }
 TRANSFORMERS_READS = {"qwen3", "qwen3_moe", "gemma3_text"}  # the others are not in its GGUF reader's tables
 
@@ -101,4 +108,17 @@ def test_what_llama_cpp_would_run_otherwise_is_refused_by_name(tmp_path):
     done = subprocess.run([str(CLI), "convert", str(tmp_path), str(tmp_path / "out.gguf"), "--gguf-type", "f32",
                            "--no-tokenizer"], capture_output=True, text=True)
     assert done.returncode != 0 and "sliding" in done.stderr, done.stderr
+    assert not (tmp_path / "out.gguf").exists()
+
+
+@pytest.mark.parametrize("change, named", [
+    (dict(topk_method="group_limited_greedy", n_group=4, topk_group=2), "groups"),  # llama.cpp chooses greedily
+    (dict(q_lora_rank=None), "q_lora_rank"),  # q_proj outside a model of 27 layers
+])
+def test_deepseek_what_llama_cpp_does_not_follow_is_refused_by_name(tmp_path, change, named):
+    cls, rope, sizes, _ = FAMILIES["deepseek_v2"]
+    build(cls, rope, **{**sizes, **change}).save_pretrained(tmp_path)
+    done = subprocess.run([str(CLI), "convert", str(tmp_path), str(tmp_path / "out.gguf"), "--gguf-type", "f32",
+                           "--no-tokenizer"], capture_output=True, text=True)
+    assert done.returncode != 0 and named in done.stderr, done.stderr
     assert not (tmp_path / "out.gguf").exists()
