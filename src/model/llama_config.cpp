@@ -412,10 +412,15 @@ std::string LlamaConfig::features() const {
 }
 
 std::string LlamaConfig::to_hf_config_json() const {
-  const bool qwen2 = architecture == "llama" && qkv_bias && !o_bias;  // biased q/k/v only: how Qwen2 configs say it
-  const std::string type = qwen2 ? "qwen2" : architecture;
-  const Family* family = family_by_type(type);
+  const Family* family = family_by_type(architecture);
   if (!family) throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json for architecture '{}'", architecture));
+  // A Llama (the first family listed) whose q/k/v alone have biases, which a Llama config cannot say,
+  // is said as the first dense family whose attention always has exactly those (Qwen2).
+  if (family == families().front() && qkv_bias && !o_bias)
+    family = *std::find_if(families().begin(), families().end(), [](const Family* f) {
+      return f->biases == Family::Biases::QkvOnly && f->experts == Family::Experts::None;
+    });
+  const std::string type(family->model_type);
   if (family->latent_attention)  // only ever read from its own config.json, which a conversion copies
     throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json is written for {} (latent attention)", type));
   if (family->experts == Family::Experts::GptOss)

@@ -75,6 +75,20 @@ TEST(HfConfig, Qwen2MoeExpertsAndSlidingLayers) {
   EXPECT_EQ(llama_config_from_hf_json(c.to_hf_config_json(), "again"), c);
 }
 
+// A Llama whose q/k/v alone have biases (a GGUF's tensors can say so; a Llama config cannot) is
+// written as Qwen2's config, which reads back as the same model.
+TEST(HfConfig, LlamaWithQkvBiasesOnlyIsWrittenAsQwen2) {
+  LlamaConfig c = llama_config_from_hf_json(
+      R"({"model_type": "llama", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+          "vocab_size": 10})", "c");
+  c.qkv_bias = true;
+  const std::string written = c.to_hf_config_json();
+  EXPECT_NE(written.find(R"("model_type": "qwen2")"), std::string::npos) << written;
+  const LlamaConfig again = llama_config_from_hf_json(written, "again");
+  EXPECT_TRUE(again.qkv_bias);
+  EXPECT_FALSE(again.o_bias);
+}
+
 TEST(HfConfig, RopeScalingLinearAndLlama3) {
   const LlamaConfig c = llama_config_from_hf_json(
       R"({"model_type": "llama", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
