@@ -97,6 +97,15 @@ class WL_API Decoder {
     (void)dtype;
     decode(src, nblocks, dst);
   }
+  // A decoder whose block is a row-major matrix of row_elems()-wide rows (a quantized layer decoded
+  // whole, its rows the tensor's last dimension) can decode any range of the rows alone, so that a
+  // slice of it (a tensor-parallel rank's) is decoded a tile at a time, never the whole block.
+  // 0 (the default): whole blocks only.
+  virtual uint64_t row_elems() const { return 0; }
+  // Rows [row0, row1) of the block at `block` as output_dtype() values into `dst`.
+  virtual void decode_block_rows(const std::byte* block, uint64_t row0, uint64_t row1, void* dst) const {
+    (void)block, (void)row0, (void)row1, (void)dst;
+  }
   // What rebuilds this decoder in another process (a rank given the catalogue as a value): a JSON
   // object naming a registered kind and its parameters, as decoder_from_spec reads it; empty where
   // the decoder holds more than a value can carry (a quantized layer's side tensors).

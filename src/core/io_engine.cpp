@@ -337,8 +337,10 @@ void Executor::run_extent(const Chunk* c, const Extent& e, Scratch& scratch) {
     }
 }
 
-// A slice of a one-block tensor: the block decoded whole into scratch, then each run of the slice
-// converted into place (or delivered).
+// A slice of a one-block tensor: each run of the slice converted into place (or delivered) from the
+// block's decoded values. A decoder of row ranges (Decoder::row_elems) decodes only the rows a run
+// covers, a piece at a time (a rank's slice of a quantized layer never holds the whole layer
+// decoded); any other decodes the block whole into scratch (decoded_rows).
 void Executor::gather_decoded(const ReadRequest& r, const ByteSource& source) const {
   const TensorInfo& t = *r.tensor;
   const Decoder& d = *t.decoder;
@@ -347,15 +349,25 @@ void Executor::gather_decoded(const ReadRequest& r, const ByteSource& source) co
   for (size_t i = 0; i < r.slice.dim; ++i) outer *= t.shape[i];
   for (size_t i = r.slice.dim + 1; i < t.shape.size(); ++i) inner *= t.shape[i];
   const uint64_t run = sliced[r.slice.dim] * inner, stride = r.dst_outer_stride ? r.dst_outer_stride : run;
-  std::vector<std::byte> stored(t.nbytes), decoded(t.numel() * dtype_size(d.output_dtype()));
+  std::vector<std::byte> stored(t.nbytes);
   source.read_exact(t.offset, stored.data(), stored.size());
-  d.decode(stored.data(), 1, decoded.data());
   const size_t in_size = dtype_size(d.output_dtype()), out_size = dtype_size(r.dst_dtype);
-  std::vector<std::byte> values(dest_.in_place() ? 0 : run * out_size);
+  const auto [row, tile_rows] = decoded_rows(t);
+  std::vector<std::byte> tile(tile_rows * row * in_size), values(dest_.in_place() ? 0 : run * out_size);
   for (uint64_t o = 0; o < outer; ++o) {
-    const std::byte* from = decoded.data() + ((o * t.shape[r.slice.dim] + r.slice.begin) * inner) * in_size;
+    // The run's elements [a, b) of the block, decoded rows [r0, r1) a tile at a time.
+    const uint64_t a = (o * t.shape[r.slice.dim] + r.slice.begin) * inner, b = a + run;
     std::byte* to = static_cast<std::byte*>(r.dst) + o * stride * out_size;
-    convert(d.output_dtype(), from, r.dst_dtype, dest_.in_place() ? to : values.data(), run);
+    std::byte* out = dest_.in_place() ? to : values.data();
+    for (uint64_t r0 = a / row; r0 * row < b; r0 += tile_rows) {
+      const uint64_t r1 = std::min((b + row - 1) / row, r0 + tile_rows);
+      if (row == t.numel())
+        d.decode(stored.data(), 1, tile.data());
+      else
+        d.decode_block_rows(stored.data(), r0, r1, tile.data());
+      const uint64_t from = std::max(a, r0 * row), until = std::min(b, r1 * row);
+      convert(d.output_dtype(), tile.data() + (from - r0 * row) * in_size, r.dst_dtype, out + (from - a) * out_size, until - from);
+    }
     if (!dest_.in_place()) dest_.deliver(to, values.data(), values.size(), t.name);
   }
 }

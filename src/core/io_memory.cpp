@@ -34,11 +34,15 @@ uint64_t decoded_bytes(const Chunk& c) {
   return blocks * d->block_elems() * dtype_size(d->output_dtype());
 }
 
-// gather_strided / gather_decoded: the whole stored span (and decoded block), then the values.
+// gather_strided / gather_decoded: the whole stored span (and the decoded block, or a tile of its
+// rows), then the values.
 uint64_t gather_bytes(const ReadRequest& r, bool in_place) {
   const TensorInfo& t = *r.tensor;
   const uint64_t out = in_place ? 0 : shape_numel(slice_shape_of(t, r.slice)) * dtype_size(r.dst_dtype);
-  if (t.decoder) return t.nbytes + t.numel() * dtype_size(t.decoder->output_dtype()) + out;
+  if (t.decoder) {
+    const DecodedRows rows = decoded_rows(t);
+    return t.nbytes + rows.row * rows.tile_rows * dtype_size(t.decoder->output_dtype()) + out;
+  }
   uint64_t last = 0;
   for (size_t d = 0; d < t.shape.size() && d < t.strides.size(); ++d)
     if (t.shape[d]) last += (t.shape[d] - 1) * static_cast<uint64_t>(t.strides[d]);

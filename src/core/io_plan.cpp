@@ -228,6 +228,12 @@ uint64_t decoded_piece_blocks(const TensorInfo& t) {
   return std::max<uint64_t>(1, kDecodedPieceBytes / (t.decoder->block_elems() * dtype_size(t.decoder->output_dtype())));
 }
 
+DecodedRows decoded_rows(const TensorInfo& t) {
+  const Decoder& d = *t.decoder;
+  if (!d.row_elems() || t.shape.empty() || d.row_elems() != t.shape.back()) return {t.numel(), 1};
+  return {d.row_elems(), std::max<uint64_t>(1, kDecodedPieceBytes / (d.row_elems() * dtype_size(d.output_dtype())))};
+}
+
 IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<size_t>& source_of, const PlanParams& p) {
   IoPlan plan;
   const unsigned planned = std::max(1u, p.threads);

@@ -115,6 +115,14 @@ bool gap_worth_reading(uint64_t gap, const RequestCost& cost);
 // Blocks of `t` decoded per piece (all of them for split encodings, which decode in one go).
 uint64_t decoded_piece_blocks(const TensorInfo& t);
 
+// How a slice of a one-block tensor is decoded (IoPlan::gathers): rows of `row` elements, `tile_rows`
+// at a time (a piece's worth) where its decoder decodes row ranges (Decoder::row_elems, the last
+// dimension); else the whole block as one row.
+struct DecodedRows {
+  uint64_t row = 0, tile_rows = 1;
+};
+DecodedRows decoded_rows(const TensorInfo& t);
+
 // Cuts requests into chunks (a multiple of the tensor's block, about chunk_bytes, and when staged
 // small enough for the thread's share of staging), sorts permuted rows into file order, merges
 // back-to-back chunks of one source into extents (and chunks with a gap between them where

@@ -318,6 +318,62 @@ TEST(IoEngine, ViewChecksTheFileSizeBeforeMapping) {
 // its handler over the one the test put there first.
 void exit_42(int) { std::_Exit(42); }
 
+// One block, the whole [4, 6, 5] tensor, decoding its rows (the last dimension) alone: out = byte / 2.
+// It counts the rows each call decodes; decoding the block whole fails the test.
+class RowDecoder final : public Decoder {
+ public:
+  std::string name() const override { return "rows"; }
+  uint64_t block_elems() const override { return 120; }
+  uint64_t block_bytes() const override { return 120; }
+  DType output_dtype() const override { return DType::F32; }
+  void decode(const std::byte*, uint64_t, void*) const override { ADD_FAILURE() << "a slice decoded the whole block"; }
+  uint64_t row_elems() const override { return 5; }
+  void decode_block_rows(const std::byte* block, uint64_t row0, uint64_t row1, void* dst) const override {
+    auto* out = static_cast<float*>(dst);
+    for (uint64_t i = row0 * 5; i < row1 * 5; ++i) *out++ = float(uint8_t(block[i])) / 2;
+    rows += row1 - row0;
+  }
+  mutable std::atomic<uint64_t> rows{0};
+};
+
+// A slice of a one-block tensor whose decoder decodes row ranges decodes only the rows it covers,
+// along every dimension (a tensor-parallel rank's share of a quantized layer), with the values of
+// the whole tensor decoded and sliced.
+TEST(IoEngine, ASliceOfARowDecodedBlockDecodesOnlyItsRows) {
+  test::TempDir dir;
+  std::string bytes;
+  for (int i = 0; i < 120; ++i) bytes += char(i * 7 % 251);
+  const std::string path = dir.file("rows.bin");
+  test::write_bytes(path, bytes);
+  TensorInfo info;
+  info.name = "w";
+  info.shape = {4, 6, 5};
+  info.nbytes = 120;
+  auto decoder = std::make_shared<RowDecoder>();
+  info.decoder = decoder;
+  WeightSource src("rows", path, Catalogue{{path}, {info}, {}});
+  const TensorInfo& t = src.tensors()[0];
+  struct Case {
+    Slice slice;
+    uint64_t rows;  // the rows it covers
+  };
+  for (const Case& c : {Case{{0, 1, 3}, 12}, Case{{1, 2, 5}, 12}, Case{{2, 1, 3}, 24}}) {
+    decoder->rows = 0;
+    const Shape shape = src.slice_shape(t, c.slice);
+    std::vector<float> got(shape_numel(shape));
+    src.read_all({{&t, c.slice, DType::F32, got.data()}}, options(IoMode::Pread, 1));
+    EXPECT_EQ(decoder->rows, c.rows) << "dim " << c.slice.dim;
+    uint64_t k = 0;
+    for (uint64_t a = 0; a < shape[0]; ++a)
+      for (uint64_t b = 0; b < shape[1]; ++b)
+        for (uint64_t e = 0; e < shape[2]; ++e) {
+          uint64_t at[3] = {a, b, e};
+          at[c.slice.dim] += c.slice.begin;
+          EXPECT_EQ(got[k++], float(uint8_t(bytes[(at[0] * 6 + at[1]) * 5 + at[2]])) / 2) << "dim " << c.slice.dim;
+        }
+  }
+}
+
 TEST(SigbusGuardDeathTest, FaultsOutsideAGuardGoToThePreviousHandler) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(

@@ -34,6 +34,10 @@ class LayerDecoder : public Decoder {
   // Any other dtype: rows decoded a cache-sized tile at a time into F32, each tile converted once.
   bool decodes_as(DType dtype) const override { return dtype != DType::F32; }
   void decode_as(DType dtype, const std::byte* src, uint64_t nblocks, void* dst) const override;
+  uint64_t row_elems() const override { return cols_; }
+  void decode_block_rows(const std::byte* block, uint64_t row0, uint64_t row1, void* dst) const override {
+    decode_rows(block, row0, row1, static_cast<float*>(dst));
+  }
 
  protected:
   // Called once, with the side tensors' values: derive what decode_rows needs from them.
