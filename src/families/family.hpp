@@ -26,7 +26,7 @@ enum class GgufQuantity {
   ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
   EmbeddingScale, AttentionScale, ResidualScale, LogitScale,
   QLoraRank, KvLoraRank, LeadingDenseBlockCount, ExpertSharedCount, ExpertWeightsScale, ExpertWeightsNorm,
-  ExpertGatingFunc, YarnLogMultiplier,
+  ExpertGatingFunc, YarnLogMultiplier, ExpertGroupCount, ExpertGroupUsedCount,
 };
 
 // One {arch}.* key as llama.cpp's converter writes it and llama-model.cpp reads it.
@@ -51,6 +51,9 @@ struct GgufKey {
 struct GgufArchitecture {
   struct Stem {  // a layer stem (a name without .weight / .bias): the Hugging Face one and GGUF's
     std::string_view canonical, gguf;
+    // Both are whole layer names, last component included, where the two differ in it too
+    // (DeepSeek-V3's mlp.gate.e_score_correction_bias, GGUF's exp_probs_b.bias).
+    bool whole = false;
   };
   struct Stack {  // a canonical tensor kept as one slot of a stack: <prefix><expert>.<leaf> in <gguf>
     std::string_view canonical_prefix, canonical_leaf, gguf;

@@ -94,7 +94,12 @@ void read_family(const Family& family, LlamaConfig& c) {
   if (family.window == Family::Window::EveryOther) c.sliding_window_every = 2;
   for (uint64_t l = 0; g.global_every && l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % g.global_every != 0);
   if (c.moe.num_experts && !family.latent_attention) c.moe.norm_topk_prob = g.renormalises_top_k;
-  if (family.latent_attention) c.moe.shared_expert_gated = false;  // DeepSeek's shared experts add as they are
+  if (family.latent_attention) {
+    c.moe.shared_expert_gated = false;  // DeepSeek's shared experts add as they are
+    // llama.cpp's converter writes exp_probs_b (e_score_correction_bias) for every sigmoid-scored
+    // deepseek2 (V3), and llama.cpp chooses by it when there.
+    c.moe.score_correction_bias = c.moe.scoring == MoeConfig::Scoring::Sigmoid;
+  }
 }
 
 }  // namespace

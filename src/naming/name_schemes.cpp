@@ -19,9 +19,11 @@ namespace wl {
 namespace {
 
 // A canonical stem (a name without its last component, .weight / .bias) and the scheme's.
+// `whole`: both are whole layer names, last component included (GgufArchitecture::Stem).
 struct Stem {
   std::string_view canonical;
   std::string_view scheme;
+  bool whole = false;
 };
 
 // A canonical tensor that the scheme keeps as one slot of a stack along dim 0: GGUF's
@@ -69,7 +71,7 @@ std::vector<Architecture> gguf_architectures() {
     if (a == out.end()) a = out.insert(out.end(), Architecture{g.name, {}, g.interleaved_rotary, g.norm_offset, {}});
     for (const GgufArchitecture::Stem& st : g.layer_stems)
       if (std::none_of(a->layer_stems.begin(), a->layer_stems.end(), [&](const Stem& s) { return s.canonical == st.canonical; }))
-        a->layer_stems.push_back({st.canonical, st.gguf});
+        a->layer_stems.push_back({st.canonical, st.gguf, st.whole});
     for (const GgufArchitecture::Stack& st : g.stacks)
       if (std::none_of(a->stacks.begin(), a->stacks.end(), [&](const StackStem& s) { return s.scheme == st.gguf; }))
         a->stacks.push_back({st.canonical_prefix, st.canonical_leaf, st.gguf});
@@ -197,14 +199,17 @@ std::optional<Named> named(std::string_view scheme, std::string_view architectur
   return n;
 }
 
-// Translates "stem.suffix" through `stems` (from → to), the norm suffix changing with it.
+// Translates "stem.suffix" through `stems` (from → to), the norm suffix changing with it; a whole
+// name first, before its stem could match.
 std::optional<std::string> translate(std::string_view leaf, const std::vector<Stem>& stems, bool to_canonical,
                                      std::string_view norm_suffix) {
+  for (const Stem& s : stems)
+    if (s.whole && leaf == (to_canonical ? s.scheme : s.canonical)) return std::string(to_canonical ? s.canonical : s.scheme);
   const size_t dot = leaf.rfind('.');
   if (dot == std::string_view::npos) return std::nullopt;
   const std::string_view stem = leaf.substr(0, dot), suffix = leaf.substr(dot + 1);
   for (const Stem& s : stems) {
-    if (stem != (to_canonical ? s.scheme : s.canonical)) continue;
+    if (s.whole || stem != (to_canonical ? s.scheme : s.canonical)) continue;
     std::string_view out_suffix = suffix;
     if (is_norm(s.canonical)) {
       if (suffix != (to_canonical ? norm_suffix : std::string_view("weight"))) return std::nullopt;

@@ -90,6 +90,15 @@ TEST(GgufFamilies, FamiliesSharingAnArchitectureAgree) {
   EXPECT_EQ(family_by_gguf_architecture("falcon", true), nullptr);
 }
 
+// A name whose last component differs too (DeepSeek-V3's choosing bias) maps whole, beside its stem's.
+TEST(GgufFamilies, WholeNamesBesideTheirStem) {
+  const char* bias = "model.layers.2.mlp.gate.e_score_correction_bias";
+  EXPECT_EQ(from_canonical("gguf", bias, "deepseek2"), "blk.2.exp_probs_b.bias");
+  EXPECT_EQ(to_canonical("gguf", "blk.2.exp_probs_b.bias", "deepseek2")->name, bias);
+  EXPECT_EQ(from_canonical("gguf", "model.layers.2.mlp.gate.weight", "deepseek2"), "blk.2.ffn_gate_inp.weight");
+  EXPECT_FALSE(to_canonical("gguf", "blk.2.exp_probs_b.weight", "deepseek2"));
+}
+
 TEST(GgufFamilies, MixtralExpertsAreStacks) {
   for (const auto& [leaf, stack] : {std::pair{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}) {
     const std::string hf = std::string("model.layers.1.block_sparse_moe.experts.3.") + leaf + ".weight";
