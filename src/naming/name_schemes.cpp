@@ -42,6 +42,7 @@ struct Architecture {
   bool interleaved_rotary;        // q/k rows stored interleaved (llama.cpp's converter permutes them)
   float norm_offset;              // norms' scales stored as offset + w
   std::vector<StackStem> stacks;
+  std::vector<GgufArchitecture::Split> splits;  // canonical stems stored as equal row blocks
 };
 
 struct Scheme {
@@ -68,13 +69,16 @@ std::vector<Architecture> gguf_architectures() {
     const GgufArchitecture& g = f->gguf;
     if (g.name.empty()) continue;
     auto a = std::find_if(out.begin(), out.end(), [&](const Architecture& x) { return x.name == g.name; });
-    if (a == out.end()) a = out.insert(out.end(), Architecture{g.name, {}, g.interleaved_rotary, g.norm_offset, {}});
+    if (a == out.end()) a = out.insert(out.end(), Architecture{g.name, {}, g.interleaved_rotary, g.norm_offset, {}, {}});
     for (const GgufArchitecture::Stem& st : g.layer_stems)
       if (std::none_of(a->layer_stems.begin(), a->layer_stems.end(), [&](const Stem& s) { return s.canonical == st.canonical; }))
         a->layer_stems.push_back({st.canonical, st.gguf, st.whole});
     for (const GgufArchitecture::Stack& st : g.stacks)
       if (std::none_of(a->stacks.begin(), a->stacks.end(), [&](const StackStem& s) { return s.scheme == st.gguf; }))
         a->stacks.push_back({st.canonical_prefix, st.canonical_leaf, st.gguf});
+    for (const GgufArchitecture::Split& sp : g.splits)
+      if (std::none_of(a->splits.begin(), a->splits.end(), [&](const GgufArchitecture::Split& s) { return s.canonical == sp.canonical; }))
+        a->splits.push_back(sp);
   }
   return out;
 }
@@ -320,6 +324,21 @@ std::optional<std::string> stacked_canonical(std::string_view scheme, std::strin
     if (layer->second == fmt::format("{}.weight", st.scheme))
       return fmt::format("model.layers.{}.{}{}.{}.weight", layer->first, st.canonical_prefix, slot, st.canonical_leaf);
   return std::nullopt;
+}
+
+std::vector<std::string> stored_parts(std::string_view scheme, std::string_view canonical, std::string_view architecture) {
+  const auto n = named(scheme, architecture);
+  const auto layer = split_layer_name(canonical, "model.layers.");
+  if (!n || !n->architecture || !layer) return {};
+  const size_t dot = layer->second.rfind('.');
+  if (dot == std::string_view::npos) return {};
+  for (const GgufArchitecture::Split& sp : n->architecture->splits) {
+    if (layer->second.substr(0, dot) != sp.canonical) continue;
+    std::vector<std::string> out;
+    for (std::string_view part : sp.parts) out.push_back(fmt::format("model.layers.{}.{}{}", layer->first, part, layer->second.substr(dot)));
+    return out;
+  }
+  return {};
 }
 
 bool scheme_drops(std::string_view scheme, std::string_view name) {

@@ -40,6 +40,8 @@ FAMILIES = {
                                                         residual_multiplier=0.5, logits_scaling=4.0), "GRANITE"),
     "glm4": (transformers.Glm4Config, GLM_ROPE, GLM4, "GLM4"),
     "granitemoe": (transformers.GraniteMoeConfig, PLAIN, GRANITE_MOE, "GRANITE_MOE"),
+    # The shared MLP's input_linear split into ffn_gate_shexp and ffn_up_shexp.
+    "granitemoeshared": (transformers.GraniteMoeSharedConfig, PLAIN, dict(GRANITE_MOE, shared_intermediate_size=16), "GRANITE_MOE"),
     # llama.cpp's deepseek2 (at c392e509) takes q_proj in a model of 27 layers (V2-Lite's), q_a/q_b in the others.
     "deepseek_v2": (transformers.DeepseekV2Config, PLAIN, dict(V2, q_lora_rank=24), "DEEPSEEK2"),
     "deepseek_v2 lite": (transformers.DeepseekV2Config, PLAIN, dict(V2, num_hidden_layers=27), "DEEPSEEK2"),
