@@ -7,7 +7,7 @@ namespace wl {
 // (each scored by its best two), weighted by the scores alone, renormalised when norm_topk_prob, times
 // routed_scaling_factor; shared experts added ungated; the first first_k_dense_replace layers dense.
 // Written as llama.cpp's deepseek2 with sigmoid gating, exp_probs_b.bias and gguf-py 0.19's group
-// keys (read by llama.cpp after c392e509, which chooses without groups).
+// keys, which newer llama.cpp reads (the c392e509 snapshot here predates them: it chooses without groups).
 extern const Family kDeepseekV3{.model_type = "deepseek_v3", .architecture = "DeepseekV3ForCausalLM",
                                 .experts = Family::Experts::DeepseekV3, .latent_attention = true,
                                 .mlp = {.shared = "mlp.shared_experts", .stacks = kTransformers5Stacks}, .gguf = kDeepseek2Gguf};

@@ -38,7 +38,10 @@ const Family* family_by_gguf_architecture(std::string_view architecture, bool ex
   for (const Family* f : families()) {
     if (f->gguf.name.empty() || f->gguf.name != architecture) continue;
     const int fit = 2 * ((f->experts != Family::Experts::None) == experts) + (f->shared_mlp == shared_mlp);
-    if (fit > best_fit) best = f, best_fit = fit;
+    if (fit > best_fit) {
+      best = f;
+      best_fit = fit;
+    }
   }
   return best;
 }
