@@ -61,6 +61,11 @@ struct StackSlot {
 // The stack and slot of a canonical name; nullopt when the scheme stores it on its own.
 WL_API std::optional<StackSlot> stack_slot(std::string_view scheme, std::string_view canonical,
                                            std::string_view architecture = "llama");
+// The canonical names that `canonical` is stored as, in equal row blocks in this order, where the
+// scheme's architecture splits it (GGUF's granitemoe: shared_mlp.input_linear as the shared MLP's
+// gate_proj, then up_proj); empty when it is stored whole.
+WL_API std::vector<std::string> stored_parts(std::string_view scheme, std::string_view canonical,
+                                             std::string_view architecture = "llama");
 // The canonical name of slot `slot` of the stored stack `stack`; nullopt if `stack` is not one.
 WL_API std::optional<std::string> stacked_canonical(std::string_view scheme, std::string_view stack, uint64_t slot,
                                                     std::string_view architecture = "llama");

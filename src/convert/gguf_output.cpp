@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -53,7 +54,8 @@ struct Output {
   GgufWriteEntry entry;
   std::vector<const TensorInfo*> parts;
   float offset = 0;     // added to every value (Gemma's norms: 1 + w)
-  bool copy = false;    // a second copy of a source tensor (not counted again in the progress)
+  bool copy = false;    // its source counted already (a second copy, a later part): not again in the progress
+  std::optional<Slice> rows{};  // the source's rows it holds (a part of a split tensor); none: all
 };
 
 // Matrices and stacks take the requested type; vectors stay F32; a tensor of a block type whose
@@ -79,6 +81,25 @@ Output single(const TensorInfo& t, GgmlType target, const GgufModel& m, const st
   return o;
 }
 
+// A tensor stored as equal row blocks, each under its part's name (granitemoe's shared
+// input_linear as ffn_gate_shexp, then ffn_up_shexp), as llama.cpp's converter splits it.
+void add_split(const TensorInfo& t, const std::vector<std::string>& parts, GgmlType target, const GgufModel& m,
+               const std::string& origin, std::vector<Output>& outputs) {
+  const uint64_t rows = t.shape.empty() ? 0 : t.shape[0] / parts.size();
+  if (rows == 0 || rows * parts.size() != t.shape[0])
+    throw Error(ErrorCode::ShapeMismatch,
+                fmt::format("{} rows do not split into the {} equal parts GGUF stores", t.shape.empty() ? 0 : t.shape[0], parts.size()),
+                origin, t.name);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Shape shape = t.shape;
+    shape[0] = rows;
+    Output o{{from_canonical("gguf", parts[i], m.arch).value_or(parts[i]), shape, stored_type(shape, target), {}}, {&t}};
+    o.copy = i > 0;
+    o.rows = Slice{0, i * rows, (i + 1) * rows};
+    outputs.push_back(std::move(o));
+  }
+}
+
 // Every stored tensor in the source's order; a stack where its first slot comes. lm_head is left
 // out where llama.cpp ties it (Gemma; its converter skips it); a tied head gets output.weight, a
 // copy of the embedding, where llama.cpp requires one (Phi-3).
@@ -88,6 +109,10 @@ std::vector<Output> plan_outputs(const WeightSource& s, const GgufModel& m, Ggml
   std::map<std::string, size_t> stacks;  // stored name -> index in outputs
   for (const TensorInfo& t : s.tensors()) {
     if (arch && arch->tied_head && t.name == "lm_head.weight") continue;
+    if (const std::vector<std::string> parts = stored_parts("gguf", t.name, m.arch); !parts.empty()) {
+      add_split(t, parts, target, m, s.origin(), outputs);
+      continue;
+    }
     const auto slot = stack_slot("gguf", t.name, m.arch);
     if (!slot) {
       outputs.push_back(single(t, target, m, out));
@@ -145,7 +170,8 @@ uint64_t write_gguf_output(const WeightSource& s, const std::string& out, const 
   uint64_t written = 0;
   for (const Output& x : outputs)
     for (const TensorInfo* part : x.parts) {  // a stack: one expert in memory at a time
-      TensorView v = s.load(*part, DType::F32);
+      TensorView v = x.rows ? TensorView::empty(DType::F32, x.entry.shape) : s.load(*part, DType::F32);
+      if (x.rows) s.read(*part, DType::F32, v.data<float>(), *x.rows);
       if (x.offset != 0)
         for (float* p = v.data<float>(), *end = p + v.numel(); p != end; ++p) *p += x.offset;
       writer.write_part(v);

@@ -79,7 +79,9 @@ const std::vector<Field>& fields() {
          if (m.decoder_sparse_step != 1 || !m.mlp_only_layers.empty()) s += ", dense layers between";
          if (m.first_dense_layers) s += fmt::format(", the first {} layers dense", m.first_dense_layers);
          if (m.scoring == MoeConfig::Scoring::Sigmoid) s += m.score_correction_bias ? ", sigmoid scores with a choosing bias" : ", sigmoid scores";
-         if (m.groups > 1) s += fmt::format(", chosen among the best {} of {} groups", m.topk_groups, m.groups);
+         if (m.topk_groups < m.groups)  // all groups eligible: no restriction
+           s += fmt::format(", chosen among the best {} of {} groups by their best {}", m.topk_groups, m.groups,
+                            m.group_by_top_two ? "two" : "expert");
          if (m.routed_scaling_factor != 1) s += fmt::format(", weights times {}", f32(m.routed_scaling_factor));
          if (m.shared_expert_intermediate_size && !m.shared_expert_gated) s += ", the shared expert ungated";
          if (m.router_bias || m.stacked() || m.weight_input) s += fmt::format(", routed as {}", c.architecture);

@@ -32,14 +32,18 @@ const Family* family_by_architecture(std::string_view architecture) {
   return nullptr;
 }
 
-const Family* family_by_gguf_architecture(std::string_view architecture, bool experts) {
-  const Family* first = nullptr;
+const Family* family_by_gguf_architecture(std::string_view architecture, bool experts, bool shared_mlp) {
+  const Family* best = nullptr;
+  int best_fit = -1;
   for (const Family* f : families()) {
     if (f->gguf.name.empty() || f->gguf.name != architecture) continue;
-    if ((f->experts != Family::Experts::None) == experts) return f;
-    if (!first) first = f;
+    const int fit = 2 * ((f->experts != Family::Experts::None) == experts) + (f->shared_mlp == shared_mlp);
+    if (fit > best_fit) {
+      best = f;
+      best_fit = fit;
+    }
   }
-  return first;
+  return best;
 }
 
 }  // namespace wl

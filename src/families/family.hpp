@@ -26,7 +26,7 @@ enum class GgufQuantity {
   ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
   EmbeddingScale, AttentionScale, ResidualScale, LogitScale,
   QLoraRank, KvLoraRank, LeadingDenseBlockCount, ExpertSharedCount, ExpertWeightsScale, ExpertWeightsNorm,
-  ExpertGatingFunc, YarnLogMultiplier,
+  ExpertGatingFunc, YarnLogMultiplier, ExpertGroupCount, ExpertGroupUsedCount,
 };
 
 // One {arch}.* key as llama.cpp's converter writes it and llama-model.cpp reads it.
@@ -51,15 +51,25 @@ struct GgufKey {
 struct GgufArchitecture {
   struct Stem {  // a layer stem (a name without .weight / .bias): the Hugging Face one and GGUF's
     std::string_view canonical, gguf;
+    // Both are whole layer names, last component included, where the two differ in it too
+    // (DeepSeek-V3's mlp.gate.e_score_correction_bias, GGUF's exp_probs_b.bias).
+    bool whole = false;
   };
   struct Stack {  // a canonical tensor kept as one slot of a stack: <prefix><expert>.<leaf> in <gguf>
     std::string_view canonical_prefix, canonical_leaf, gguf;
+  };
+  // A canonical layer stem stored as equal row blocks, each a canonical stem of its own (named by
+  // the layer stems): Granite-MoE-Shared's shared_mlp.input_linear as gate rows, then up rows.
+  struct Split {
+    std::string_view canonical;
+    std::array<std::string_view, 2> parts;
   };
   std::string_view name{};         // general.architecture; empty: the family is not written as GGUF
   std::span<const Stem> layer_stems{};
   bool interleaved_rotary = false; // q/k rows stored interleaved (llama.cpp's converter permutes them)
   float norm_offset = 0;           // norms (q/k norms included) stored as offset + w
   std::span<const Stack> stacks{};
+  std::span<const Split> splits{};
   std::span<const GgufKey> keys{};  // beyond every architecture's, or in place of the one of its suffix
   bool tied_head = false;           // llama.cpp ties the head to the embedding: lm_head is not written
   bool head_required = false;       // llama.cpp requires output.weight: a tied head is written as a copy
@@ -194,8 +204,9 @@ const Family* family_by_type(std::string_view model_type);
 const MlpNames& mlp_names(std::string_view model_type);
 const Family* family_by_architecture(std::string_view architecture);
 // The family a GGUF of llama.cpp's `architecture` is read as: the first listed that llama.cpp
-// stores under it with experts or without as the file has them (Llama or Mixtral for "llama"), else
-// the first; null when none.
-const Family* family_by_gguf_architecture(std::string_view architecture, bool experts);
+// stores under it with experts or without as the file has them (Llama or Mixtral for "llama"), and
+// with a shared MLP (Family::shared_mlp) or without (Granite-MoE or Granite-MoE-Shared for
+// "granitemoe"), else the first with experts as the file has them, else the first; null when none.
+const Family* family_by_gguf_architecture(std::string_view architecture, bool experts, bool shared_mlp = false);
 
 }  // namespace wl

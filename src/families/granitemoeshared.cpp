@@ -1,4 +1,4 @@
-#include "families/family.hpp"
+#include "families/granitemoe_gguf.hpp"
 
 namespace wl {
 
@@ -13,10 +13,10 @@ constexpr MlpNames kNames = [] {
 
 // Granite-MoE-Shared (Granite 3.1 MoE): Granite-MoE (granitemoe.cpp) with an ungated MLP of
 // shared_intermediate_size beside the experts (shared_mlp.input_linear: gate rows, then up rows;
-// shared_mlp.output_linear); 0 (the default) is none. Not written as GGUF: llama.cpp's granitemoe
-// keeps the shared MLP as two tensors (ffn_gate_shexp, ffn_up_shexp), which the engine reads fused only.
+// shared_mlp.output_linear); 0 (the default) is none. Written as llama.cpp's granitemoe, the shared
+// input_linear split into ffn_gate_shexp and ffn_up_shexp (the engine reads either).
 extern const Family kGraniteMoeShared{.model_type = "granitemoeshared", .architecture = "GraniteMoeSharedForCausalLM",
                                       .experts = Family::Experts::Mixtral, .multipliers = true, .shared_mlp = true,
-                                      .stacked_experts = true, .mlp = kNames};
+                                      .stacked_experts = true, .mlp = kNames, .gguf = kGraniteMoeGguf};
 
 }  // namespace wl

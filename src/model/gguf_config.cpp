@@ -94,7 +94,13 @@ void read_family(const Family& family, LlamaConfig& c) {
   if (family.window == Family::Window::EveryOther) c.sliding_window_every = 2;
   for (uint64_t l = 0; g.global_every && l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % g.global_every != 0);
   if (c.moe.num_experts && !family.latent_attention) c.moe.norm_topk_prob = g.renormalises_top_k;
-  if (family.latent_attention) c.moe.shared_expert_gated = false;  // DeepSeek's shared experts add as they are
+  if (family.shared_mlp) c.moe.shared_expert_gated = false;  // Granite-MoE-Shared's shared MLP adds as it is
+  if (family.latent_attention) {
+    c.moe.shared_expert_gated = false;  // DeepSeek's shared experts add as they are
+    // llama.cpp's converter writes exp_probs_b (e_score_correction_bias) for every sigmoid-scored
+    // deepseek2 (V3), and llama.cpp chooses by it when there.
+    c.moe.score_correction_bias = c.moe.scoring == MoeConfig::Scoring::Sigmoid;
+  }
 }
 
 }  // namespace
@@ -103,7 +109,9 @@ LlamaConfig llama_config_from_gguf(const std::map<std::string, std::string>& met
   const MetadataFields m(metadata, file);
   const std::string arch = m.string("general.architecture");
   const std::string a = arch + ".";
-  const Family* family = family_by_gguf_architecture(arch, m.uint(a + "expert_count", 0) > 0);
+  // A shared MLP's width (beside experts) tells Granite-MoE-Shared from Granite-MoE.
+  const Family* family = family_by_gguf_architecture(arch, m.uint(a + "expert_count", 0) > 0,
+                                                     m.uint(a + "expert_shared_feed_forward_length", 0) > 0);
   if (!family)
     throw config_invalid(file, "general.architecture",
                          fmt::format("'{}' is not an architecture the engine runs ({})", arch, gguf_architecture_names()));

@@ -73,6 +73,17 @@ const Member kMembers[] = {
     // convert_hf_to_gguf.py's 0.1 * mscale_all_dim (0 without yarn, where it changes nothing).
     {GgufQuantity::YarnLogMultiplier, GgufStored::Float32, [](const LlamaConfig& c) { return 0.1 * c.rope_scaling.mscale_all_dim; },
      [](LlamaConfig& c, double v) { c.rope_scaling.mscale_all_dim = v / 0.1; }},
+    // llama.cpp's groups (n_expert_groups, n_group_used; 0: none) are each scored by their best two
+    // experts; a choice among all groups restricts nothing and is written as none.
+    {GgufQuantity::ExpertGroupCount, GgufStored::UInt32,
+     [](const LlamaConfig& c) { return c.moe.topk_groups < c.moe.groups ? double(c.moe.groups) : 0; },
+     [](LlamaConfig& c, double v) {
+       c.moe.groups = v > 1 ? uint64_t(v) : 1;
+       c.moe.group_by_top_two = v > 1;
+     }},
+    {GgufQuantity::ExpertGroupUsedCount, GgufStored::UInt32,
+     [](const LlamaConfig& c) { return c.moe.topk_groups < c.moe.groups ? double(c.moe.topk_groups) : 0; },
+     [](LlamaConfig& c, double v) { c.moe.topk_groups = v > 0 ? uint64_t(v) : 1; }},
 };
 
 #undef WL_UINT

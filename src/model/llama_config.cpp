@@ -170,7 +170,7 @@ void check_experts(const WeightSource& s, const LlamaConfig& c, uint64_t l, cons
   if (names.shared.empty()) return;
   const std::string shared = at + std::string(names.shared) + ".";
   const uint64_t units = c.moe.shared_expert_intermediate_size;
-  if (!names.shared_gate_up.empty())  // gate rows, then up rows (Granite-MoE-Shared)
+  if (c.fused_shared_gate_up)  // gate rows, then up rows (Granite-MoE-Shared)
     check_shape(s, shared + std::string(names.shared_gate_up) + ".weight", {2 * units, c.hidden_size}, moe);
   else
     check_shape(s, shared + "gate_proj.weight", {units, c.hidden_size}, moe);
@@ -270,6 +270,12 @@ LlamaConfig llama_config_from_source(const WeightSource& s) {
                   "the checkpoint fuses qkv_proj but not gate_up_proj; the engine reads both fused or both split");
   // GLM-4 stores gate_up_proj fused beside split q/k/v.
   c.fused_gate_up = c.fused_checkpoint || s.find("model.layers.0.mlp.gate_up_proj.weight") != nullptr;
+  const MlpNames& names = mlp_names(c.architecture);
+  if (!names.shared_gate_up.empty()) {
+    uint64_t l = 0;
+    while (l < c.num_layers && !c.moe_layer(l)) ++l;
+    c.fused_shared_gate_up = s.find(fmt::format("model.layers.{}.{}.{}.weight", l, names.shared, names.shared_gate_up)) != nullptr;
+  }
   validate(c, s.origin());
   check_tensors(s, c);
   return c;

@@ -19,9 +19,11 @@ namespace wl {
 namespace {
 
 // A canonical stem (a name without its last component, .weight / .bias) and the scheme's.
+// `whole`: both are whole layer names, last component included (GgufArchitecture::Stem).
 struct Stem {
   std::string_view canonical;
   std::string_view scheme;
+  bool whole = false;
 };
 
 // A canonical tensor that the scheme keeps as one slot of a stack along dim 0: GGUF's
@@ -40,6 +42,7 @@ struct Architecture {
   bool interleaved_rotary;        // q/k rows stored interleaved (llama.cpp's converter permutes them)
   float norm_offset;              // norms' scales stored as offset + w
   std::vector<StackStem> stacks;
+  std::vector<GgufArchitecture::Split> splits;  // canonical stems stored as equal row blocks
 };
 
 struct Scheme {
@@ -66,13 +69,16 @@ std::vector<Architecture> gguf_architectures() {
     const GgufArchitecture& g = f->gguf;
     if (g.name.empty()) continue;
     auto a = std::find_if(out.begin(), out.end(), [&](const Architecture& x) { return x.name == g.name; });
-    if (a == out.end()) a = out.insert(out.end(), Architecture{g.name, {}, g.interleaved_rotary, g.norm_offset, {}});
+    if (a == out.end()) a = out.insert(out.end(), Architecture{g.name, {}, g.interleaved_rotary, g.norm_offset, {}, {}});
     for (const GgufArchitecture::Stem& st : g.layer_stems)
       if (std::none_of(a->layer_stems.begin(), a->layer_stems.end(), [&](const Stem& s) { return s.canonical == st.canonical; }))
-        a->layer_stems.push_back({st.canonical, st.gguf});
+        a->layer_stems.push_back({st.canonical, st.gguf, st.whole});
     for (const GgufArchitecture::Stack& st : g.stacks)
       if (std::none_of(a->stacks.begin(), a->stacks.end(), [&](const StackStem& s) { return s.scheme == st.gguf; }))
         a->stacks.push_back({st.canonical_prefix, st.canonical_leaf, st.gguf});
+    for (const GgufArchitecture::Split& sp : g.splits)
+      if (std::none_of(a->splits.begin(), a->splits.end(), [&](const GgufArchitecture::Split& s) { return s.canonical == sp.canonical; }))
+        a->splits.push_back(sp);
   }
   return out;
 }
@@ -197,14 +203,17 @@ std::optional<Named> named(std::string_view scheme, std::string_view architectur
   return n;
 }
 
-// Translates "stem.suffix" through `stems` (from → to), the norm suffix changing with it.
+// Translates "stem.suffix" through `stems` (from → to), the norm suffix changing with it; a whole
+// name first, before its stem could match.
 std::optional<std::string> translate(std::string_view leaf, const std::vector<Stem>& stems, bool to_canonical,
                                      std::string_view norm_suffix) {
+  for (const Stem& s : stems)
+    if (s.whole && leaf == (to_canonical ? s.scheme : s.canonical)) return std::string(to_canonical ? s.canonical : s.scheme);
   const size_t dot = leaf.rfind('.');
   if (dot == std::string_view::npos) return std::nullopt;
   const std::string_view stem = leaf.substr(0, dot), suffix = leaf.substr(dot + 1);
   for (const Stem& s : stems) {
-    if (stem != (to_canonical ? s.scheme : s.canonical)) continue;
+    if (s.whole || stem != (to_canonical ? s.scheme : s.canonical)) continue;
     std::string_view out_suffix = suffix;
     if (is_norm(s.canonical)) {
       if (suffix != (to_canonical ? norm_suffix : std::string_view("weight"))) return std::nullopt;
@@ -315,6 +324,21 @@ std::optional<std::string> stacked_canonical(std::string_view scheme, std::strin
     if (layer->second == fmt::format("{}.weight", st.scheme))
       return fmt::format("model.layers.{}.{}{}.{}.weight", layer->first, st.canonical_prefix, slot, st.canonical_leaf);
   return std::nullopt;
+}
+
+std::vector<std::string> stored_parts(std::string_view scheme, std::string_view canonical, std::string_view architecture) {
+  const auto n = named(scheme, architecture);
+  const auto layer = split_layer_name(canonical, "model.layers.");
+  if (!n || !n->architecture || !layer) return {};
+  const size_t dot = layer->second.rfind('.');
+  if (dot == std::string_view::npos) return {};
+  for (const GgufArchitecture::Split& sp : n->architecture->splits) {
+    if (layer->second.substr(0, dot) != sp.canonical) continue;
+    std::vector<std::string> out;
+    for (std::string_view part : sp.parts) out.push_back(fmt::format("model.layers.{}.{}{}", layer->first, part, layer->second.substr(dot)));
+    return out;
+  }
+  return {};
 }
 
 bool scheme_drops(std::string_view scheme, std::string_view name) {

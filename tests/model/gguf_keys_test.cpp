@@ -95,7 +95,21 @@ TEST(GgufKeys, LatentAttentionWidthsAndDeepseekRouting) {
   EXPECT_FALSE(c.moe.shared_expert_gated);
   EXPECT_TRUE(c.moe.norm_topk_prob);
   EXPECT_EQ(c.moe.scoring, MoeConfig::Scoring::Softmax);
+  EXPECT_FALSE(c.moe.score_correction_bias);
+  EXPECT_EQ(c.moe.groups, 1u);
   EXPECT_DOUBLE_EQ(c.moe.routed_scaling_factor, 2.5);
+  {  // V3's: sigmoid gating chooses by exp_probs_b; groups (newer llama.cpp's) scored by their best two
+    auto v3 = m;
+    v3["deepseek2.expert_gating_func"] = "2";
+    v3["deepseek2.expert_group_count"] = "4";
+    v3["deepseek2.expert_group_used_count"] = "2";
+    const LlamaConfig g = llama_config_from_gguf(v3, "m.gguf");
+    EXPECT_EQ(g.moe.scoring, MoeConfig::Scoring::Sigmoid);
+    EXPECT_TRUE(g.moe.score_correction_bias);
+    EXPECT_EQ(g.moe.groups, 4u);
+    EXPECT_EQ(g.moe.topk_groups, 2u);
+    EXPECT_TRUE(g.moe.group_by_top_two);
+  }
   m["deepseek2.block_count"] = "3";
   std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] { llama_config_from_gguf(m, "m.gguf"); });
   EXPECT_NE(msg.find("'deepseek2.attention.q_lora_rank'"), std::string::npos) << msg;

@@ -88,6 +88,29 @@ TEST(GgufFamilies, FamiliesSharingAnArchitectureAgree) {
   EXPECT_EQ(family_by_gguf_architecture("llama", true)->model_type, "mixtral");  // llama.cpp's llama with experts
   EXPECT_EQ(family_by_gguf_architecture("qwen3moe", false)->model_type, "qwen3_moe");
   EXPECT_EQ(family_by_gguf_architecture("falcon", true), nullptr);
+  EXPECT_EQ(family_by_gguf_architecture("granitemoe", true)->model_type, "granitemoe");
+  EXPECT_EQ(family_by_gguf_architecture("granitemoe", true, true)->model_type, "granitemoeshared");  // a shared MLP
+  EXPECT_EQ(family_by_gguf_architecture("qwen2moe", true, true)->model_type, "qwen2_moe");
+}
+
+// Granite-MoE-Shared's fused shared gate/up is stored as two tensors, each named by its layer stem.
+TEST(GgufFamilies, SplitTensorsAreStoredAsTheirParts) {
+  const std::vector<std::string> parts = stored_parts("gguf", "model.layers.1.shared_mlp.input_linear.weight", "granitemoe");
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(from_canonical("gguf", parts[0], "granitemoe"), "blk.1.ffn_gate_shexp.weight");
+  EXPECT_EQ(from_canonical("gguf", parts[1], "granitemoe"), "blk.1.ffn_up_shexp.weight");
+  EXPECT_EQ(to_canonical("gguf", "blk.1.ffn_up_shexp.weight", "granitemoe")->name, parts[1]);
+  EXPECT_TRUE(stored_parts("gguf", "model.layers.1.shared_mlp.output_linear.weight", "granitemoe").empty());
+  EXPECT_TRUE(stored_parts("gguf", "model.layers.1.shared_mlp.input_linear.weight", "llama").empty());
+}
+
+// A name whose last component differs too (DeepSeek-V3's choosing bias) maps whole, beside its stem's.
+TEST(GgufFamilies, WholeNamesBesideTheirStem) {
+  const char* bias = "model.layers.2.mlp.gate.e_score_correction_bias";
+  EXPECT_EQ(from_canonical("gguf", bias, "deepseek2"), "blk.2.exp_probs_b.bias");
+  EXPECT_EQ(to_canonical("gguf", "blk.2.exp_probs_b.bias", "deepseek2")->name, bias);
+  EXPECT_EQ(from_canonical("gguf", "model.layers.2.mlp.gate.weight", "deepseek2"), "blk.2.ffn_gate_inp.weight");
+  EXPECT_FALSE(to_canonical("gguf", "blk.2.exp_probs_b.weight", "deepseek2"));
 }
 
 TEST(GgufFamilies, MixtralExpertsAreStacks) {

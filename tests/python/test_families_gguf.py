@@ -17,7 +17,7 @@ gguf = pytest.importorskip("gguf")
 import weightloader as wl  # noqa: E402
 from test_transformers5_configs import PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
 from test_families_glm_granite import GLM4, GLM_ROPE, GRANITE_MOE  # noqa: E402
-from test_families_deepseek import V2  # noqa: E402
+from test_families_deepseek import V2, V3, deepseek  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
@@ -40,10 +40,15 @@ FAMILIES = {
                                                         residual_multiplier=0.5, logits_scaling=4.0), "GRANITE"),
     "glm4": (transformers.Glm4Config, GLM_ROPE, GLM4, "GLM4"),
     "granitemoe": (transformers.GraniteMoeConfig, PLAIN, GRANITE_MOE, "GRANITE_MOE"),
+    # The shared MLP's input_linear split into ffn_gate_shexp and ffn_up_shexp.
+    "granitemoeshared": (transformers.GraniteMoeSharedConfig, PLAIN, dict(GRANITE_MOE, shared_intermediate_size=16), "GRANITE_MOE"),
     # llama.cpp's deepseek2 (at c392e509) takes q_proj in a model of 27 layers (V2-Lite's), q_a/q_b in the others.
     "deepseek_v2": (transformers.DeepseekV2Config, PLAIN, dict(V2, q_lora_rank=24), "DEEPSEEK2"),
     "deepseek_v2 lite": (transformers.DeepseekV2Config, PLAIN, dict(V2, num_hidden_layers=27), "DEEPSEEK2"),
+    # Sigmoid gating, exp_probs_b, 2 of 4 groups, renormalised and scaled weights, layer 0 dense.
+    "deepseek_v3": (transformers.DeepseekV3Config, PLAIN, V3, "DEEPSEEK2"),
 }
+BUILDERS = {"deepseek_v3": deepseek}  # a correction bias as large as the scores' spread (from_config's is 0)
 TRANSFORMERS_READS = {"qwen3", "qwen3_moe", "gemma3_text"}  # the others are not in its GGUF reader's tables
 
 
@@ -60,7 +65,7 @@ def family(request, tmp_path_factory):
         pytest.skip(f"the CLI is not built at {CLI}")
     cls, rope, sizes, _ = FAMILIES[request.param]
     folder = tmp_path_factory.mktemp(request.param)
-    model = build(cls, rope, **sizes)
+    model = BUILDERS.get(request.param, build)(cls, rope, **sizes)
     model.save_pretrained(folder)
     return request.param, model, folder, convert(folder, folder / "model.gguf", "--gguf-type", "f32", "--no-tokenizer")
 
@@ -111,12 +116,14 @@ def test_what_llama_cpp_would_run_otherwise_is_refused_by_name(tmp_path):
     assert not (tmp_path / "out.gguf").exists()
 
 
-@pytest.mark.parametrize("change, named", [
-    (dict(topk_method="group_limited_greedy", n_group=4, topk_group=2), "groups"),  # llama.cpp chooses greedily
-    (dict(q_lora_rank=None), "q_lora_rank"),  # q_proj outside a model of 27 layers
+@pytest.mark.parametrize("model_type, change, named", [
+    # llama.cpp scores a group by its best two experts, V2 by its best one
+    ("deepseek_v2", dict(topk_method="group_limited_greedy", n_group=4, topk_group=2), "best two"),
+    ("deepseek_v2", dict(q_lora_rank=None), "q_lora_rank"),  # q_proj outside a model of 27 layers
+    ("deepseek_v3", dict(rope_interleave=False), "half-split"),  # llama.cpp turns adjacent pairs
 ])
-def test_deepseek_what_llama_cpp_does_not_follow_is_refused_by_name(tmp_path, change, named):
-    cls, rope, sizes, _ = FAMILIES["deepseek_v2"]
+def test_deepseek_what_llama_cpp_does_not_follow_is_refused_by_name(tmp_path, model_type, change, named):
+    cls, rope, sizes, _ = FAMILIES[model_type]
     build(cls, rope, **{**sizes, **change}).save_pretrained(tmp_path)
     done = subprocess.run([str(CLI), "convert", str(tmp_path), str(tmp_path / "out.gguf"), "--gguf-type", "f32",
                            "--no-tokenizer"], capture_output=True, text=True)

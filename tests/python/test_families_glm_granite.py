@@ -154,17 +154,6 @@ def test_inspect_describes_granitemoe(tmp_path, cls):
     assert f"{model_type}: " in done.stdout and "4 experts, top-2" in done.stdout and "multipliers" in done.stdout
 
 
-def test_granitemoeshared_gguf_is_refused_by_name(tmp_path):
-    """llama.cpp's granitemoe keeps the shared MLP as two tensors (ffn_gate_shexp, ffn_up_shexp), which
-    the engine reads only fused: not written, nothing left behind (tests/python/test_families_gguf.py
-    writes Granite-MoE)."""
-    model = build(transformers.GraniteMoeSharedConfig, PLAIN, **GRANITE_MOE, shared_intermediate_size=16)
-    model.save_pretrained(tmp_path / "m")
-    done = cli("convert", str(tmp_path / "m"), str(tmp_path / "m.gguf"), "-q")
-    assert done.returncode != 0 and "granitemoeshared" in done.stderr and "GGUF" in done.stderr, done.stderr
-    assert not (tmp_path / "m.gguf").exists()
-
-
 def test_glm4_converts_to_a_checkpoint_transformers_reads_and_granitemoe_is_refused(tmp_path):
     """GLM-4 through convert: transformers builds the same model from what is written. Granite-MoE's
     experts would be written one tensor per expert, which transformers' GraniteMoe does not read:

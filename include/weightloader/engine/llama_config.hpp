@@ -173,6 +173,9 @@ struct WL_API LlamaConfig {
   double attn_scale = 0;
   bool fused_checkpoint = false;       // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
   bool fused_gate_up = false;          // the checkpoint stores gate_up_proj (Phi-3, GLM-4): gate rows, then up rows
+  // The checkpoint stores the shared MLP's gate and up as one tensor (MlpNames::shared_gate_up: gate
+  // rows, then up rows), not as gate_proj and up_proj (Granite-MoE-Shared's, not its GGUF).
+  bool fused_shared_gate_up = false;
   MoeConfig moe;
   LatentAttention mla;                 // kv_lora_rank 0: q/k/v attention
   // gpt-oss: a learned logit per query head (self_attn.sinks) joins each softmax's denominator, its
