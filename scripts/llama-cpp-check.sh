@@ -20,8 +20,8 @@
 #     layers, repeated to 26 layers against our engine;
 #   - every block type ggml quantises (its ggml_quantize_chunk, what llama-quantize runs), on the same
 #     F32 rows: our reading of the blocks equals ggml's own dequantisation and gguf-py's, bit for bit;
-#   - tiny random OLMo 2, Granite, Granite-MoE and DeepSeek-V2 models (with q_a/q_b, and with q_proj
-#     alone at 27 layers) the pinned transformers builds (as many kv heads as heads), as GGUF F32:
+#   - tiny random OLMo 2, Granite, Granite-MoE, DeepSeek-V2 (with q_a/q_b, and with q_proj alone at
+#     27 layers) and DeepSeek-V3 (one expert group) models the pinned transformers builds (as many kv heads as heads), as GGUF F32:
 #     llama.cpp's logits equal our engine's (which equals transformers' on them:
 #     tests/python/test_families_gguf.py).
 # Usage: scripts/llama-cpp-check.sh LLAMA_CPP_SOURCE [BUILD_DIR]   (BUILD_DIR default: /tmp/llama.cpp-build)
@@ -175,10 +175,13 @@ fi
 # Granite-MoE (its experts stacked) and DeepSeek-V2 (latent attention, shared experts, a dense first
 # layer; q_a/q_b, and q_proj alone at 27 layers as that llama.cpp requires). llama.cpp sizes OLMo 2's
 # k_norm [n_embd] (as many kv heads as heads, as in the models of its time).
-for family in olmo2 granite granitemoe deepseek_v2 "deepseek_v2 lite"; do
-  heads=(num_key_value_heads=4)
-  [[ $family == deepseek* ]] && heads=()  # latent attention: every head reads the same latents
-  inputs tiny "$family" "$work/$family-tiny" "${heads[@]}" 2>/dev/null
+# DeepSeek-V3 (sigmoid scores, the choosing bias as exp_probs_b) in one expert group: that llama.cpp
+# predates grouped choice.
+for family in olmo2 granite granitemoe deepseek_v2 "deepseek_v2 lite" deepseek_v3; do
+  sizes=(num_key_value_heads=4)
+  [[ $family == deepseek* ]] && sizes=()  # latent attention: every head reads the same latents
+  [[ $family == deepseek_v3 ]] && sizes=(n_group=1 topk_group=1)
+  inputs tiny "$family" "$work/$family-tiny" "${sizes[@]}" 2>/dev/null
   build/weightloader convert "$work/$family-tiny" "$work/$family-tiny.gguf" --gguf-type f32 --no-tokenizer -q >/dev/null
   PYTHONPATH=build/python inputs engine "$work/$family-tiny" 5 17 33 61 8 >"$work/$family-tiny-ref.txt"
   logits_row "tiny ${family^} (transformers'), F32" "$work/$family-tiny.gguf" "$work/$family-tiny-ref.txt" \

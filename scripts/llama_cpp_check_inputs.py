@@ -96,11 +96,11 @@ def engine(model, ids):
 
 def tiny(family, dst, assignments):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
-    from test_families_gguf import FAMILIES
+    from test_families_gguf import BUILDERS, FAMILIES
     from test_transformers5_configs import build
     cls, rope, sizes, _ = FAMILIES[family]
     sizes = {**sizes, **{a.split("=", 1)[0]: json.loads(a.split("=", 1)[1]) for a in assignments}}
-    build(cls, rope, **sizes).save_pretrained(dst)
+    BUILDERS.get(family, build)(cls, rope, **sizes).save_pretrained(dst)
 
 
 def blocks(folder):
