@@ -113,6 +113,10 @@ inline constexpr MlpNames::Stacks kTransformers5Stacks{{"mlp.experts.gate_up_pro
 // Granite-MoE's too: its checkpoints stack them as block_sparse_moe.input_linear / output_linear
 // (router.layer its router), transformers 5's modules as experts.gate_up_proj / down_proj and router.
 inline constexpr MlpNames kBlockSparseMoe{.moe = "block_sparse_moe", .gate = "w1", .up = "w3", .down = "w2", .stacks = kTransformers5Stacks};
+// llama.cpp's stacks of those experts, one per projection (Mixtral's "llama", Granite-MoE's "granitemoe").
+inline constexpr GgufArchitecture::Stack kBlockSparseMoeGgufStacks[] = {{"block_sparse_moe.experts.", "w1", "ffn_gate_exps"},
+                                                                        {"block_sparse_moe.experts.", "w3", "ffn_up_exps"},
+                                                                        {"block_sparse_moe.experts.", "w2", "ffn_down_exps"}};
 inline constexpr MlpNames kGraniteMoeMlp{.moe = "block_sparse_moe", .gate = "w1", .up = "w3", .down = "w2",
                                          .stacks = {{"block_sparse_moe.input_linear.weight", "block_sparse_moe.experts.gate_up_proj"},
                                                     {"block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.down_proj"},

@@ -15,9 +15,6 @@ inline constexpr GgufArchitecture::Stem kGraniteMoeGgufStems[] = {{"shared_mlp.g
                                                                   {"shared_mlp.output_linear", "ffn_down_shexp"}};
 inline constexpr GgufArchitecture::Split kGraniteMoeGgufSplits[] = {
     {"shared_mlp.input_linear", {"shared_mlp.gate_proj", "shared_mlp.up_proj"}}};
-inline constexpr GgufArchitecture::Stack kGraniteMoeGgufStacks[] = {{"block_sparse_moe.experts.", "w1", "ffn_gate_exps"},
-                                                                    {"block_sparse_moe.experts.", "w3", "ffn_up_exps"},
-                                                                    {"block_sparse_moe.experts.", "w2", "ffn_down_exps"}};
 // Granite's keys, the experts', and the shared MLP's width (convert_hf_to_gguf.py writes
 // expert_shared_feed_forward_length when shared_intermediate_size is set).
 inline constexpr GgufKey kGraniteMoeGgufKeys[] = {
@@ -33,7 +30,7 @@ inline constexpr GgufKey kGraniteMoeGgufKeys[] = {
     {.suffix = "expert_shared_feed_forward_length", .quantity = GgufQuantity::ExpertSharedFeedForwardLength,
      .write = GgufKey::Write::WhenSet}};
 inline constexpr GgufArchitecture kGraniteMoeGguf{.name = "granitemoe", .layer_stems = kGraniteMoeGgufStems, .interleaved_rotary = true,
-                                                  .stacks = kGraniteMoeGgufStacks, .splits = kGraniteMoeGgufSplits,
+                                                  .stacks = kBlockSparseMoeGgufStacks, .splits = kGraniteMoeGgufSplits,
                                                   .keys = kGraniteMoeGgufKeys};
 
 }  // namespace wl
