@@ -86,7 +86,7 @@ TEST(TokenizerJson, DigitsPunctuationContiguousAndStepsAfterByteLevel) {
   base["model"]["merges"].push_back("\xC3\x83 \xC2\xBC");
   base["model"]["merges"].push_back("' '");
   const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
-  auto with = [&](json before, json after = json::array()) {
+  auto with = [&](json before, json after = json::array()) {  // before, after: arrays of steps
     json steps = std::move(before);
     steps.push_back(byte_level);
     for (const json& s : after) steps.push_back(s);
@@ -100,15 +100,15 @@ TEST(TokenizerJson, DigitsPunctuationContiguousAndStepsAfterByteLevel) {
   const json punctuation_runs = {{"type", "Punctuation"}, {"behavior", "Contiguous"}};
   const json quote_runs = {{"type", "Split"}, {"pattern", {{"Regex", "'"}}}, {"behavior", "Contiguous"}, {"invert", false}};
   // The ids tokenizers 0.23.3 gives for the same files.
-  EXPECT_EQ(with({digits})->encode("a12b", false), (Ids{0, 5, 6, 1}));
-  EXPECT_EQ(with({digit_runs})->encode("a12b", false), (Ids{0, 21, 1}));
-  EXPECT_EQ(with({punctuation})->encode("it's", false), (Ids{13, 12, 10, 11}));
-  EXPECT_EQ(with({punctuation})->encode("a''b", false), (Ids{0, 10, 10, 1}));
-  EXPECT_EQ(with({punctuation_runs})->encode("a''b", false), (Ids{0, 34, 1}));
-  EXPECT_EQ(with({quote_runs})->encode("a''b", false), (Ids{0, 34, 1}));
-  EXPECT_EQ(with({quote_runs})->encode("it's", false), (Ids{13, 12, 10, 11}));
-  EXPECT_EQ(with({})->encode("b\xC3\xBC" "1", false), (Ids{1, 33, 5}));
-  EXPECT_EQ(with(json::array(), {digit_runs})->encode("b\xC3\xBC" "1", false), (Ids{1, 14, 16, 5}));
+  EXPECT_EQ(with(json::array({digits}))->encode("a12b", false), (Ids{0, 5, 6, 1}));
+  EXPECT_EQ(with(json::array({digit_runs}))->encode("a12b", false), (Ids{0, 21, 1}));
+  EXPECT_EQ(with(json::array({punctuation}))->encode("it's", false), (Ids{13, 12, 10, 11}));
+  EXPECT_EQ(with(json::array({punctuation}))->encode("a''b", false), (Ids{0, 10, 10, 1}));
+  EXPECT_EQ(with(json::array({punctuation_runs}))->encode("a''b", false), (Ids{0, 34, 1}));
+  EXPECT_EQ(with(json::array({quote_runs}))->encode("a''b", false), (Ids{0, 34, 1}));
+  EXPECT_EQ(with(json::array({quote_runs}))->encode("it's", false), (Ids{13, 12, 10, 11}));
+  EXPECT_EQ(with(json::array())->encode("b\xC3\xBC" "1", false), (Ids{1, 33, 5}));
+  EXPECT_EQ(with(json::array(), json::array({digit_runs}))->encode("b\xC3\xBC" "1", false), (Ids{1, 14, 16, 5}));
 }
 
 // "$" as Oniguruma (Ruby syntax) reads it for tokenizers: before every "\n" (DeepSeek LLM's "\s+$"
