@@ -20,8 +20,8 @@
 #     layers, repeated to 26 layers against our engine;
 #   - every block type ggml quantises (its ggml_quantize_chunk, what llama-quantize runs), on the same
 #     F32 rows: our reading of the blocks equals ggml's own dequantisation and gguf-py's, bit for bit;
-#   - tiny random OLMo 2, Granite, Granite-MoE, DeepSeek-V2 (with q_a/q_b, and with q_proj alone at
-#     27 layers) and DeepSeek-V3 (one expert group) models the pinned transformers builds (as many kv heads as heads), as GGUF F32:
+#   - tiny random OLMo 2, Granite, Granite-MoE, DeepSeek-V2 (with q_a/q_b, with q_proj alone at 27
+#     layers, and with yarn) and DeepSeek-V3 (one expert group) models the pinned transformers builds (as many kv heads as heads), as GGUF F32:
 #     llama.cpp's logits equal our engine's (which equals transformers' on them:
 #     tests/python/test_families_gguf.py).
 # Usage: scripts/llama-cpp-check.sh LLAMA_CPP_SOURCE [BUILD_DIR]   (BUILD_DIR default: /tmp/llama.cpp-build)
@@ -177,7 +177,7 @@ fi
 # k_norm [n_embd] (as many kv heads as heads, as in the models of its time).
 # DeepSeek-V3 (sigmoid scores, the choosing bias as exp_probs_b) in one expert group: that llama.cpp
 # predates grouped choice.
-for family in olmo2 granite granitemoe deepseek_v2 "deepseek_v2 lite" deepseek_v3; do
+for family in olmo2 granite granitemoe deepseek_v2 "deepseek_v2 lite" "deepseek_v2 yarn" deepseek_v3; do
   sizes=(num_key_value_heads=4)
   [[ $family == deepseek* ]] && sizes=()  # latent attention: every head reads the same latents
   [[ $family == deepseek_v3 ]] && sizes=(n_group=1 topk_group=1)

@@ -62,6 +62,14 @@ void put_model_keys(const LlamaConfig& c, const std::string& arch, GgufMetadata&
       case GgufStored::Bool: meta.emplace(key, v != 0); break;
     }
   }
+  // Yarn where llama.cpp runs it (the read-back refuses what it would run otherwise: other bands, a
+  // cos/sin scale); any other scaling is left out, and so refused by the read-back.
+  const RopeScaling& r = c.rope_scaling;
+  if (family.gguf.yarn && r.type == "yarn") {
+    meta.emplace(arch + ".rope.scaling.type", std::string("yarn"));
+    meta.emplace(arch + ".rope.scaling.factor", float(r.factor));
+    meta.emplace(arch + ".rope.scaling.original_context_length", uint32_t(r.original_max_position_embeddings));
+  }
 }
 
 // Reads the keys back as llama.cpp would and refuses the first field it would run otherwise.

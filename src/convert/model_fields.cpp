@@ -54,7 +54,14 @@ const std::vector<Field>& fields() {
       {"rotary dimensions", [](const LlamaConfig& c) { return std::to_string(c.rotary_dims()); }},
       {"rms_norm_eps", [](const LlamaConfig& c) { return f32(c.rms_norm_eps); }},
       {"rope_theta", [](const LlamaConfig& c) { return f32(c.rope_theta); }},
-      {"rope_scaling", [](const LlamaConfig& c) { return c.rope_scaling.type.empty() ? "none" : c.rope_scaling.type; }},
+      {"rope_scaling", [](const LlamaConfig& c) {
+         const RopeScaling& r = c.rope_scaling;
+         if (r.type.empty()) return std::string("none");
+         if (r.type != "yarn") return r.type;
+         return fmt::format("yarn x{} from {}, beta_fast {}, beta_slow {}{}, cos/sin x{}, mscale_all_dim {}", f32(r.factor),
+                            r.original_max_position_embeddings, f32(r.beta_fast), f32(r.beta_slow), r.truncate ? "" : " (not truncated)",
+                            f32(r.attention_factor), f32(r.mscale_all_dim));
+       }},
       {"sliding layers' rope_theta/rope_scaling",
        [](const LlamaConfig& c) {
          const std::string& type = c.sliding_rope_scaling.type;

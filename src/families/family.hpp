@@ -81,6 +81,11 @@ struct GgufArchitecture {
   // llama.cpp (at c392e509) reads queries through q_proj only in models of this many layers
   // (DeepSeek-V2-Lite's 27), through q_a/q_b (q_lora_rank) in the others.
   uint64_t q_proj_layers = 0;
+  // llama.cpp runs rope.scaling.type "yarn" here (with rope.scaling.factor and
+  // rope.scaling.original_context_length): its default bands (beta_fast 32, beta_slow 1), cos and
+  // sin unscaled (the architecture's kq_scale carries the yarn mscale instead). Written by
+  // src/convert/gguf_keys.cpp, read by src/model/gguf_config.cpp.
+  bool yarn = false;
 };
 
 // Where a family keeps a layer's MLP and experts under model.layers.<l>. (Hugging Face's names,

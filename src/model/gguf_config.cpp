@@ -47,9 +47,24 @@ void read_keys(const MetadataFields& m, const std::string& a, const GgufArchitec
   }
 }
 
+// rope.scaling.type: none, or yarn where llama.cpp runs it (GgufArchitecture::yarn): its factor and
+// original context from the file, llama.cpp's default bands, cos and sin unscaled.
+void read_rope_scaling(const MetadataFields& m, const std::string& a, const GgufArchitecture& g, LlamaConfig& c) {
+  const std::string type = m.has(a + "rope.scaling.type") ? m.string(a + "rope.scaling.type") : "none";
+  if (type == "none") return;
+  if (type != "yarn" || !g.yarn)
+    throw config_invalid(m.file(), a + "rope.scaling.type", fmt::format("'{}' is not supported{}", type, g.yarn ? " (only yarn)" : ""));
+  RopeScaling& r = c.rope_scaling;
+  r.type = "yarn";
+  r.factor = m.number(a + "rope.scaling.factor");
+  r.original_max_position_embeddings = m.uint(a + "rope.scaling.original_context_length");
+  if (!(r.factor > 0) || r.original_max_position_embeddings == 0)
+    throw config_invalid(m.file(), a + "rope.scaling.factor", "yarn needs a positive factor and original_context_length");
+}
+
 // Latent attention (llama.cpp's deepseek2): key_length is the query/key width, nope + rope, of which
-// rope.dimension_count turns, in adjacent pairs; the scores scale by 1/sqrt(key_length) (the reader
-// refuses rope scaling, and with it yarn's mscale). Other attention: values as wide as keys.
+// rope.dimension_count turns, in adjacent pairs; the scores scale by 1/sqrt(key_length), times
+// yarn's mscale squared (yarn_log_multiplier's). Other attention: values as wide as keys.
 void read_attention_widths(const MetadataFields& m, const std::string& a, const Family& family, LlamaConfig& c) {
   LatentAttention& mla = c.mla;
   if (!family.latent_attention) {
@@ -70,7 +85,7 @@ void read_attention_widths(const MetadataFields& m, const std::string& a, const 
   mla.qk_rope_head_dim = c.rotary_dims();
   mla.qk_nope_head_dim = c.head_dim - mla.qk_rope_head_dim;
   mla.interleaved_rope = true;
-  mla.softmax_scale = 1.0 / std::sqrt(double(mla.qk_head_dim()));
+  mla.softmax_scale = mla.scaled_softmax(c.rope_scaling);
   c.head_dim = mla.qk_rope_head_dim;
   c.rotary_dim = 0;
 }
@@ -119,8 +134,7 @@ LlamaConfig llama_config_from_gguf(const std::map<std::string, std::string>& met
   c.origin = "gguf";
   c.architecture = std::string(family->model_type);
   read_keys(m, a, family->gguf, c);
-  if (m.has(a + "rope.scaling.type") && m.string(a + "rope.scaling.type") != "none")
-    throw config_invalid(file, a + "rope.scaling.type", "rope scaling is not supported");
+  read_rope_scaling(m, a, family->gguf, c);
   if (m.has("tokenizer.ggml.eos_token_id")) c.eos_token_ids = {int32_t(m.uint("tokenizer.ggml.eos_token_id"))};
   read_attention_widths(m, a, *family, c);
   read_family(*family, c);

@@ -635,16 +635,6 @@ void read_latent_attention(const JsonFields& f, const Family& family, LlamaConfi
   c.prediction_layers = f.uint("num_nextn_predict_layers", 0);
 }
 
-// transformers' yarn_apply_mscale: with rope scaling, mscale_all_dim makes the scores sharper.
-double latent_softmax_scale(const LatentAttention& a, const RopeScaling& r) {
-  double scale = 1.0 / std::sqrt(double(a.qk_head_dim()));
-  if (!r.type.empty() && r.mscale_all_dim && r.factor > 1) {
-    const double m = 0.1 * r.mscale_all_dim * std::log(r.factor) + 1.0;
-    scale *= m * m;
-  }
-  return scale;
-}
-
 // DeciLM's rotary layouts other than rotate-half (vLLM turns these two with Meta's interleaved pairs).
 void refuse_interleaved_rotary(const JsonFields& f, const Family& family) {
   const std::string position = family.decilm ? f.string("position_embedding_type") : "";
@@ -690,7 +680,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.rope_adjacent_pairs = family.rope_adjacent_pairs;
   read_listed_windows(f, family, c);
   apply_ropes(f, ropes, c);
-  if (c.latent_attention()) c.mla.softmax_scale = latent_softmax_scale(c.mla, c.rope_scaling);
+  if (c.latent_attention()) c.mla.softmax_scale = c.mla.scaled_softmax(c.rope_scaling);
   check_layer_types(f, family, c);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.tied_by_default);
   read_multipliers(f, family, c);

@@ -417,6 +417,15 @@ std::string LlamaConfig::features() const {
   return fmt::format("{}: {}", architecture, fmt::join(f, ", "));
 }
 
+double LatentAttention::scaled_softmax(const RopeScaling& r) const {
+  double scale = 1.0 / std::sqrt(double(qk_head_dim()));
+  if (!r.type.empty() && r.mscale_all_dim && r.factor > 1) {
+    const double m = 0.1 * r.mscale_all_dim * std::log(r.factor) + 1.0;
+    scale *= m * m;
+  }
+  return scale;
+}
+
 std::string LlamaConfig::to_hf_config_json() const {
   const Family* family = family_by_type(architecture);
   if (!family) throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json for architecture '{}'", architecture));

@@ -17,7 +17,7 @@ gguf = pytest.importorskip("gguf")
 import weightloader as wl  # noqa: E402
 from test_transformers5_configs import PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
 from test_families_glm_granite import GLM4, GLM_ROPE, GRANITE_MOE  # noqa: E402
-from test_families_deepseek import V2, V3, deepseek  # noqa: E402
+from test_families_deepseek import V2, V3, YARN, deepseek  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
@@ -28,6 +28,7 @@ CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
 # query_pre_attn_scalar = head_dim, sliding layers turning with base 10000.
 GEMMA3_ROPE = {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+LLAMA_CPP_YARN = {**YARN, "mscale": 0.8}
 FAMILIES = {
     "qwen3": (transformers.Qwen3Config, PLAIN, dict(head_dim=128), "QWEN3"),
     "qwen3_moe": (transformers.Qwen3MoeConfig, PLAIN,
@@ -47,6 +48,8 @@ FAMILIES = {
     "deepseek_v2 lite": (transformers.DeepseekV2Config, PLAIN, dict(V2, num_hidden_layers=27), "DEEPSEEK2"),
     # Sigmoid gating, exp_probs_b, 2 of 4 groups, renormalised and scaled weights, layer 0 dense.
     "deepseek_v3": (transformers.DeepseekV3Config, PLAIN, V3, "DEEPSEEK2"),
+    # Yarn as llama.cpp's deepseek2 runs it: mscale = mscale_all_dim (cos and sin unscaled), bands 32 and 1.
+    "deepseek_v2 yarn": (transformers.DeepseekV2Config, LLAMA_CPP_YARN, dict(V2, q_lora_rank=24), "DEEPSEEK2"),
 }
 BUILDERS = {"deepseek_v3": deepseek}  # a correction bias as large as the scores' spread (from_config's is 0)
 TRANSFORMERS_READS = {"qwen3", "qwen3_moe", "gemma3_text"}  # the others are not in its GGUF reader's tables
@@ -113,6 +116,21 @@ def test_what_llama_cpp_would_run_otherwise_is_refused_by_name(tmp_path):
     done = subprocess.run([str(CLI), "convert", str(tmp_path), str(tmp_path / "out.gguf"), "--gguf-type", "f32",
                            "--no-tokenizer"], capture_output=True, text=True)
     assert done.returncode != 0 and "sliding" in done.stderr, done.stderr
+    assert not (tmp_path / "out.gguf").exists()
+
+
+@pytest.mark.parametrize("change, named", [
+    (dict(mscale=1.0), "cos/sin x"),  # transformers scales cos and sin by mscale / mscale_all_dim; llama.cpp does not
+    (dict(beta_fast=16), "beta_fast"),  # llama.cpp's bands are its defaults
+    (dict(rope_type="linear", factor=4.0), "rope_scaling"),  # only yarn
+])
+def test_deepseek_rope_scaling_llama_cpp_does_not_run_is_refused_by_name(tmp_path, change, named):
+    cls, rope, sizes, _ = FAMILIES["deepseek_v2 yarn"]
+    rope = {k: v for k, v in {**rope, **change}.items() if change.get("rope_type") != "linear" or k in ("rope_type", "rope_theta", "factor")}
+    build(cls, rope, **sizes).save_pretrained(tmp_path)
+    done = subprocess.run([str(CLI), "convert", str(tmp_path), str(tmp_path / "out.gguf"), "--gguf-type", "f32",
+                           "--no-tokenizer"], capture_output=True, text=True)
+    assert done.returncode != 0 and named in done.stderr, done.stderr
     assert not (tmp_path / "out.gguf").exists()
 
 

@@ -90,6 +90,9 @@ struct WL_API LatentAttention {
   bool interleaved_rope = true;
   double softmax_scale = 0;   // (qk_nope + qk_rope)^-0.5, times yarn's mscale(factor, mscale_all_dim)^2
   uint64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+  // softmax_scale's value under `scaling` (transformers' yarn_apply_mscale: with rope scaling,
+  // mscale_all_dim makes the scores sharper).
+  double scaled_softmax(const RopeScaling& scaling) const;
   bool operator==(const LatentAttention&) const = default;
 };
 
