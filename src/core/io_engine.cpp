@@ -354,6 +354,7 @@ void Executor::gather_decoded(const ReadRequest& r, const ByteSource& source) co
   const size_t in_size = dtype_size(d.output_dtype()), out_size = dtype_size(r.dst_dtype);
   const auto [row, tile_rows] = decoded_rows(t);
   std::vector<std::byte> tile(tile_rows * row * in_size), values(dest_.in_place() ? 0 : run * out_size);
+  uint64_t held0 = 0, held1 = 0;  // the rows the tile holds (a whole block is decoded once)
   for (uint64_t o = 0; o < outer; ++o) {
     // The run's elements [a, b) of the block, decoded rows [r0, r1) a tile at a time.
     const uint64_t a = (o * t.shape[r.slice.dim] + r.slice.begin) * inner, b = a + run;
@@ -361,10 +362,13 @@ void Executor::gather_decoded(const ReadRequest& r, const ByteSource& source) co
     std::byte* out = dest_.in_place() ? to : values.data();
     for (uint64_t r0 = a / row; r0 * row < b; r0 += tile_rows) {
       const uint64_t r1 = std::min((b + row - 1) / row, r0 + tile_rows);
-      if (row == t.numel())
-        d.decode(stored.data(), 1, tile.data());
-      else
-        d.decode_block_rows(stored.data(), r0, r1, tile.data());
+      if (r0 != held0 || r1 != held1) {
+        if (row == t.numel())
+          d.decode(stored.data(), 1, tile.data());
+        else
+          d.decode_block_rows(stored.data(), r0, r1, tile.data());
+        held0 = r0, held1 = r1;
+      }
       const uint64_t from = std::max(a, r0 * row), until = std::min(b, r1 * row);
       convert(d.output_dtype(), tile.data() + (from - r0 * row) * in_size, r.dst_dtype, out + (from - a) * out_size, until - from);
     }

@@ -279,19 +279,27 @@ void read_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
   c.sliding_window = f.uint("sliding_window", family.sliding_window_default ? family.sliding_window_default : gemma_default ? 4096 : 0);
 }
 
+// layer_types (transformers 5) as one flag per layer: true where it names `flagged`, false where
+// full_attention; another name, or a list of another length, refused by name.
+std::vector<bool> layer_type_flags(const JsonFields& f, uint64_t layers, const std::string& flagged) {
+  const json& types = f.at("layer_types");
+  if (!types.is_array() || types.size() != layers)
+    throw config_invalid(f.file(), "layer_types", fmt::format("is not a list of {} layer types (num_hidden_layers)", layers));
+  std::vector<bool> out;
+  for (uint64_t l = 0; l < layers; ++l) {
+    if (types[l] != "full_attention" && types[l] != flagged)
+      throw config_invalid(f.file(), fmt::format("layer_types[{}]", l), fmt::format("{} is not full_attention or {}", types[l].dump(), flagged));
+    out.push_back(types[l] == flagged);
+  }
+  return out;
+}
+
 // Gemma 3: the sliding layers as layer_types lists them (transformers 5 writes it), else every
 // layer but each sliding_window_pattern-th (transformers 4's rule).
 void read_listed_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
   if (family.window != Family::Window::Listed) return;
   if (f.has("layer_types")) {
-    const json& types = f.at("layer_types");
-    if (!types.is_array() || types.size() != c.num_layers)
-      throw config_invalid(f.file(), "layer_types", fmt::format("is not a list of {} layer types (num_hidden_layers)", c.num_layers));
-    for (uint64_t l = 0; l < c.num_layers; ++l) {
-      if (types[l] != "full_attention" && types[l] != "sliding_attention")
-        throw config_invalid(f.file(), fmt::format("layer_types[{}]", l), fmt::format("{} is not full_attention or sliding_attention", types[l].dump()));
-      c.sliding_layers.push_back(types[l] == "sliding_attention");
-    }
+    c.sliding_layers = layer_type_flags(f, c.num_layers, "sliding_attention");
     return;
   }
   if (!family.gemma2) {  // SmolLM3: without layer_types, no sliding layer can be told
@@ -311,17 +319,13 @@ void read_listed_windows(const JsonFields& f, const Family& family, LlamaConfig&
 void check_layer_types(const JsonFields& f, const Family& family, const LlamaConfig& c) {
   if (!f.has("layer_types") || !family.follows_layer_types || family.window == Family::Window::Listed) return;
   const std::string_view type = family.model_type;
-  const json& types = f.at("layer_types");
-  if (!types.is_array() || types.size() != c.num_layers)
-    throw config_invalid(f.file(), "layer_types", fmt::format("is not a list of {} layer types (num_hidden_layers)", c.num_layers));
+  const std::vector<bool> sliding = layer_type_flags(f, c.num_layers, "sliding_attention");
   for (uint64_t l = 0; l < c.num_layers; ++l) {
-    const json& t = types[l];
-    if (t != "full_attention" && t != "sliding_attention")
-      throw config_invalid(f.file(), fmt::format("layer_types[{}]", l), fmt::format("{} is not full_attention or sliding_attention", t.dump()));
     // Without a window (Qwen2's use_sliding_window false) a sliding layer attends to every position too.
-    if (c.sliding_window && (t == "sliding_attention") != (c.window_layer(l) != 0))
+    if (c.sliding_window && sliding[l] != (c.window_layer(l) != 0))
       throw config_invalid(f.file(), fmt::format("layer_types[{}]", l),
-                           fmt::format("is {}, but {} slides {}: the engine cannot follow another pattern", t.get<std::string>(), type,
+                           fmt::format("is {}, but {} slides {}: the engine cannot follow another pattern",
+                                       sliding[l] ? "sliding_attention" : "full_attention", type,
                                        c.sliding_window_every == 2 ? fmt::format("every other layer from {}", c.sliding_window_from)
                                                                    : fmt::format("the layers from {}", c.sliding_window_from)));
   }
@@ -582,14 +586,7 @@ void read_llama4_attention(const JsonFields& f, const Family& family, LlamaConfi
   }
   c.qk_l2_norm = f.boolean("use_qk_norm", true);
   if (f.has("layer_types")) {
-    const json& types = f.at("layer_types");
-    if (!types.is_array() || types.size() != c.num_layers)
-      throw config_invalid(f.file(), "layer_types", fmt::format("is not a list of {} layer types (num_hidden_layers)", c.num_layers));
-    for (uint64_t l = 0; l < c.num_layers; ++l) {
-      if (types[l] != "full_attention" && types[l] != "chunked_attention")
-        throw config_invalid(f.file(), fmt::format("layer_types[{}]", l), fmt::format("{} is not full_attention or chunked_attention", types[l].dump()));
-      c.chunked_layers.push_back(types[l] == "chunked_attention");
-    }
+    c.chunked_layers = layer_type_flags(f, c.num_layers, "chunked_attention");
   } else {
     for (uint64_t l = 0; l < c.num_layers; ++l) c.chunked_layers.push_back(c.rope_layer(l));
   }
