@@ -49,19 +49,23 @@ pyb::dict tensor_info(const WeightSource& source, const TensorInfo& t) {
   return d;
 }
 
+// A request to read slice `s` of `t` as `to` into [ptr, ptr + nbytes), once the room is checked.
+ReadRequest checked_request(const WeightSource& source, const TensorInfo& t, const Slice& s, DType to, uintptr_t ptr, uint64_t nbytes) {
+  const uint64_t need = shape_numel(source.slice_shape(t, s)) * dtype_size(to);
+  if (need != nbytes)
+    throw Error(ErrorCode::InvalidArgument, fmt::format("the destination holds {} bytes; {} are needed", nbytes, need),
+                source.file_of(t), t.name);
+  return ReadRequest{&t, s, to, reinterpret_cast<void*>(ptr)};
+}
+
 // Reads (a slice of) `name` as `dtype` into [ptr, ptr + nbytes) on `device` ("cpu", "cuda:N"), checking
 // the room first.
 void read_into(const WeightSource& source, const std::string& name, const std::string& dtype, uintptr_t ptr,
                uint64_t nbytes, std::optional<std::tuple<size_t, uint64_t, uint64_t>> slice, const std::string& device) {
   const Device where = Device::parse(device);
-  const TensorInfo& t = source.at(name);
-  const DType to = dtype_from_name(dtype);
   Slice s;
   if (slice) s = Slice{std::get<0>(*slice), std::get<1>(*slice), std::get<2>(*slice)};
-  const uint64_t need = shape_numel(source.slice_shape(t, s)) * dtype_size(to);
-  if (need != nbytes)
-    throw Error(ErrorCode::InvalidArgument, fmt::format("the destination holds {} bytes; {} are needed", nbytes, need),
-                source.file_of(t), t.name);
+  const ReadRequest request = checked_request(source, source.at(name), s, dtype_from_name(dtype), ptr, nbytes);
   // WeightSource::read's settings (one thread, positioned reads, no prefault pass), with a progress
   // callback so that Ctrl-C stops the read between two chunks.
   Interruptible call;
@@ -72,7 +76,7 @@ void read_into(const WeightSource& source, const std::string& name, const std::s
   io.mode = IoMode::Pread;
   io.prefault = false;
   io.progress = call.progress();
-  call.run([&] { source.read_all({ReadRequest{&t, s, to, reinterpret_cast<void*>(ptr)}}, io); });
+  call.run([&] { source.read_all({request}, io); });
 }
 
 // Every (name, dtype, ptr, nbytes) of `requests` read in one batch of the I/O engine at its own
@@ -83,13 +87,8 @@ void read_many_into(const WeightSource& source, const std::vector<std::tuple<std
   std::vector<ReadRequest> reads;
   reads.reserve(requests.size());
   for (const auto& [name, dtype, ptr, nbytes] : requests) {
-    const TensorInfo& t = source.at(name);
-    const DType to = dtype_from_name(dtype);
-    const uint64_t need = shape_numel(t.shape) * dtype_size(to);
-    if (need != nbytes)
-      throw Error(ErrorCode::InvalidArgument, fmt::format("the destination holds {} bytes; {} are needed", nbytes, need),
-                  source.file_of(t), t.name);
-    if (nbytes) reads.push_back(ReadRequest{&t, {}, to, reinterpret_cast<void*>(ptr)});
+    const ReadRequest request = checked_request(source, source.at(name), {}, dtype_from_name(dtype), ptr, nbytes);
+    if (nbytes) reads.push_back(request);
   }
   Interruptible call;
   IoOptions io;
