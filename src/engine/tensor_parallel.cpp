@@ -160,14 +160,14 @@ void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_
   m.add_parameter(router + "weight", {c.moe.num_experts, D}, DType::F32);
   if (c.moe.router_bias) m.add_parameter(router + "bias", {c.moe.num_experts}, DType::F32);
   if (c.moe.stacked_swiglu()) return declare_stacked_experts(m, c, p, at, dtype);
-  if (c.moe.stacked_halves)
-    declare_stacked_halves(m, c, p, at, dtype);
+  if (c.moe.stacked_halves) declare_stacked_halves(m, c, p, at, dtype);
   if (c.moe.score_correction_bias) m.add_parameter(at + "gate.e_score_correction_bias", {c.moe.num_experts}, DType::F32);
-  for (uint64_t e = p.expert0; e < p.expert0 + p.experts && !c.moe.stacked(); ++e) {
-    const std::string ex = fmt::format("{}experts.{}.", at, e);
-    declare_mlp(m, ex, {ex + std::string(names.gate), ex + std::string(names.up), ex + std::string(names.down), ""},
-                c.moe.expert_intermediate_size, p.expert_ff0, p.expert_ff, D, dtype, false, false);
-  }
+  if (!c.moe.stacked_halves)
+    for (uint64_t e = p.expert0; e < p.expert0 + p.experts; ++e) {
+      const std::string ex = fmt::format("{}experts.{}.", at, e);
+      declare_mlp(m, ex, {ex + std::string(names.gate), ex + std::string(names.up), ex + std::string(names.down), ""},
+                  c.moe.expert_intermediate_size, p.expert_ff0, p.expert_ff, D, dtype, false, false);
+    }
   if (!c.moe.shared_expert_intermediate_size) return;
   const std::string sh = shared_expert_prefix(c, l);
   declare_mlp(m, sh,
