@@ -22,7 +22,8 @@ namespace wl {
 WL_API const std::vector<std::string>& name_scheme_names();
 
 // Wrapper prefixes a checkpoint may carry around a scheme's names, in any combination:
-// DataParallel's `module.`, torch.compile's `_orig_mod.`, `model.`, `transformer.`.
+// DataParallel's `module.`, torch.compile's `_orig_mod.`, `model.`, `transformer.`, and a multimodal
+// model's `language_model.`.
 WL_API const std::vector<std::string>& wrapper_prefixes();
 
 // A name in a scheme, seen through the canonical scheme.

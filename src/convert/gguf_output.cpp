@@ -8,6 +8,7 @@
 
 #include "convert/gguf_keys.hpp"
 #include "families/family.hpp"
+#include "model/language_model_names.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/formats/gguf.hpp"
 #include "weightloader/name_schemes.hpp"
@@ -157,11 +158,15 @@ std::vector<GgufOutputType> gguf_output_types() {
   return types;
 }
 
-uint64_t write_gguf_output(const WeightSource& s, const std::string& out, const ConvertOptions& o, Tally& tally) {
-  const LlamaHeads h = llama_heads_from_metadata(s, o.heads);
-  if (!h.heads) throw Error(ErrorCode::InvalidArgument, "the number of attention heads is unknown: pass --heads", s.origin());
+uint64_t write_gguf_output(const WeightSource& checkpoint, const std::string& out, const ConvertOptions& o, Tally& tally) {
+  const LlamaHeads h = llama_heads_from_metadata(checkpoint, o.heads);
+  if (!h.heads) throw Error(ErrorCode::InvalidArgument, "the number of attention heads is unknown: pass --heads", checkpoint.origin());
   const GgufTarget& target = gguf_target(o.gguf_type);
-  const GgufModel m = gguf_model(s, h);
+  const GgufModel m = gguf_model(checkpoint, h);
+  // A multimodal model's language model alone, as llama.cpp's converter writes it (the vision model
+  // goes to a separate mmproj file, which this does not write).
+  const std::unique_ptr<WeightSource> language_model = m.config.multimodal.empty() ? nullptr : language_model_of(checkpoint);
+  const WeightSource& s = language_model ? *language_model : checkpoint;
   const GgufMetadata meta = gguf_model_metadata(m, s, target.file_type, o.tokenizer);
   const std::vector<Output> outputs = plan_outputs(s, m, target.type, out);
   std::vector<GgufWriteEntry> entries;

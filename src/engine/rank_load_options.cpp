@@ -6,10 +6,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "model/language_model_names.hpp"
+
 namespace wl {
 
 void drop_unused_by_engine(NameMapping& names, const LlamaConfig& config) {
   names.drop(R"(.*rotary_emb\.inv_freq)");
+  if (!config.multimodal.empty()) keep_language_model(names);
   if (config.tie_word_embeddings) names.drop(R"((.*\.)?lm_head\.weight)");
   std::vector<std::string> predicting;  // DeepSeek-V3's prediction layers, after the last
   for (uint64_t l = config.num_layers; l < config.num_layers + config.prediction_layers; ++l) predicting.push_back(std::to_string(l));

@@ -8,7 +8,8 @@
 
 namespace wl {
 
-// Every rank: the engine never takes rotary tables, nor lm_head when the embeddings are tied.
+// Every rank: the engine never takes rotary tables, nor lm_head when the embeddings are tied, nor a
+// multimodal model's tensors outside its language model (whose language_model. prefix it strips).
 void drop_unused_by_engine(NameMapping& names, const LlamaConfig& config);
 
 // `base` for rank `part.rank`: row-parallel biases are rank 0's (added once after the all-reduce),

@@ -32,6 +32,12 @@ const Family* family_by_architecture(std::string_view architecture) {
   return nullptr;
 }
 
+const Family* family_by_multimodal_type(std::string_view model_type) {
+  for (const Family* f : families())
+    if (!f->multimodal.model_type.empty() && f->multimodal.model_type == model_type) return f;
+  return nullptr;
+}
+
 const Family* family_by_gguf_architecture(std::string_view architecture, bool experts, bool shared_mlp) {
   const Family* best = nullptr;
   int best_fit = -1;

@@ -202,6 +202,12 @@ struct Family {
                                     // attn_temperature_tuning, as Llama 4 reads them
   double rms_norm_eps_default = 0;  // 0: 1e-6
   MlpNames mlp{};                   // where its MLP and experts live (Llama's mlp.gate_proj / up_proj / down_proj)
+  // The multimodal model (transformers' ...ForConditionalGeneration) whose language model this family
+  // is: its config.json keeps this family's fields in text_config, its checkpoint the language model's
+  // tensors under language_model. (the wrapper prefix), beside vision tensors the engine does not read.
+  struct Multimodal {
+    std::string_view model_type, architecture;
+  } multimodal{};
   GgufArchitecture gguf{};          // how llama.cpp stores it; none: GGUF output is refused
 };
 
@@ -212,6 +218,8 @@ const Family* family_by_type(std::string_view model_type);
 // The MLP names of model_type's family (Llama's when there is none).
 const MlpNames& mlp_names(std::string_view model_type);
 const Family* family_by_architecture(std::string_view architecture);
+// The family whose language model a multimodal model_type (Family::multimodal) wraps; null when none.
+const Family* family_by_multimodal_type(std::string_view model_type);
 // The family a GGUF of llama.cpp's `architecture` is read as: the first listed that llama.cpp
 // stores under it with experts or without as the file has them (Llama or Mixtral for "llama"), and
 // with a shared MLP (Family::shared_mlp) or without (Granite-MoE or Granite-MoE-Shared for

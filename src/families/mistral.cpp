@@ -7,8 +7,10 @@ namespace {
 constexpr GgufKey kMistralGgufKeys[] = {{.suffix = "rope.dimension_count", .quantity = GgufQuantity::RopeDimensionCount}};
 }  // namespace
 
-// Mistral: Llama's tensors, a sliding window over every layer when set.
+// Mistral: Llama's tensors, a sliding window over every layer when set. Mistral Small 3.1 and later
+// are Mistral3ForConditionalGeneration: this language model beside a Pixtral vision encoder.
 extern const Family kMistral{.model_type = "mistral", .architecture = "MistralForCausalLM", .window = Family::Window::All,
+                           .multimodal = {"mistral3", "Mistral3ForConditionalGeneration"},
                            .gguf = {.name = "llama", .interleaved_rotary = true, .keys = kMistralGgufKeys}};
 
 }  // namespace wl

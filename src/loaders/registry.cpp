@@ -165,7 +165,7 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
       {"drop", KwType::String, "skip checkpoint names fully matching these regexes (';'-separated)"},
       {"name_map", KwType::String,
        "auto: recognise the checkpoint's and the model's naming schemes (hf, meta, torchtune, gguf, vLLM fused; "
-       "wrapper prefixes module./_orig_mod./model./transformer.) and map between them; explicit (default): only the "
+       "wrapper prefixes module./_orig_mod./model./transformer./language_model.) and map between them; explicit (default): only the "
        "rules above"},
       {"concurrency", KwType::Int, "reader threads (0 = one per core)"},
       {"io", KwType::String, "how to read: auto (pread if mostly cached, else direct), mmap, pread, direct (O_DIRECT)"},

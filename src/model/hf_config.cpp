@@ -639,17 +639,39 @@ void refuse_interleaved_rotary(const JsonFields& f, const Family& family) {
     throw config_invalid(f.file(), "position_embedding_type", fmt::format("'{}' is not supported", position));
 }
 
+// A multimodal model's language model (Family::multimodal): its text_config, read as the family's
+// own config.json. The outer tie_word_embeddings, where given, is the one transformers follows.
+std::optional<json> language_model_config(const JsonFields& outer) {
+  const Family* family = family_by_multimodal_type(outer.string("model_type"));
+  if (!family) return std::nullopt;
+  const std::string_view wrapper = family->multimodal.model_type;
+  if (!outer.has("text_config") || !outer.at("text_config").is_object())
+    throw config_invalid(outer.file(), "text_config",
+                         fmt::format("missing or not an object: a {} config keeps its language model's fields there", wrapper));
+  json text = outer.at("text_config");
+  const std::string type = JsonFields(text, outer.file()).string("model_type", std::string(family->model_type));
+  if (type != family->model_type)
+    throw config_invalid(outer.file(), "text_config.model_type",
+                         fmt::format("'{}': a {} model's language model is a {}", type, wrapper, family->model_type));
+  text["model_type"] = family->model_type;
+  text.erase("architectures");
+  if (outer.has("tie_word_embeddings")) text["tie_word_embeddings"] = outer.at("tie_word_embeddings");
+  return text;
+}
+
 }  // namespace
 
 LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string& file) {
   const json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) throw Error(ErrorCode::ConfigInvalid, "config.json is not a JSON object", file);
-  const JsonFields f(doc, file);
+  const std::optional<json> language_model = language_model_config(JsonFields(doc, file));
+  const JsonFields f(language_model ? *language_model : doc, file);
   const Family& family = family_of(f);
   const std::string type(family.model_type);
   LlamaConfig c;
   c.origin = "config.json";
   c.architecture = type;
+  if (language_model) c.multimodal = family.multimodal.model_type;
   c.hidden_act = activation(f, family);
   // What the engine may refuse first, then the sizes.
   const Ropes ropes = read_ropes(f, family);

@@ -15,6 +15,7 @@
 #include "model/gguf_config.hpp"
 #include "families/family.hpp"
 #include "model/hf_layer_widths.hpp"
+#include "model/language_model_names.hpp"
 
 namespace wl {
 
@@ -237,23 +238,20 @@ void check_tensors(const WeightSource& s, const LlamaConfig& c) {
     throw invalid(s.origin(), "num_hidden_layers", fmt::format("{} but the checkpoint has a layer {}", c.num_layers, c.num_layers));
 }
 
-}  // namespace
+// The configuration the checkpoint carries, as its own file says it.
+LlamaConfig configuration_of(const WeightSource& s) {
+  if (auto it = s.metadata().find("config.json"); it != s.metadata().end())
+    return llama_config_from_hf_json(it->second, s.origin() + "/config.json");
+  if (s.metadata().count("params.json")) return from_meta_params(s);
+  if (s.metadata().count("general.architecture")) return llama_config_from_gguf(s.metadata(), s.origin());
+  if (s.format() == "llama2c") return from_llama2c(s);
+  throw Error(ErrorCode::ConfigMissing,
+              "no model configuration: expected a config.json beside the weights, GGUF llama.* metadata or a llama2.c header",
+              s.origin());
+}
 
-LlamaConfig llama_config_from_source(const WeightSource& s) {
-  LlamaConfig c;
-  if (auto it = s.metadata().find("config.json"); it != s.metadata().end()) {
-    c = llama_config_from_hf_json(it->second, s.origin() + "/config.json");
-  } else if (s.metadata().count("params.json")) {
-    c = from_meta_params(s);
-  } else if (s.metadata().count("general.architecture")) {
-    c = llama_config_from_gguf(s.metadata(), s.origin());
-  } else if (s.format() == "llama2c") {
-    c = from_llama2c(s);
-  } else {
-    throw Error(ErrorCode::ConfigMissing,
-                "no model configuration: expected a config.json beside the weights, GGUF llama.* metadata or a llama2.c header",
-                s.origin());
-  }
+// `c` completed from the tensors' presence and checked against their shapes.
+LlamaConfig checked_against(LlamaConfig c, const WeightSource& s) {
   const TensorInfo* embed = s.find("model.embed_tokens.weight");
   if (c.vocab_size == 0 && embed && embed->shape.size() == 2) c.vocab_size = embed->shape[0];
   if (!s.find("lm_head.weight")) c.tie_word_embeddings = true;
@@ -279,6 +277,14 @@ LlamaConfig llama_config_from_source(const WeightSource& s) {
   validate(c, s.origin());
   check_tensors(s, c);
   return c;
+}
+
+}  // namespace
+
+LlamaConfig llama_config_from_source(const WeightSource& checkpoint) {
+  LlamaConfig c = configuration_of(checkpoint);
+  if (c.multimodal.empty()) return checked_against(std::move(c), checkpoint);
+  return checked_against(std::move(c), *language_model_of(checkpoint));
 }
 
 uint64_t LlamaConfig::window_layer(uint64_t l) const {
@@ -413,6 +419,7 @@ std::string LlamaConfig::features() const {
   }
   if (prediction_layers) f.push_back(fmt::format("prediction layers not run ({})", prediction_layers));
   if (attention_sinks) f.push_back("attention sinks");
+  if (!multimodal.empty()) f.push_back(fmt::format("the language model of a {} (its vision tensors not read)", multimodal));
   f.push_back(tie_word_embeddings ? "tied head" : "untied head");
   return fmt::format("{}: {}", architecture, fmt::join(f, ", "));
 }

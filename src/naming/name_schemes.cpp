@@ -263,7 +263,9 @@ const std::vector<std::string>& name_scheme_names() {
 }
 
 const std::vector<std::string>& wrapper_prefixes() {
-  static const std::vector<std::string> prefixes{"module.", "_orig_mod.", "model.", "transformer."};
+  // language_model.: a multimodal model's language model, as transformers saves Gemma 3, Llama 4 and
+  // Mistral 3 (language_model.model.layers..., language_model.lm_head).
+  static const std::vector<std::string> prefixes{"module.", "_orig_mod.", "model.", "transformer.", "language_model."};
   return prefixes;
 }
 

@@ -217,7 +217,7 @@ INSTANTIATE_TEST_SUITE_P(AutoNameMap, EverySchemePair,
                          [](const auto& info) { return std::get<0>(info.param) + "_to_" + std::get<1>(info.param); });
 
 TEST(AutoNameMap, WrapperPrefixesOnEitherSideInAnyCombination) {
-  for (const std::string prefix : {"module.", "_orig_mod.", "module._orig_mod.", "transformer.", "model."}) {
+  for (const std::string prefix : {"module.", "_orig_mod.", "module._orig_mod.", "transformer.", "model.", "language_model."}) {
     auto source = checkpoint("meta", prefix);
     Model m = model_in("hf");
     const LoadReport r = auto_loader()->load_weights(m, *source);

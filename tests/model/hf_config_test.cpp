@@ -57,6 +57,34 @@ TEST(HfConfig, EachFamilysFields) {
   }
 }
 
+// Gemma3ForConditionalGeneration's config.json (Family::multimodal): the language model's fields in
+// text_config, the outer tie_word_embeddings over the inner one, as transformers follows them.
+TEST(HfConfig, AMultimodalModelsLanguageModelIsReadFromItsTextConfig) {
+  nlohmann::json doc = {{"model_type", "gemma3"},
+                        {"architectures", nlohmann::json::array({"Gemma3ForConditionalGeneration"})},
+                        {"tie_word_embeddings", false},
+                        {"vision_config", {{"hidden_size", 16}}},
+                        {"text_config",
+                         {{"model_type", "gemma3_text"}, {"hidden_size", 32}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                          {"num_key_value_heads", 2}, {"head_dim", 8}, {"intermediate_size", 48}, {"vocab_size", 97},
+                          {"tie_word_embeddings", true}}}};
+  const LlamaConfig c = llama_config_from_hf_json(doc.dump(), "config.json");
+  EXPECT_EQ(c.architecture, "gemma3_text");
+  EXPECT_EQ(c.multimodal, "gemma3");
+  EXPECT_EQ(c.hidden_size, 32u);
+  EXPECT_EQ(c.head_dim, 8u);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_NE(c.features().find("the language model of a gemma3 (its vision tensors not read)"), std::string::npos);
+  doc["text_config"]["model_type"] = "qwen3";
+  try {
+    llama_config_from_hf_json(doc.dump(), "config.json");
+    FAIL() << "a gemma3 holding a qwen3 was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::ConfigInvalid);
+    EXPECT_NE(std::string(e.what()).find("text_config.model_type"), std::string::npos) << e.what();
+  }
+}
+
 TEST(HfConfig, Qwen2MoeExpertsAndSlidingLayers) {
   const LlamaConfig c = llama_config_from_hf_json(
       R"({"model_type": "qwen2_moe", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 4, "num_attention_heads": 2,

@@ -187,6 +187,9 @@ struct WL_API LlamaConfig {
   // Layers after the last that predict further tokens (DeepSeek-V3's num_nextn_predict_layers): the
   // engine does not run them, and their tensors are not read.
   uint64_t prediction_layers = 0;
+  // The language model of this multimodal model_type (Gemma 3's "gemma3", Family::multimodal): its
+  // tensors under language_model., a vision model's beside them, not read. Empty: a language model.
+  std::string multimodal;
   std::vector<int32_t> eos_token_ids;  // config.json / generation_config.json / GGUF; empty: the tokenizer's
   std::string origin;      // where it was read from: "config.json", "gguf" or "llama2c"
 
