@@ -272,11 +272,15 @@ LlamaConfig llama_config_from_source(const WeightSource& s) {
   // GLM-4 stores gate_up_proj fused beside split q/k/v.
   c.fused_gate_up = c.fused_checkpoint || s.find("model.layers.0.mlp.gate_up_proj.weight") != nullptr;
   const MlpNames& names = mlp_names(c.architecture);
-  if (!names.shared_gate_up.empty()) {
-    uint64_t l = 0;
-    while (l < c.num_layers && !c.moe_layer(l)) ++l;
-    c.fused_shared_gate_up = s.find(fmt::format("model.layers.{}.{}.{}.weight", l, names.shared, names.shared_gate_up)) != nullptr;
-  }
+  uint64_t sparse = 0;  // the first sparse layer
+  while (sparse < c.num_layers && !c.moe_layer(sparse)) ++sparse;
+  if (!names.shared_gate_up.empty())
+    c.fused_shared_gate_up = s.find(fmt::format("model.layers.{}.{}.{}.weight", sparse, names.shared, names.shared_gate_up)) != nullptr;
+  // gpt-oss's and Llama 4's experts: read in transformers 5's stacks where the checkpoint has them,
+  // else one tensor per expert (their GGUF, whichever configuration it is read with).
+  const std::string experts = fmt::format("model.layers.{}.{}.experts.", sparse, names.moe);
+  if (c.moe.stacked() && !s.find(experts + "gate_up_proj") && s.find(fmt::format("{}0.{}.weight", experts, names.gate)))
+    c.moe.stacks = MoeConfig::Stacks::None;
   validate(c, s.origin());
   check_tensors(s, c);
   return c;
