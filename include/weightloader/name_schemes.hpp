@@ -35,7 +35,7 @@ struct CanonicalName {
 // `architecture` is a GGUF's general.architecture: the "gguf" scheme names each of llama.cpp's
 // architectures as its converter does, as the families describe them (src/families/: "llama" —
 // Llama, Mistral, Mixtral —, "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-// "phi3"; any other has no names there). The other schemes ignore it.
+// "phi3", ..., "gpt-oss", "llama4"; any other has no names there). The other schemes ignore it.
 
 // `name` (without its wrapper prefix) in `scheme`, as a canonical name; nullopt if the scheme has no such name.
 WL_API std::optional<CanonicalName> to_canonical(std::string_view scheme, std::string_view name,
@@ -53,8 +53,9 @@ WL_API float norm_offset(std::string_view scheme, std::string_view canonical, st
 
 // A canonical tensor that a scheme keeps as one slot of a stack along dim 0: a GGUF llama's
 // blk.N.ffn_gate_exps.weight holds model.layers.N.block_sparse_moe.experts.E.w1.weight in slot E
-// (ffn_up_exps: w3, ffn_down_exps: w2); gpt-oss's stacks their biases too (ffn_gate_exps.bias). The
-// whole stack is named too: blk.N.ffn_gate_exps.weight is model.layers.N.block_sparse_moe.experts.w1.weight.
+// (ffn_up_exps: w3, ffn_down_exps: w2); a GGUF gpt-oss stacks the biases too (ffn_gate_exps.bias).
+// from_canonical names a whole stack too (model.layers.N.block_sparse_moe.experts.w1.weight is
+// blk.N.ffn_gate_exps.weight: a split's part); to_canonical does not (a stack is read per slot).
 struct StackSlot {
   std::string stack;  // the stack's stored name
   uint64_t slot = 0;
