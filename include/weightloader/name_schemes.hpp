@@ -36,7 +36,7 @@ struct CanonicalName {
 // `architecture` is a GGUF's general.architecture: the "gguf" scheme names each of llama.cpp's
 // architectures as its converter does, as the families describe them (src/families/: "llama" —
 // Llama, Mistral, Mixtral —, "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-// "phi3"; any other has no names there). The other schemes ignore it.
+// "phi3", ..., "gpt-oss", "llama4"; any other has no names there). The other schemes ignore it.
 
 // `name` (without its wrapper prefix) in `scheme`, as a canonical name; nullopt if the scheme has no such name.
 WL_API std::optional<CanonicalName> to_canonical(std::string_view scheme, std::string_view name,
@@ -54,7 +54,9 @@ WL_API float norm_offset(std::string_view scheme, std::string_view canonical, st
 
 // A canonical tensor that a scheme keeps as one slot of a stack along dim 0: a GGUF llama's
 // blk.N.ffn_gate_exps.weight holds model.layers.N.block_sparse_moe.experts.E.w1.weight in slot E
-// (ffn_up_exps: w3, ffn_down_exps: w2).
+// (ffn_up_exps: w3, ffn_down_exps: w2); a GGUF gpt-oss stacks the biases too (ffn_gate_exps.bias).
+// from_canonical names a whole stack too (model.layers.N.block_sparse_moe.experts.w1.weight is
+// blk.N.ffn_gate_exps.weight: a split's part); to_canonical does not (a stack is read per slot).
 struct StackSlot {
   std::string stack;  // the stack's stored name
   uint64_t slot = 0;
@@ -62,11 +64,20 @@ struct StackSlot {
 // The stack and slot of a canonical name; nullopt when the scheme stores it on its own.
 WL_API std::optional<StackSlot> stack_slot(std::string_view scheme, std::string_view canonical,
                                            std::string_view architecture = "llama");
-// The canonical names that `canonical` is stored as, in equal row blocks in this order, where the
-// scheme's architecture splits it (GGUF's granitemoe: shared_mlp.input_linear as the shared MLP's
-// gate_proj, then up_proj); empty when it is stored whole.
-WL_API std::vector<std::string> stored_parts(std::string_view scheme, std::string_view canonical,
-                                             std::string_view architecture = "llama");
+// How a canonical tensor is stored as parts, each a canonical tensor of its own (named by the scheme
+// as any other): n parts split along dim 0 or the last dim, part p the p-th block or every n-th row
+// (column) from p, and each part's last two dims swapped where `transposed`.
+struct StoredParts {
+  std::vector<std::string> names;  // the parts in order; empty: stored whole
+  bool columns = false;
+  bool interleaved = false;
+  bool transposed = false;
+};
+// Where the scheme's architecture splits `canonical`: GGUF's granitemoe stores
+// shared_mlp.input_linear as the shared MLP's gate_proj rows, then up_proj rows; gpt-oss
+// mlp.experts.gate_up_proj [experts, hidden, 2 x units] as the stacks mlp.experts.gate_proj.weight
+// and up_proj.weight (the interleaved columns, transposed), mlp.experts.down_proj transposed.
+WL_API StoredParts stored_parts(std::string_view scheme, std::string_view canonical, std::string_view architecture = "llama");
 // The canonical name of slot `slot` of the stored stack `stack`; nullopt if `stack` is not one.
 WL_API std::optional<std::string> stacked_canonical(std::string_view scheme, std::string_view stack, uint64_t slot,
                                                     std::string_view architecture = "llama");

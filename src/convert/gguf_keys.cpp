@@ -65,7 +65,7 @@ void put_model_keys(const LlamaConfig& c, const std::string& arch, GgufMetadata&
   // Yarn where llama.cpp runs it (the read-back refuses what it would run otherwise: other bands, a
   // cos/sin scale); any other scaling is left out, and so refused by the read-back.
   const RopeScaling& r = c.rope_scaling;
-  if (family.gguf.yarn && r.type == "yarn") {
+  if (family.gguf.yarn != GgufArchitecture::Yarn::None && r.type == "yarn") {
     meta.emplace(arch + ".rope.scaling.type", std::string("yarn"));
     meta.emplace(arch + ".rope.scaling.factor", float(r.factor));
     meta.emplace(arch + ".rope.scaling.original_context_length", uint32_t(r.original_max_position_embeddings));
@@ -77,10 +77,21 @@ void refuse_what_keys_change(const GgufModel& m, const GgufMetadata& meta, const
   std::map<std::string, std::string> text;
   for (const auto& [key, value] : meta) text.emplace(key, gguf_value_to_string(value));
   refuse_model_change(m.config, llama_config_from_gguf(text, origin), fmt::format("GGUF (llama.cpp's '{}')", m.arch), origin);
-  if (family_by_type(m.config.architecture)->gguf.tied_head && !m.config.tie_word_embeddings)
+  const GgufArchitecture& g = family_by_type(m.config.architecture)->gguf;
+  if (g.tied_head && !m.config.tie_word_embeddings)
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("this {} cannot be written as GGUF: llama.cpp's '{}' ties the head to the embedding, "
                             "and tie_word_embeddings is false", m.config.architecture, m.arch),
+                origin);
+  // llama.cpp refuses a file without the biases its graph requires, or with biases it does not load.
+  const bool all = m.config.qkv_bias && m.config.o_bias, none = !m.config.qkv_bias && !m.config.o_bias;
+  const char* rule = g.attention_biases == GgufArchitecture::Biases::Always && !all ? "requires q/k/v/o biases"
+                     : g.attention_biases == GgufArchitecture::Biases::Never && !none ? "loads no attention biases"
+                                                                                       : nullptr;
+  if (rule)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("this {} cannot be written as GGUF: llama.cpp's '{}' {}, and attention_bias is {}", m.config.architecture,
+                            m.arch, rule, none ? "false" : "true"),
                 origin);
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "convert/gguf_keys.hpp"
+#include "convert/split_part.hpp"
 #include "families/family.hpp"
 #include "model/language_model_names.hpp"
 #include "weightloader/error.hpp"
@@ -50,13 +51,19 @@ const GgufTarget& gguf_target(const std::string& name) {
   throw Error(ErrorCode::InvalidArgument, fmt::format("gguf type '{}' is not one of {}", name, names));
 }
 
+// A part of a split source tensor: which, and how the naming scheme splits it.
+struct SplitPart {
+  StoredParts how;
+  size_t index = 0;
+};
+
 // One stored tensor and the source tensors it is written from: one, or a stack's slots in order.
 struct Output {
   GgufWriteEntry entry;
   std::vector<const TensorInfo*> parts;
   float offset = 0;     // added to every value (Gemma's norms: 1 + w)
   bool copy = false;    // its source counted already (a second copy, a later part): not again in the progress
-  std::optional<Slice> rows{};  // the source's rows it holds (a part of a split tensor); none: all
+  std::optional<SplitPart> split{};  // the part of its source it holds; none: all
 };
 
 // Matrices and stacks take the requested type; vectors stay F32; a tensor of a block type whose
@@ -82,23 +89,37 @@ Output single(const TensorInfo& t, GgmlType target, const GgufModel& m, const st
   return o;
 }
 
-// A tensor stored as equal row blocks, each under its part's name (granitemoe's shared
-// input_linear as ffn_gate_shexp, then ffn_up_shexp), as llama.cpp's converter splits it.
-void add_split(const TensorInfo& t, const std::vector<std::string>& parts, GgmlType target, const GgufModel& m,
-               const std::string& origin, std::vector<Output>& outputs) {
-  const uint64_t rows = t.shape.empty() ? 0 : t.shape[0] / parts.size();
-  if (rows == 0 || rows * parts.size() != t.shape[0])
-    throw Error(ErrorCode::ShapeMismatch,
-                fmt::format("{} rows do not split into the {} equal parts GGUF stores", t.shape.empty() ? 0 : t.shape[0], parts.size()),
-                origin, t.name);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    Shape shape = t.shape;
-    shape[0] = rows;
-    Output o{{from_canonical("gguf", parts[i], m.arch).value_or(parts[i]), shape, stored_type(shape, target), {}}, {&t}};
+// A tensor stored as parts, each under its part's name, as llama.cpp's converter splits it
+// (granitemoe's shared input_linear as ffn_gate_shexp, then ffn_up_shexp; gpt-oss's gate_up_proj
+// as ffn_gate_exps and ffn_up_exps, transposed).
+void add_split(const TensorInfo& t, const StoredParts& how, GgmlType target, const GgufModel& m, const std::string& origin,
+               std::vector<Output>& outputs) {
+  const Shape shape = stored_part_shape(t.shape, how, origin, t.name);
+  for (size_t i = 0; i < how.names.size(); ++i) {
+    Output o{{from_canonical("gguf", how.names[i], m.arch).value_or(how.names[i]), shape, stored_type(shape, target), {}}, {&t}};
     o.copy = i > 0;
-    o.rows = Slice{0, i * rows, (i + 1) * rows};
+    o.split = SplitPart{how, i};
     outputs.push_back(std::move(o));
   }
+}
+
+// Writes a split part: slot by slot along dim 0 where the split allows (one expert of a stack in
+// memory at a time), else from the whole source tensor.
+uint64_t write_split_part(const WeightSource& s, const TensorInfo& t, const SplitPart& p, GgufStreamWriter& writer) {
+  if (!splits_by_slot(t.shape, p.how)) {
+    const TensorView part = stored_part(s.load(t, DType::F32), p.how, p.index);
+    writer.write_part(part);
+    return part.nbytes();
+  }
+  uint64_t written = 0;
+  TensorView slot = TensorView::empty(DType::F32, Shape(t.shape.begin() + 1, t.shape.end()));
+  for (uint64_t e = 0; e < t.shape[0]; ++e) {
+    s.read(t, DType::F32, slot.data<float>(), Slice{0, e, e + 1});
+    const TensorView part = stored_part(slot, p.how, p.index);
+    writer.write_part(part);
+    written += part.nbytes();
+  }
+  return written;
 }
 
 // Every stored tensor in the source's order; a stack where its first slot comes. lm_head is left
@@ -110,7 +131,7 @@ std::vector<Output> plan_outputs(const WeightSource& s, const GgufModel& m, Ggml
   std::map<std::string, size_t> stacks;  // stored name -> index in outputs
   for (const TensorInfo& t : s.tensors()) {
     if (arch && arch->tied_head && t.name == "lm_head.weight") continue;
-    if (const std::vector<std::string> parts = stored_parts("gguf", t.name, m.arch); !parts.empty()) {
+    if (const StoredParts parts = stored_parts("gguf", t.name, m.arch); !parts.names.empty()) {
       add_split(t, parts, target, m, s.origin(), outputs);
       continue;
     }
@@ -175,8 +196,12 @@ uint64_t write_gguf_output(const WeightSource& checkpoint, const std::string& ou
   uint64_t written = 0;
   for (const Output& x : outputs)
     for (const TensorInfo* part : x.parts) {  // a stack: one expert in memory at a time
-      TensorView v = x.rows ? TensorView::empty(DType::F32, x.entry.shape) : s.load(*part, DType::F32);
-      if (x.rows) s.read(*part, DType::F32, v.data<float>(), *x.rows);
+      if (x.split) {
+        written += write_split_part(s, *part, *x.split, writer);
+        if (!x.copy) tally.add(*part);
+        continue;
+      }
+      TensorView v = s.load(*part, DType::F32);
       if (x.offset != 0)
         for (float* p = v.data<float>(), *end = p + v.numel(); p != end; ++p) *p += x.offset;
       writer.write_part(v);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "weightloader/error.hpp"
 
@@ -41,6 +42,15 @@ std::string layer_widths(const LlamaConfig& c) {
 
 // Floats as the file stores them (F32).
 std::string f32(double v) { return fmt::format("{}", float(v)); }
+
+// The layers a rule holds for: "every layer", "none", or their list.
+std::string layers_where(const LlamaConfig& c, const std::function<bool(uint64_t)>& holds) {
+  std::vector<uint64_t> where;
+  for (uint64_t l = 0; l < c.num_layers; ++l)
+    if (holds(l)) where.push_back(l);
+  if (where.empty()) return "none";
+  return where.size() == c.num_layers ? "every layer" : fmt::format("layers [{}]", fmt::join(where, ","));
+}
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> all{
@@ -91,12 +101,18 @@ const std::vector<Field>& fields() {
                             m.group_by_top_two ? "two" : "expert");
          if (m.routed_scaling_factor != 1) s += fmt::format(", weights times {}", f32(m.routed_scaling_factor));
          if (m.shared_expert_intermediate_size && !m.shared_expert_gated) s += ", the shared expert ungated";
-         if (m.router_bias || m.stacked() || m.weight_input) s += fmt::format(", routed as {}", c.architecture);
+         if (m.clamped_swiglu()) s += fmt::format(", clamped SwiGLU (limit {}, alpha {})", f32(m.swiglu_limit), f32(m.swiglu_alpha));
+         if (m.router_bias || m.weight_input) s += fmt::format(", routed as {}", c.architecture);
          return s;
        }},
+      {"sparse layers", [](const LlamaConfig& c) { return layers_where(c, [&](uint64_t l) { return c.moe_layer(l); }); }},
+      {"layers without rope", [](const LlamaConfig& c) { return layers_where(c, [&](uint64_t l) { return !c.rope_layer(l); }); }},
       {"attention sinks", [](const LlamaConfig& c) { return c.attention_sinks ? "yes" : "no"; }},
       {"q/k L2 norm", [](const LlamaConfig& c) { return c.qk_l2_norm ? "yes" : "no"; }},
-      {"chunked attention", [](const LlamaConfig& c) { return c.attention_chunk_size ? fmt::format("{}", c.attention_chunk_size) : std::string("none"); }},
+      {"chunked attention", [](const LlamaConfig& c) {
+         return c.attention_chunk_size ? fmt::format("{} on {}", c.attention_chunk_size, layers_where(c, [&](uint64_t l) { return c.chunk_layer(l) != 0; }))
+                                       : std::string("none");
+       }},
       {"attention temperature tuning", [](const LlamaConfig& c) {
          return c.attn_floor_scale ? fmt::format("floor_scale {}, attn_scale {}", c.attn_floor_scale, f32(c.attn_scale)) : std::string("none");
        }},

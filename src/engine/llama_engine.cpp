@@ -98,10 +98,10 @@ void LlamaEngine::bind() {
       L.router = f32(router + "weight");
       L.router_bias = f32(router + "bias");
       L.router_correction = f32(moe + "gate.e_score_correction_bias");
-      if (c.moe.stacked_swiglu()) {
+      if (c.moe.stacks == MoeConfig::Stacks::Interleaved) {
         L.stacked = {raw(moe + "experts.gate_up_proj"), raw(moe + "experts.down_proj"), f32(moe + "experts.gate_up_proj_bias"),
                      f32(moe + "experts.down_proj_bias"), part_.expert_ff};
-      } else if (c.moe.stacked_halves) {
+      } else if (c.moe.stacks == MoeConfig::Stacks::Halves) {
         L.stacked.down = raw(moe + "experts.down_proj"), L.stacked.units = part_.expert_ff;
         if (const std::byte* whole = raw(moe + "experts.gate_up_proj")) {  // expert parallel: whole slots, gate then up
           const uint64_t U = c.moe.expert_intermediate_size;
@@ -279,9 +279,20 @@ void LlamaEngine::mlp_of(const Mlp& m, const float* x, float* out) {
   run_matvecs(pool_, {&gate_up, 1});
   if (m.gate_up_bias)
     for (uint64_t i = 0; i < 2 * ff; ++i) gate_up_[i] += m.gate_up_bias[i];
-  gated_activation(config_.hidden_act, gate_up_.data(), gate_up_.data() + ff, hidden_.data(), ff);
+  if (config_.moe.clamped_swiglu())  // gpt-oss, whose every MLP is an expert
+    for (uint64_t u = 0; u < ff; ++u) hidden_[u] = clamped_swiglu(gate_up_[u], gate_up_[ff + u], config_.moe);
+  else
+    gated_activation(config_.hidden_act, gate_up_.data(), gate_up_.data() + ff, hidden_.data(), ff);
   const MatVec down{m.down, dtype_, D, ff, hidden_.data(), out};
   run_matvecs(pool_, {&down, 1});
+}
+
+// An expert held one tensor per projection: a dense MLP's math, its down bias added where this rank
+// holds it (gpt-oss's GGUF).
+void LlamaEngine::expert_of(const Mlp& m, const float* x, float* out) {
+  mlp_of(m, x, out);
+  if (m.down_bias)
+    for (uint64_t j = 0; j < config_.hidden_size; ++j) out[j] += m.down_bias[j];
 }
 
 // The router chooses the experts and their weights (expert_routing.hpp); each chosen expert's
@@ -309,7 +320,7 @@ void LlamaEngine::experts(const Layer& L) {
       run_stacked_halves_expert(pool_, L.stacked, e - part_.expert0, dtype_, D, config_.hidden_act, x, gate_up_.data(), hidden_.data(),
                                 expert_out_.data());
     else
-      mlp_of(L.experts[e - part_.expert0], x, expert_out_.data());
+      expert_of(L.experts[e - part_.expert0], x, expert_out_.data());
     const float weight = moe.weight_input ? 1.0f : chosen.weight;
     for (uint64_t j = 0; j < D; ++j) partial_[j] += weight * expert_out_[j];
   }

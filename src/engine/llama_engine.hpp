@@ -126,6 +126,7 @@ class LlamaEngine {
   // out = this rank's part of mlp(xb_) (its down_proj columns' partial sum); mlp_of: of x.
   void mlp(const Mlp& m, float* out);
   void mlp_of(const Mlp& m, const float* x, float* out);
+  void expert_of(const Mlp& m, const float* x, float* out);
   // partial_ = this rank's part of the experts' weighted sum (and the gated shared expert's).
   void experts(const Layer& L);
   // x += the sum over ranks of partial_ (+ the row-parallel bias, which rank 0 alone holds),

@@ -41,19 +41,12 @@ void matvec_transposed(ThreadPool& pool, const std::byte* w, DType dtype, uint64
   });
 }
 
-// transformers' GptOssExperts._apply_gate: the gate clamped above, the up both sides, then
-// (up + 1) * gate * sigmoid(alpha * gate).
 void run_stacked_expert(ThreadPool& pool, const StackedExperts& s, uint64_t e, DType dtype, uint64_t hidden, const MoeConfig& moe,
                         const float* x, float* gate_up, float* act, float* out) {
   const uint64_t U = s.units, size = dtype_size(dtype);
   matvec_transposed(pool, s.gate_up + e * hidden * 2 * U * size, dtype, hidden, 2 * U, x, gate_up);
   const float* bias = s.gate_up_bias + e * 2 * U;
-  const float limit = float(moe.swiglu_limit), alpha = float(moe.swiglu_alpha);
-  for (uint64_t u = 0; u < U; ++u) {
-    const float gate = std::min(gate_up[2 * u] + bias[2 * u], limit);
-    const float up = std::clamp(gate_up[2 * u + 1] + bias[2 * u + 1], -limit, limit);
-    act[u] = (up + 1.0f) * (gate / (1.0f + std::exp(-gate * alpha)));
-  }
+  for (uint64_t u = 0; u < U; ++u) act[u] = clamped_swiglu(gate_up[2 * u] + bias[2 * u], gate_up[2 * u + 1] + bias[2 * u + 1], moe);
   matvec_transposed(pool, s.down + e * U * hidden * size, dtype, U, hidden, act, out);
   if (s.down_bias)
     for (uint64_t j = 0; j < hidden; ++j) out[j] += s.down_bias[e * hidden + j];

@@ -1,8 +1,8 @@
-// gpt-oss's experts (MoeConfig::stacked_swiglu), run from this rank's slice of transformers 5's
+// gpt-oss's experts (MoeConfig::Stacks::Interleaved), run from this rank's slice of transformers 5's
 // stacks as tensor_parallel.cpp declares them: gate_up [experts, hidden, 2 x units] (unit u's gate
 // in column 2u, its up in 2u + 1), gate_up_bias [experts, 2 x units], down [experts, units, hidden],
 // down_bias [experts, hidden] (null on the ranks that do not add it); and Llama 4's
-// (MoeConfig::stacked_halves): gate and up [experts, hidden, columns] (this rank's units the first
+// (MoeConfig::Stacks::Halves): gate and up [experts, hidden, columns] (this rank's units the first
 // `units` columns of each; both within one gate_up stack when its experts are whole), down as
 // gpt-oss's, no biases. The stacks are stored as transformers multiplies them (x @ W), transposed
 // against nn.Linear's [out, in].

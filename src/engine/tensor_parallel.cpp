@@ -159,14 +159,17 @@ void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_
   const std::string router = router_prefix(c, l);
   m.add_parameter(router + "weight", {c.moe.num_experts, D}, DType::F32);
   if (c.moe.router_bias) m.add_parameter(router + "bias", {c.moe.num_experts}, DType::F32);
-  if (c.moe.stacked_swiglu()) return declare_stacked_experts(m, c, p, at, dtype);
-  if (c.moe.stacked_halves) declare_stacked_halves(m, c, p, at, dtype);
+  if (c.moe.stacks == MoeConfig::Stacks::Interleaved) return declare_stacked_experts(m, c, p, at, dtype);
+  if (c.moe.stacks == MoeConfig::Stacks::Halves) declare_stacked_halves(m, c, p, at, dtype);
   if (c.moe.score_correction_bias) m.add_parameter(at + "gate.e_score_correction_bias", {c.moe.num_experts}, DType::F32);
-  if (!c.moe.stacked_halves)
+  // One tensor per expert; biases (gpt-oss's GGUF) as a dense MLP's, down's added by one rank: the
+  // one holding the whole expert, or rank 0 where experts are split inside.
+  const bool down_bias = p.experts != c.moe.num_experts || p.rank == 0;
+  if (!c.moe.stacked())
     for (uint64_t e = p.expert0; e < p.expert0 + p.experts; ++e) {
       const std::string ex = fmt::format("{}experts.{}.", at, e);
       declare_mlp(m, ex, {ex + std::string(names.gate), ex + std::string(names.up), ex + std::string(names.down), ""},
-                  c.moe.expert_intermediate_size, p.expert_ff0, p.expert_ff, D, dtype, false, false);
+                  c.moe.expert_intermediate_size, p.expert_ff0, p.expert_ff, D, dtype, c.moe.expert_bias, down_bias);
     }
   if (!c.moe.shared_expert_intermediate_size) return;
   const std::string sh = shared_expert_prefix(c, l);

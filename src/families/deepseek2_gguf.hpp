@@ -48,6 +48,7 @@ inline constexpr GgufKey kDeepseek2GgufKeys[] = {
     {.suffix = "expert_group_used_count", .quantity = GgufQuantity::ExpertGroupUsedCount, .write = GgufKey::Write::WhenSet},
     {.suffix = "rope.scaling.yarn_log_multiplier", .quantity = GgufQuantity::YarnLogMultiplier, .required = true}};
 inline constexpr GgufArchitecture kDeepseek2Gguf{.name = "deepseek2", .layer_stems = kDeepseek2GgufStems,
-                                                 .stacks = kDeepseek2GgufStacks, .keys = kDeepseek2GgufKeys, .q_proj_layers = 27, .yarn = true};
+                                                 .stacks = kDeepseek2GgufStacks, .keys = kDeepseek2GgufKeys, .q_proj_layers = 27,
+                                                 .yarn = GgufArchitecture::Yarn::Unscaled};
 
 }  // namespace wl

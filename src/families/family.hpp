@@ -26,7 +26,7 @@ enum class GgufQuantity {
   ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
   EmbeddingScale, AttentionScale, ResidualScale, LogitScale,
   QLoraRank, KvLoraRank, LeadingDenseBlockCount, ExpertSharedCount, ExpertWeightsScale, ExpertWeightsNorm,
-  ExpertGatingFunc, YarnLogMultiplier, ExpertGroupCount, ExpertGroupUsedCount,
+  ExpertGatingFunc, YarnLogMultiplier, ExpertGroupCount, ExpertGroupUsedCount, MoeLayerStep,
 };
 
 // One {arch}.* key as llama.cpp's converter writes it and llama-model.cpp reads it.
@@ -55,14 +55,39 @@ struct GgufArchitecture {
     // (DeepSeek-V3's mlp.gate.e_score_correction_bias, GGUF's exp_probs_b.bias).
     bool whole = false;
   };
-  struct Stack {  // a canonical tensor kept as one slot of a stack: <prefix><expert>.<leaf> in <gguf>
+  // A canonical tensor kept as one slot of a stack: <prefix><expert>.<leaf>.weight in <gguf>.weight
+  // (and .bias in <gguf>.bias where `bias`: gpt-oss's); the whole stack's canonical name is
+  // <prefix><leaf> (mlp.experts.gate_proj: every expert's gate_proj).
+  struct Stack {
     std::string_view canonical_prefix, canonical_leaf, gguf;
+    bool bias = false;
   };
-  // A canonical layer stem stored as equal row blocks, each a canonical stem of its own (named by
-  // the layer stems): Granite-MoE-Shared's shared_mlp.input_linear as gate rows, then up rows.
+  // A canonical tensor stored as parts, each a canonical tensor of its own (named by the layer stems
+  // or the stacks): Granite-MoE-Shared's shared_mlp.input_linear as equal row blocks (gate rows, then
+  // up rows); transformers 5's expert stacks [experts, hidden, 2 x units] as llama.cpp's converter
+  // splits them along the last dim, gate and up columns interleaved (gpt-oss) or in halves (Llama 4),
+  // each part transposed into [experts, units, hidden]; one part: stored whole, renamed (transposed).
   struct Split {
     std::string_view canonical;
-    std::array<std::string_view, 2> parts;
+    std::array<std::string_view, 2> parts;  // the second empty: one part
+    bool columns = false;      // split along the last dim, not dim 0
+    bool interleaved = false;  // part p holds every n-th row (column) from p, not the p-th block
+    bool transposed = false;   // each part's last two dims swapped
+    bool whole = false;        // canonical and parts are whole layer names (transformers' stacks have no .weight)
+  };
+  // How llama.cpp runs rope.scaling.type "yarn" (rope.scaling.factor, rope.scaling.original_context_length):
+  // always its default bands (beta_fast 32, beta_slow 1), their bounds rounded outwards
+  // (transformers' truncate true), and cos and sin...
+  enum class Yarn {
+    None,      // yarn is not run: refused
+    Unscaled,  // ... unscaled, the architecture's kq_scale carrying yarn's mscale instead (deepseek2)
+    Scaled,    // ... times 0.1 ln(factor) + 1, transformers' default attention_factor (gpt-oss)
+  };
+  // Which attention biases llama.cpp's graph loads.
+  enum class Biases {
+    AsStored,  // those the file has
+    Always,    // q/k/v/o always (gpt-oss): a model without them is refused
+    Never,     // none (Llama 4): a model with them is refused
   };
   std::string_view name{};         // general.architecture; empty: the family is not written as GGUF
   std::span<const Stem> layer_stems{};
@@ -74,18 +99,28 @@ struct GgufArchitecture {
   bool tied_head = false;           // llama.cpp ties the head to the embedding: lm_head is not written
   bool head_required = false;       // llama.cpp requires output.weight: a tied head is written as a copy
   bool renormalises_top_k = true;   // llama.cpp renormalises the chosen experts' weights
-  uint64_t global_every = 0;        // llama.cpp's fixed windows: each n-th layer global, the others sliding
+  Biases attention_biases = Biases::AsStored;
+  // llama.cpp's fixed windows: each n-th layer global, the others sliding, or with `chunk` attending
+  // within chunks of that many positions (Llama 4: 8192)
+  uint64_t global_every = 0;
+  uint64_t chunk = 0;
   // llama.cpp scales queries by 1/sqrt(hidden / heads) in models of this many layers (Gemma's 27B),
   // else by 1/sqrt(head_dim).
   uint64_t hidden_query_scale_layers = 0;
   // llama.cpp (at c392e509) reads queries through q_proj only in models of this many layers
   // (DeepSeek-V2-Lite's 27), through q_a/q_b (q_lora_rank) in the others.
   uint64_t q_proj_layers = 0;
-  // llama.cpp runs rope.scaling.type "yarn" here (with rope.scaling.factor and
-  // rope.scaling.original_context_length): its default bands (beta_fast 32, beta_slow 1), cos and
-  // sin unscaled (the architecture's kq_scale carries the yarn mscale instead). Written by
-  // src/convert/gguf_keys.cpp, read by src/model/gguf_config.cpp.
-  bool yarn = false;
+  // Written by src/convert/gguf_keys.cpp, read by src/model/gguf_config.cpp.
+  Yarn yarn = Yarn::None;
+  // llama.cpp's clamped SwiGLU in the experts (gpt-oss: limit 7, alpha 1.702); 0: hidden_act.
+  double swiglu_limit = 0, swiglu_alpha = 0;
+  // Llama 4 as llama.cpp runs it: each n-th layer without rope (n_no_rope_layer_step), its queries'
+  // temperature tuned (floor_scale, attn_scale); q and k of the layers that turn L2-normalised,
+  // except in models of `unnormed_experts` experts (the 128-expert Maverick).
+  uint64_t no_rope_every = 0;
+  uint64_t temperature_floor_scale = 0;
+  double temperature_scale = 0;
+  uint64_t unnormed_experts = 0;
 };
 
 // Where a family keeps a layer's MLP and experts under model.layers.<l>. (Hugging Face's names,

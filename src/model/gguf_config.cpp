@@ -2,11 +2,13 @@
 // (at c392e509): the keys each family lists (src/families/), with llama.cpp's defaults.
 #include "model/gguf_config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
 #include "families/family.hpp"
 #include "model/config_fields.hpp"
+#include "model/family_routing.hpp"
 #include "model/gguf_quantities.hpp"
 
 namespace wl {
@@ -48,18 +50,21 @@ void read_keys(const MetadataFields& m, const std::string& a, const GgufArchitec
 }
 
 // rope.scaling.type: none, or yarn where llama.cpp runs it (GgufArchitecture::yarn): its factor and
-// original context from the file, llama.cpp's default bands, cos and sin unscaled.
+// original context from the file, llama.cpp's default bands rounded outwards, cos and sin unscaled
+// or scaled by 0.1 ln(factor) + 1 (1 for a factor of at most 1, as transformers' get_mscale).
 void read_rope_scaling(const MetadataFields& m, const std::string& a, const GgufArchitecture& g, LlamaConfig& c) {
   const std::string type = m.has(a + "rope.scaling.type") ? m.string(a + "rope.scaling.type") : "none";
   if (type == "none") return;
-  if (type != "yarn" || !g.yarn)
-    throw config_invalid(m.file(), a + "rope.scaling.type", fmt::format("'{}' is not supported{}", type, g.yarn ? " (only yarn)" : ""));
+  const bool yarn = g.yarn != GgufArchitecture::Yarn::None;
+  if (type != "yarn" || !yarn)
+    throw config_invalid(m.file(), a + "rope.scaling.type", fmt::format("'{}' is not supported{}", type, yarn ? " (only yarn)" : ""));
   RopeScaling& r = c.rope_scaling;
   r.type = "yarn";
   r.factor = m.number(a + "rope.scaling.factor");
   r.original_max_position_embeddings = m.uint(a + "rope.scaling.original_context_length");
   if (!(r.factor > 0) || r.original_max_position_embeddings == 0)
     throw config_invalid(m.file(), a + "rope.scaling.factor", "yarn needs a positive factor and original_context_length");
+  if (g.yarn == GgufArchitecture::Yarn::Scaled && r.factor > 1) r.attention_factor = 0.1 * std::log(r.factor) + 1.0;
 }
 
 // Latent attention (llama.cpp's deepseek2): key_length is the query/key width, nope + rope, of which
@@ -90,9 +95,21 @@ void read_attention_widths(const MetadataFields& m, const std::string& a, const 
   c.rotary_dim = 0;
 }
 
+// Llama 4 as llama.cpp runs it: each no_rope_every-th layer without rope and global, its queries'
+// temperature tuned, the others chunked, their q and k L2-normalised (but with unnormed_experts).
+void read_llama4_attention(const GgufArchitecture& g, LlamaConfig& c) {
+  for (uint64_t l = 0; g.no_rope_every && l < c.num_layers; ++l) c.rope_layers.push_back((l + 1) % g.no_rope_every != 0);
+  if (std::find(c.rope_layers.begin(), c.rope_layers.end(), false) == c.rope_layers.end()) c.rope_layers.clear();  // all turn
+  for (uint64_t l = 0; g.chunk && l < c.num_layers; ++l) c.chunked_layers.push_back((l + 1) % g.global_every != 0);
+  c.attention_chunk_size = g.chunk;
+  c.attn_floor_scale = g.temperature_floor_scale;
+  c.attn_scale = g.temperature_scale;
+  c.qk_l2_norm = c.moe.num_experts != g.unnormed_experts;
+}
+
 // What the architecture itself fixes (biases are the tensors there are, as llama.cpp loads them):
-// the family's norms, activations and scales, and llama.cpp's own rules for its windows, query
-// scale and experts' weights.
+// the family's norms, activations, scales and experts' routing, and llama.cpp's own rules for its
+// windows, query scale and experts' weights.
 void read_family(const Family& family, LlamaConfig& c) {
   const GgufArchitecture& g = family.gguf;
   c.qk_norm = family.qk_norm;
@@ -106,8 +123,12 @@ void read_family(const Family& family, LlamaConfig& c) {
   }
   if (family.gemma2 || family.glm_norms) c.sandwich_norms = true;
   if (family.gemma2) c.query_pre_attn_scalar = double(c.num_layers == g.hidden_query_scale_layers ? c.hidden_size / c.num_heads : c.head_dim);
+  c.attention_sinks = family.attention_sinks;
   if (family.window == Family::Window::EveryOther) c.sliding_window_every = 2;
-  for (uint64_t l = 0; g.global_every && l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % g.global_every != 0);
+  for (uint64_t l = 0; g.global_every && !g.chunk && l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % g.global_every != 0);
+  if (family.llama4_attention) read_llama4_attention(g, c);
+  if (c.moe.num_experts) set_family_routing(family, c.moe);
+  c.moe.swiglu_limit = g.swiglu_limit, c.moe.swiglu_alpha = g.swiglu_alpha;
   if (c.moe.num_experts && !family.latent_attention) c.moe.norm_topk_prob = g.renormalises_top_k;
   if (family.shared_mlp) c.moe.shared_expert_gated = false;  // Granite-MoE-Shared's shared MLP adds as it is
   if (family.latent_attention) {

@@ -13,7 +13,7 @@ namespace wl {
 // From `metadata` as a catalogue shows it (values as text; `file` names it in errors), for each
 // general.architecture a family is written as (src/families/: llama, with expert_count Mixtral;
 // qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, olmo2, granite, granitemoe, glm4,
-// deepseek2),
+// deepseek2, gpt-oss, llama4),
 // each reading the keys its family lists; the defaults are llama.cpp's where a key is optional.
 // ConfigInvalid naming the key otherwise.
 LlamaConfig llama_config_from_gguf(const std::map<std::string, std::string>& metadata, const std::string& file);

@@ -84,6 +84,20 @@ const Member kMembers[] = {
     {GgufQuantity::ExpertGroupUsedCount, GgufStored::UInt32,
      [](const LlamaConfig& c) { return c.moe.topk_groups < c.moe.groups ? double(c.moe.topk_groups) : 0; },
      [](LlamaConfig& c, double v) { c.moe.topk_groups = v > 0 ? uint64_t(v) : 1; }},
+    // llama.cpp's n_moe_layer_step: layer l is sparse when (l + 1) % step == 0, none when 0. Of a
+    // model whose sparse layers follow no such step, the step its first sparse layer gives (read
+    // back, it differs, and the converter refuses it).
+    {GgufQuantity::MoeLayerStep, GgufStored::UInt32,
+     [](const LlamaConfig& c) {
+       for (uint64_t l = 0; l < c.num_layers; ++l)
+         if (c.moe_layer(l)) return double(l + 1);
+       return 0.0;
+     },
+     [](LlamaConfig& c, double v) {
+       c.moe.decoder_sparse_step = v > 0 ? uint64_t(v) : 1;
+       c.moe.mlp_only_layers.clear();
+       for (uint64_t l = 0; v == 0 && l < c.num_layers; ++l) c.moe.mlp_only_layers.push_back(l);
+     }},
 };
 
 #undef WL_UINT

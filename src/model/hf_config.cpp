@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "model/config_fields.hpp"
+#include "model/family_routing.hpp"
 #include "families/family.hpp"
 #include "model/hf_layer_widths.hpp"
 #include "weightloader/engine/llama_config.hpp"
@@ -449,7 +450,7 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
     case Family::Experts::GptOss:  // of intermediate_size, as Mixtral's: the caller sets it
       m.num_experts = f.uint(count_key, 128);
       m.experts_per_token = f.uint("num_experts_per_tok", 4);
-      m.router_bias = true;
+      m.stacks = MoeConfig::Stacks::Interleaved;
       m.swiglu_limit = f.number("swiglu_limit", 7.0);
       m.swiglu_alpha = f.number("swiglu_alpha", 1.702);
       for (const char* key : {"swiglu_limit", "swiglu_alpha"})
@@ -458,10 +459,7 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
     case Family::Experts::Llama4:  // of intermediate_size, as the shared expert: read_llama4_mlp sets both
       m.num_experts = f.uint(count_key, 16);
       m.experts_per_token = f.uint("num_experts_per_tok", 1);
-      m.scoring = MoeConfig::Scoring::Sigmoid;
-      m.norm_topk_prob = false;
-      m.stacked_halves = m.weight_input = true;
-      m.shared_expert_gated = false;
+      m.stacks = MoeConfig::Stacks::Halves;
       break;
     case Family::Experts::Qwen3Moe:
       if (f.has("num_local_experts") && f.has("num_experts") && f.uint("num_experts") != f.uint("num_local_experts"))
@@ -480,6 +478,7 @@ MoeConfig read_moe(const JsonFields& f, const Family& family) {
     m.decoder_sparse_step = f.uint("decoder_sparse_step", 1);
     m.mlp_only_layers = layer_list(f, "mlp_only_layers");
   }
+  set_family_routing(family, m);
   if (m.num_experts == 0) throw config_invalid(f.file(), count_key, "must be positive");
   if (m.experts_per_token == 0 || m.experts_per_token > m.num_experts)
     throw config_invalid(f.file(), "num_experts_per_tok", fmt::format("{} is not in [1, {}]", m.experts_per_token, m.num_experts));

@@ -157,13 +157,14 @@ void check_experts(const WeightSource& s, const LlamaConfig& c, uint64_t l, cons
   if (c.moe.stacked()) {  // gpt-oss, Llama 4: transformers 5's stacks, stored transposed
     check_shape(s, module + "experts.gate_up_proj", {E, D, 2 * ff}, moe);
     check_shape(s, module + "experts.down_proj", {E, ff, D}, moe);
-    if (c.moe.stacked_swiglu()) {
+    if (c.moe.expert_bias) {
       check_shape(s, module + "experts.gate_up_proj_bias", {E, 2 * ff}, moe);
       check_shape(s, module + "experts.down_proj_bias", {E, D}, moe);
     }
   } else {
     const char* count = family && family->experts == Family::Experts::Mixtral ? "num_local_experts" : c.latent_attention() ? "n_routed_experts" : "num_experts";
     check_shape(s, fmt::format("{}experts.0.{}.weight", module, names.gate), {ff, D}, moe);
+    if (c.moe.expert_bias) check_shape(s, fmt::format("{}experts.0.{}.bias", module, names.gate), {ff}, moe);
     if (s.find(fmt::format("{}experts.{}.{}.weight", module, E, names.gate)))
       throw invalid(s.origin(), count, fmt::format("{} but the checkpoint has an expert {}", E, E));
   }
@@ -269,11 +270,15 @@ LlamaConfig checked_against(LlamaConfig c, const WeightSource& s) {
   // GLM-4 stores gate_up_proj fused beside split q/k/v.
   c.fused_gate_up = c.fused_checkpoint || s.find("model.layers.0.mlp.gate_up_proj.weight") != nullptr;
   const MlpNames& names = mlp_names(c.architecture);
-  if (!names.shared_gate_up.empty()) {
-    uint64_t l = 0;
-    while (l < c.num_layers && !c.moe_layer(l)) ++l;
-    c.fused_shared_gate_up = s.find(fmt::format("model.layers.{}.{}.{}.weight", l, names.shared, names.shared_gate_up)) != nullptr;
-  }
+  uint64_t sparse = 0;  // the first sparse layer
+  while (sparse < c.num_layers && !c.moe_layer(sparse)) ++sparse;
+  if (!names.shared_gate_up.empty())
+    c.fused_shared_gate_up = s.find(fmt::format("model.layers.{}.{}.{}.weight", sparse, names.shared, names.shared_gate_up)) != nullptr;
+  // gpt-oss's and Llama 4's experts: read in transformers 5's stacks where the checkpoint has them,
+  // else one tensor per expert (their GGUF, whichever configuration it is read with).
+  const std::string experts = fmt::format("model.layers.{}.{}.experts.", sparse, names.moe);
+  if (c.moe.stacked() && !s.find(experts + "gate_up_proj") && s.find(fmt::format("{}0.{}.weight", experts, names.gate)))
+    c.moe.stacks = MoeConfig::Stacks::None;
   validate(c, s.origin());
   check_tensors(s, c);
   return c;
@@ -404,9 +409,9 @@ std::string LlamaConfig::features() const {
     if (moe.shared_expert_intermediate_size)
       experts += moe.shared_expert_gated ? ", gated shared expert" : fmt::format(", shared experts of {} units", moe.shared_expert_intermediate_size);
     if (moe.router_bias) experts += ", biased router";
-    if (moe.stacked_swiglu())
-      experts += fmt::format(", stacked experts with biases, clamped SwiGLU (limit {}, alpha {})", moe.swiglu_limit, moe.swiglu_alpha);
-    if (moe.stacked_halves) experts += ", stacked experts";
+    if (moe.stacked() || moe.expert_bias)
+      experts += fmt::format(", {}experts{}", moe.stacked() ? "stacked " : "", moe.expert_bias ? " with biases" : "");
+    if (moe.clamped_swiglu()) experts += fmt::format(", clamped SwiGLU (limit {}, alpha {})", moe.swiglu_limit, moe.swiglu_alpha);
     if (moe.weight_input) experts += ", weights on the experts' inputs";
     if (!moe.mlp_only_layers.empty() || moe.decoder_sparse_step != 1) {
       uint64_t sparse = 0;

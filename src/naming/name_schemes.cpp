@@ -27,11 +27,13 @@ struct Stem {
 };
 
 // A canonical tensor that the scheme keeps as one slot of a stack along dim 0: GGUF's
-// blk.N.ffn_gate_exps holds every expert's w1 of layer N, expert e in slot e.
+// blk.N.ffn_gate_exps holds every expert's w1 of layer N, expert e in slot e. The whole stack's
+// canonical stem is <prefix><leaf>.
 struct StackStem {
   std::string_view canonical_prefix;  // the layer stem before the slot number
   std::string_view canonical_leaf;    // the layer stem after it
   std::string_view scheme;            // the stack's layer stem
+  bool bias = false;                  // the slots' biases stacked too (<scheme>.bias)
 };
 
 // What one architecture of a scheme names or stores differently from the scheme's table (GGUF's
@@ -42,7 +44,7 @@ struct Architecture {
   bool interleaved_rotary;        // q/k rows stored interleaved (llama.cpp's converter permutes them)
   float norm_offset;              // norms' scales stored as offset + w
   std::vector<StackStem> stacks;
-  std::vector<GgufArchitecture::Split> splits;  // canonical stems stored as equal row blocks
+  std::vector<GgufArchitecture::Split> splits;  // canonical tensors stored as parts
 };
 
 struct Scheme {
@@ -75,7 +77,7 @@ std::vector<Architecture> gguf_architectures() {
         a->layer_stems.push_back({st.canonical, st.gguf, st.whole});
     for (const GgufArchitecture::Stack& st : g.stacks)
       if (std::none_of(a->stacks.begin(), a->stacks.end(), [&](const StackStem& s) { return s.scheme == st.gguf; }))
-        a->stacks.push_back({st.canonical_prefix, st.canonical_leaf, st.gguf});
+        a->stacks.push_back({st.canonical_prefix, st.canonical_leaf, st.gguf, st.bias});
     for (const GgufArchitecture::Split& sp : g.splits)
       if (std::none_of(a->splits.begin(), a->splits.end(), [&](const GgufArchitecture::Split& s) { return s.canonical == sp.canonical; }))
         a->splits.push_back(sp);
@@ -224,6 +226,22 @@ std::optional<std::string> translate(std::string_view leaf, const std::vector<St
   return std::nullopt;
 }
 
+// The slot's suffix a stack keeps: "weight", and "bias" where its biases are stacked too.
+bool stacked_suffix(const StackStem& st, std::string_view suffix) { return suffix == "weight" || (st.bias && suffix == "bias"); }
+
+// A whole stack's canonical "stem.suffix" (mlp.experts.gate_proj.weight: every expert's gate_proj,
+// as a split stores its parts) as the scheme names the stack (ffn_gate_exps.weight). Only this way:
+// read back, a stack is presented one tensor per expert (stacked_canonical), never whole.
+std::optional<std::string> stack_name(std::string_view leaf, const std::vector<StackStem>& stacks) {
+  const size_t dot = leaf.rfind('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  const std::string_view stem = leaf.substr(0, dot), suffix = leaf.substr(dot + 1);
+  for (const StackStem& st : stacks)
+    if (stem.starts_with(st.canonical_prefix) && stem.substr(st.canonical_prefix.size()) == st.canonical_leaf && stacked_suffix(st, suffix))
+      return fmt::format("{}.{}", st.scheme, suffix);
+  return std::nullopt;
+}
+
 std::optional<std::string> convert(const Named& n, std::string_view name, bool to_canonical) {
   const Scheme& s = n.scheme;
   if (auto whole = translate(name, s.model_stems, to_canonical, s.norm_suffix)) return whole;
@@ -231,7 +249,8 @@ std::optional<std::string> convert(const Named& n, std::string_view name, bool t
   const std::string_view to_prefix = to_canonical ? "model.layers." : s.layer_prefix;
   const auto layer = split_layer_name(name, from_prefix);
   if (!layer) return std::nullopt;
-  const auto leaf = translate(layer->second, n.layer_stems, to_canonical, s.norm_suffix);
+  auto leaf = translate(layer->second, n.layer_stems, to_canonical, s.norm_suffix);
+  if (!leaf && !to_canonical && n.architecture) leaf = stack_name(layer->second, n.architecture->stacks);
   if (!leaf) return std::nullopt;
   return fmt::format("{}{}.{}", to_prefix, layer->first, *leaf);
 }
@@ -307,11 +326,12 @@ std::optional<StackSlot> stack_slot(std::string_view scheme, std::string_view ca
   if (!n || !n->architecture || !layer) return std::nullopt;
   for (const StackStem& st : n->architecture->stacks) {
     const auto slot = split_layer_name(layer->second, st.canonical_prefix);  // "<prefix><e>.<leaf>.<suffix>"
-    if (!slot || !slot->second.starts_with(st.canonical_leaf) || slot->second.substr(st.canonical_leaf.size()) != ".weight")
-      continue;
+    if (!slot || !slot->second.starts_with(st.canonical_leaf) || slot->second.substr(st.canonical_leaf.size(), 1) != ".") continue;
+    const std::string_view suffix = slot->second.substr(st.canonical_leaf.size() + 1);
+    if (!stacked_suffix(st, suffix)) continue;
     uint64_t e = 0;
     std::from_chars(slot->first.data(), slot->first.data() + slot->first.size(), e);
-    return StackSlot{fmt::format("{}{}.{}.weight", n->scheme.layer_prefix, layer->first, st.scheme), e};
+    return StackSlot{fmt::format("{}{}.{}.{}", n->scheme.layer_prefix, layer->first, st.scheme, suffix), e};
   }
   return std::nullopt;
 }
@@ -322,22 +342,27 @@ std::optional<std::string> stacked_canonical(std::string_view scheme, std::strin
   if (!n || !n->architecture) return std::nullopt;
   const auto layer = split_layer_name(stack, n->scheme.layer_prefix);
   if (!layer) return std::nullopt;
+  const size_t dot = layer->second.rfind('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  const std::string_view suffix = layer->second.substr(dot + 1);
   for (const StackStem& st : n->architecture->stacks)
-    if (layer->second == fmt::format("{}.weight", st.scheme))
-      return fmt::format("model.layers.{}.{}{}.{}.weight", layer->first, st.canonical_prefix, slot, st.canonical_leaf);
+    if (layer->second.substr(0, dot) == st.scheme && stacked_suffix(st, suffix))
+      return fmt::format("model.layers.{}.{}{}.{}.{}", layer->first, st.canonical_prefix, slot, st.canonical_leaf, suffix);
   return std::nullopt;
 }
 
-std::vector<std::string> stored_parts(std::string_view scheme, std::string_view canonical, std::string_view architecture) {
+StoredParts stored_parts(std::string_view scheme, std::string_view canonical, std::string_view architecture) {
   const auto n = named(scheme, architecture);
   const auto layer = split_layer_name(canonical, "model.layers.");
   if (!n || !n->architecture || !layer) return {};
   const size_t dot = layer->second.rfind('.');
-  if (dot == std::string_view::npos) return {};
   for (const GgufArchitecture::Split& sp : n->architecture->splits) {
-    if (layer->second.substr(0, dot) != sp.canonical) continue;
-    std::vector<std::string> out;
-    for (std::string_view part : sp.parts) out.push_back(fmt::format("model.layers.{}.{}{}", layer->first, part, layer->second.substr(dot)));
+    // A whole name matches itself; a stem any suffix (.weight, .bias), which its parts keep.
+    const std::string_view suffix = sp.whole || dot == std::string_view::npos ? "" : layer->second.substr(dot);
+    if (sp.whole ? layer->second != sp.canonical : dot == std::string_view::npos || layer->second.substr(0, dot) != sp.canonical) continue;
+    StoredParts out{{}, sp.columns, sp.interleaved, sp.transposed};
+    for (std::string_view part : sp.parts)
+      if (!part.empty()) out.names.push_back(fmt::format("model.layers.{}.{}{}", layer->first, part, suffix));
     return out;
   }
   return {};

@@ -120,6 +120,77 @@ TEST(GgufKeys, LatentAttentionWidthsAndDeepseekRouting) {
   EXPECT_NE(msg.find("'deepseek2.expert_weights_norm'"), std::string::npos) << msg;
 }
 
+// llama.cpp's gpt-oss: the even layers sliding, the sinks, the biased router and experts, its
+// clamped SwiGLU (limit 7, alpha 1.702), and yarn with cos and sin scaled by 0.1 ln(factor) + 1.
+TEST(GgufKeys, GptOssAsLlamaCppRunsIt) {
+  std::map<std::string, std::string> m{{"general.architecture", "gpt-oss"},
+                                       {"gpt-oss.embedding_length", "32"},
+                                       {"gpt-oss.block_count", "4"},
+                                       {"gpt-oss.feed_forward_length", "16"},
+                                       {"gpt-oss.attention.head_count", "4"},
+                                       {"gpt-oss.attention.head_count_kv", "2"},
+                                       {"gpt-oss.attention.sliding_window", "128"},
+                                       {"gpt-oss.expert_feed_forward_length", "16"},
+                                       {"gpt-oss.expert_count", "8"},
+                                       {"gpt-oss.expert_used_count", "2"},
+                                       {"gpt-oss.rope.scaling.type", "yarn"},
+                                       {"gpt-oss.rope.scaling.factor", "32"},
+                                       {"gpt-oss.rope.scaling.original_context_length", "4096"}};
+  const LlamaConfig c = llama_config_from_gguf(m, "m.gguf");
+  EXPECT_EQ(c.architecture, "gpt_oss");
+  EXPECT_EQ(c.window_layer(0), 128u);
+  EXPECT_EQ(c.window_layer(1), 0u);
+  EXPECT_TRUE(c.attention_sinks);
+  EXPECT_TRUE(c.moe.router_bias && c.moe.expert_bias && c.moe.norm_topk_prob && !c.moe.stacked());
+  EXPECT_DOUBLE_EQ(c.moe.swiglu_limit, 7.0);
+  EXPECT_DOUBLE_EQ(c.moe.swiglu_alpha, 1.702);
+  EXPECT_EQ(c.moe.expert_intermediate_size, 16u);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.attention_factor, 0.1 * std::log(32.0) + 1.0);
+  EXPECT_TRUE(c.rope_scaling.truncate);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.beta_fast, 32.0);
+  m.erase("gpt-oss.attention.sliding_window");  // llama-model.cpp requires it
+  const std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] { llama_config_from_gguf(m, "m.gguf"); });
+  EXPECT_NE(msg.find("'gpt-oss.attention.sliding_window'"), std::string::npos) << msg;
+}
+
+// llama.cpp's llama4: every 4th layer without rope (its queries' temperature tuned by 8192 and 0.1)
+// and global, the others chunked by 8192 with q/k L2-normalised (not with 128 experts), every
+// interleave_moe_layer_step-th layer sparse, the shared expert as wide as each expert, sigmoid
+// weights on the experts' inputs; a sliding_window of 0 (its MobileLLM path) refused.
+TEST(GgufKeys, Llama4AsLlamaCppRunsIt) {
+  std::map<std::string, std::string> m{{"general.architecture", "llama4"},
+                                       {"llama4.embedding_length", "32"},
+                                       {"llama4.block_count", "8"},
+                                       {"llama4.feed_forward_length", "48"},
+                                       {"llama4.attention.head_count", "4"},
+                                       {"llama4.expert_feed_forward_length", "16"},
+                                       {"llama4.expert_count", "16"},
+                                       {"llama4.expert_used_count", "1"},
+                                       {"llama4.interleave_moe_layer_step", "2"}};
+  const LlamaConfig c = llama_config_from_gguf(m, "m.gguf");
+  EXPECT_EQ(c.architecture, "llama4_text");
+  EXPECT_EQ(c.intermediate_size, 48u);
+  EXPECT_EQ(c.moe.shared_expert_intermediate_size, 16u);
+  EXPECT_TRUE(c.qk_l2_norm && c.rope_adjacent_pairs);
+  EXPECT_EQ(c.attention_chunk_size, 8192u);
+  EXPECT_EQ(c.attn_floor_scale, 8192u);
+  EXPECT_DOUBLE_EQ(c.attn_scale, 0.1);
+  EXPECT_TRUE(c.moe.weight_input && !c.moe.norm_topk_prob && !c.moe.shared_expert_gated && !c.moe.stacked());
+  EXPECT_EQ(c.moe.scoring, MoeConfig::Scoring::Sigmoid);
+  for (uint64_t l = 0; l < 8; ++l) {
+    EXPECT_EQ(c.rope_layer(l), l % 4 != 3) << l;
+    EXPECT_EQ(c.chunk_layer(l), l % 4 != 3 ? 8192u : 0u) << l;
+    EXPECT_EQ(c.moe_layer(l), l % 2 == 1) << l;
+  }
+  m["llama4.expert_count"] = "128";
+  EXPECT_FALSE(llama_config_from_gguf(m, "m.gguf").qk_l2_norm);
+  m["llama4.interleave_moe_layer_step"] = "0";  // llama.cpp: no sparse layer
+  EXPECT_FALSE(llama_config_from_gguf(m, "m.gguf").moe_layer(1));
+  m["llama4.attention.sliding_window"] = "0";
+  const std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] { llama_config_from_gguf(m, "m.gguf"); });
+  EXPECT_NE(msg.find("'llama4.attention.sliding_window'"), std::string::npos) << msg;
+}
+
 // Values wider or narrower than keys outside latent attention: llama.cpp would run them, the engine cannot.
 TEST(GgufKeys, ValueLengthOtherThanKeyLengthIsRefused) {
   const std::map<std::string, std::string> m{{"general.architecture", "qwen3"},

@@ -499,7 +499,7 @@ TEST(HfConfig, GptOssDefaultsSinksAndClampedSwiglu) {
   EXPECT_TRUE(c.attention_sinks);
   EXPECT_EQ(c.moe.num_experts, 4u);
   EXPECT_EQ(c.moe.expert_intermediate_size, 16u);  // intermediate_size
-  EXPECT_TRUE(c.moe.router_bias && c.moe.norm_topk_prob && c.moe.stacked_swiglu());
+  EXPECT_TRUE(c.moe.router_bias && c.moe.expert_bias && c.moe.norm_topk_prob && c.moe.stacks == MoeConfig::Stacks::Interleaved);
   EXPECT_DOUBLE_EQ(c.moe.swiglu_limit, 7.0);
   EXPECT_DOUBLE_EQ(c.moe.swiglu_alpha, 1.702);
   EXPECT_NE(c.features().find("attention sinks"), std::string::npos) << c.features();

@@ -95,13 +95,59 @@ TEST(GgufFamilies, FamiliesSharingAnArchitectureAgree) {
 
 // Granite-MoE-Shared's fused shared gate/up is stored as two tensors, each named by its layer stem.
 TEST(GgufFamilies, SplitTensorsAreStoredAsTheirParts) {
-  const std::vector<std::string> parts = stored_parts("gguf", "model.layers.1.shared_mlp.input_linear.weight", "granitemoe");
-  ASSERT_EQ(parts.size(), 2u);
-  EXPECT_EQ(from_canonical("gguf", parts[0], "granitemoe"), "blk.1.ffn_gate_shexp.weight");
-  EXPECT_EQ(from_canonical("gguf", parts[1], "granitemoe"), "blk.1.ffn_up_shexp.weight");
-  EXPECT_EQ(to_canonical("gguf", "blk.1.ffn_up_shexp.weight", "granitemoe")->name, parts[1]);
-  EXPECT_TRUE(stored_parts("gguf", "model.layers.1.shared_mlp.output_linear.weight", "granitemoe").empty());
-  EXPECT_TRUE(stored_parts("gguf", "model.layers.1.shared_mlp.input_linear.weight", "llama").empty());
+  const StoredParts parts = stored_parts("gguf", "model.layers.1.shared_mlp.input_linear.weight", "granitemoe");
+  ASSERT_EQ(parts.names.size(), 2u);
+  EXPECT_FALSE(parts.columns || parts.interleaved || parts.transposed);  // row blocks
+  EXPECT_EQ(from_canonical("gguf", parts.names[0], "granitemoe"), "blk.1.ffn_gate_shexp.weight");
+  EXPECT_EQ(from_canonical("gguf", parts.names[1], "granitemoe"), "blk.1.ffn_up_shexp.weight");
+  EXPECT_EQ(to_canonical("gguf", "blk.1.ffn_up_shexp.weight", "granitemoe")->name, parts.names[1]);
+  EXPECT_TRUE(stored_parts("gguf", "model.layers.1.shared_mlp.output_linear.weight", "granitemoe").names.empty());
+  EXPECT_TRUE(stored_parts("gguf", "model.layers.1.shared_mlp.input_linear.weight", "llama").names.empty());
+}
+
+// gpt-oss's and Llama 4's transformers 5 stacks (whole names, no .weight) are stored as llama.cpp's
+// converter splits them: gate and up columns interleaved (gpt-oss, the biases too) or in halves
+// (Llama 4), transposed; down_proj transposed whole. Each part names a whole stack, which the stacks
+// name; read back, a stack is one tensor per expert, biases included where gpt-oss stacks them.
+TEST(GgufFamilies, TransformersStacksAreSplitAsLlamaCppStoresThem) {
+  const StoredParts gate_up = stored_parts("gguf", "model.layers.2.mlp.experts.gate_up_proj", "gpt-oss");
+  ASSERT_EQ(gate_up.names, (std::vector<std::string>{"model.layers.2.mlp.experts.gate_proj.weight", "model.layers.2.mlp.experts.up_proj.weight"}));
+  EXPECT_TRUE(gate_up.columns && gate_up.interleaved && gate_up.transposed);
+  EXPECT_EQ(from_canonical("gguf", gate_up.names[0], "gpt-oss"), "blk.2.ffn_gate_exps.weight");
+  EXPECT_EQ(from_canonical("gguf", gate_up.names[1], "gpt-oss"), "blk.2.ffn_up_exps.weight");
+  const StoredParts bias = stored_parts("gguf", "model.layers.2.mlp.experts.gate_up_proj_bias", "gpt-oss");
+  ASSERT_EQ(bias.names.size(), 2u);
+  EXPECT_TRUE(bias.columns && bias.interleaved && !bias.transposed);
+  EXPECT_EQ(from_canonical("gguf", bias.names[1], "gpt-oss"), "blk.2.ffn_up_exps.bias");
+  const StoredParts down = stored_parts("gguf", "model.layers.2.mlp.experts.down_proj", "gpt-oss");
+  ASSERT_EQ(down.names, std::vector<std::string>{"model.layers.2.mlp.experts.down_proj.weight"});
+  EXPECT_TRUE(down.transposed && !down.columns);
+  EXPECT_EQ(from_canonical("gguf", stored_parts("gguf", "model.layers.2.mlp.experts.down_proj_bias", "gpt-oss").names.at(0), "gpt-oss"),
+            "blk.2.ffn_down_exps.bias");
+  const StoredParts halves = stored_parts("gguf", "model.layers.1.feed_forward.experts.gate_up_proj", "llama4");
+  ASSERT_EQ(halves.names.size(), 2u);
+  EXPECT_TRUE(halves.columns && !halves.interleaved && halves.transposed);
+  EXPECT_EQ(from_canonical("gguf", halves.names[1], "llama4"), "blk.1.ffn_up_exps.weight");
+  // Only gpt-oss stacks biases; a whole stack is never read back as one tensor.
+  EXPECT_EQ(stacked_canonical("gguf", "blk.2.ffn_gate_exps.bias", 3, "gpt-oss"), "model.layers.2.mlp.experts.3.gate_proj.bias");
+  EXPECT_EQ(stack_slot("gguf", "model.layers.2.mlp.experts.3.down_proj.bias", "gpt-oss")->stack, "blk.2.ffn_down_exps.bias");
+  EXPECT_EQ(stacked_canonical("gguf", "blk.1.ffn_gate_exps.bias", 3, "llama4"), std::nullopt);
+  EXPECT_EQ(stacked_canonical("gguf", "blk.1.ffn_gate_exps.weight", 3, "llama4"), "model.layers.1.feed_forward.experts.3.gate_proj.weight");
+  EXPECT_EQ(to_canonical("gguf", "blk.2.ffn_gate_exps.weight", "gpt-oss"), std::nullopt);
+  EXPECT_TRUE(stored_parts("gguf", "model.layers.2.mlp.experts.gate_up_proj", "llama4").names.empty());
+}
+
+TEST(GgufFamilies, GptOssAndLlama4Names) {
+  expect_pair("gpt-oss", "blk.0.post_attention_norm.weight", "model.layers.0.post_attention_layernorm.weight");
+  expect_pair("gpt-oss", "blk.0.attn_sinks.weight", "model.layers.0.self_attn.sinks");
+  expect_pair("gpt-oss", "blk.0.ffn_gate_inp.bias", "model.layers.0.mlp.router.bias");
+  expect_pair("gpt-oss", "blk.0.attn_q.bias", "model.layers.0.self_attn.q_proj.bias");
+  expect_pair("llama4", "blk.0.ffn_norm.weight", "model.layers.0.post_attention_layernorm.weight");
+  expect_pair("llama4", "blk.0.ffn_gate.weight", "model.layers.0.feed_forward.gate_proj.weight");
+  expect_pair("llama4", "blk.1.ffn_gate_inp.weight", "model.layers.1.feed_forward.router.weight");
+  expect_pair("llama4", "blk.1.ffn_down_shexp.weight", "model.layers.1.feed_forward.shared_expert.down_proj.weight");
+  EXPECT_FALSE(interleaved_rotary("gguf", "llama4"));  // llama.cpp turns adjacent pairs, as Llama 4
+  EXPECT_FALSE(interleaved_rotary("gguf", "gpt-oss"));
 }
 
 // A name whose last component differs too (DeepSeek-V3's choosing bias) maps whole, beside its stem's.

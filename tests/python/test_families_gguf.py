@@ -4,9 +4,12 @@ tensor names holds every name we write, transformers 5 loads our GGUF (its gguf_
 the architectures it reads) and computes the original's logits, and the engine run on the GGUF
 computes transformers' logits on the original. Tiny random models built and saved by the pinned
 transformers."""
+import copy
 import os
 import pathlib
 import subprocess
+
+import numpy as np
 
 import pytest
 
@@ -18,6 +21,7 @@ import weightloader as wl  # noqa: E402
 from test_transformers5_configs import PLAIN, TOLERANCE, build, engine_logits, error, reference, sequence  # noqa: E402
 from test_families_glm_granite import GLM4, GLM_ROPE, GRANITE_MOE  # noqa: E402
 from test_families_deepseek import V2, V3, YARN, deepseek  # noqa: E402
+from test_families_gpt_oss import UNROUNDED, gpt_oss, save_mxfp4  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
@@ -29,6 +33,17 @@ CLI = pathlib.Path(os.environ.get("WL_CLI", ROOT / "build" / "weightloader"))
 GEMMA3_ROPE = {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
 LLAMA_CPP_YARN = {**YARN, "mscale": 0.8}
+# gpt-oss as llama.cpp runs it: its SwiGLU limit 7 and alpha 1.702 (transformers' defaults), yarn's
+# band rounded (truncate true; gpt-oss's own false is not llama.cpp's) over frequencies that turn
+# within the sequences, cos and sin scaled by 0.1 ln(32) + 1.
+GPT_OSS_YARN = {**UNROUNDED, "truncate": True}
+GPT_OSS = dict(swiglu_limit=7.0, swiglu_alpha=1.702)
+# Llama 4 as llama.cpp runs it (transformers' defaults): every 4th layer without rope, the others
+# chunked by 8192 with q/k L2-normalised, the temperature tuned by 8192 and 0.1; here layers 1 and 3
+# sparse (4 experts of 16 units, top-1, a shared expert), 0 and 2 dense (24 units).
+LLAMA4_ROPE = {"rope_type": "default", "rope_theta": 100.0}
+LLAMA4 = dict(num_hidden_layers=4, hidden_size=32, intermediate_size=16, intermediate_size_mlp=24, head_dim=8,
+              num_local_experts=4, num_experts_per_tok=1, interleave_moe_layer_step=2)
 FAMILIES = {
     "qwen3": (transformers.Qwen3Config, PLAIN, dict(head_dim=128), "QWEN3"),
     "qwen3_moe": (transformers.Qwen3MoeConfig, PLAIN,
@@ -50,8 +65,12 @@ FAMILIES = {
     "deepseek_v3": (transformers.DeepseekV3Config, PLAIN, V3, "DEEPSEEK2"),
     # Yarn as llama.cpp's deepseek2 runs it: mscale = mscale_all_dim (cos and sin unscaled), bands 32 and 1.
     "deepseek_v2 yarn": (transformers.DeepseekV2Config, LLAMA_CPP_YARN, dict(V2, q_lora_rank=24), "DEEPSEEK2"),
+    # The experts' stacks split and transposed as llama.cpp's converter writes dense experts, with biases.
+    "gpt_oss": (transformers.GptOssConfig, GPT_OSS_YARN, GPT_OSS, "GPT_OSS"),
+    "llama4_text": (transformers.Llama4TextConfig, LLAMA4_ROPE, LLAMA4, "LLAMA4"),
 }
-BUILDERS = {"deepseek_v3": deepseek}  # a correction bias as large as the scores' spread (from_config's is 0)
+BUILDERS = {"deepseek_v3": deepseek,  # a correction bias as large as the scores' spread (from_config's is 0)
+            "gpt_oss": lambda cls, rope, **sizes: gpt_oss(rope, **sizes)}  # sinks as large as the scores
 TRANSFORMERS_READS = {"qwen3", "qwen3_moe", "gemma3_text"}  # the others are not in its GGUF reader's tables
 
 
@@ -147,3 +166,115 @@ def test_deepseek_what_llama_cpp_does_not_follow_is_refused_by_name(tmp_path, mo
                            "--no-tokenizer"], capture_output=True, text=True)
     assert done.returncode != 0 and named in done.stderr, done.stderr
     assert not (tmp_path / "out.gguf").exists()
+
+
+# The transformers 5 tensors of a gpt-oss or Llama 4 GGUF, from gguf-py's values of its tensors and
+# the converter's split undone (gpt-oss's gate and up interleaved in the last dim, Llama 4's in
+# halves; each transposed back): an oracle written apart from the C++ tables.
+GGUF_STEMS = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
+              "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj", "post_attention_norm": "post_attention_layernorm",
+              "ffn_norm": "post_attention_layernorm", "ffn_gate": "feed_forward.gate_proj", "ffn_up": "feed_forward.up_proj",
+              "ffn_down": "feed_forward.down_proj", "ffn_gate_shexp": "feed_forward.shared_expert.gate_proj",
+              "ffn_up_shexp": "feed_forward.shared_expert.up_proj", "ffn_down_shexp": "feed_forward.shared_expert.down_proj"}
+
+
+def transformers_state(path, model_type):
+    values = {t.name: torch.from_numpy(np.array(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
+                                       .reshape([int(n) for n in reversed(t.shape)])) for t in gguf.GGUFReader(path).tensors}
+    mlp = "mlp" if model_type == "gpt_oss" else "feed_forward"
+    join = ((lambda g, u: torch.stack([g, u], dim=-1).flatten(-2)) if model_type == "gpt_oss"
+            else (lambda g, u: torch.cat([g, u], dim=-1)))
+    state = {"model.embed_tokens.weight": values.pop("token_embd.weight"), "model.norm.weight": values.pop("output_norm.weight"),
+             "lm_head.weight": values.pop("output.weight")}
+    for name, v in values.items():
+        _, layer, stem, suffix = name.split(".")
+        at, weight = f"model.layers.{layer}.", suffix == "weight"
+        mine = (lambda x: x.transpose(-1, -2)) if weight else (lambda x: x)  # noqa: E731
+        if stem == "ffn_gate_exps":
+            up = values[f"blk.{layer}.ffn_up_exps.{suffix}"]
+            state[f"{at}{mlp}.experts.gate_up_proj{'' if weight else '_bias'}"] = join(mine(v), mine(up))
+        elif stem == "ffn_down_exps":
+            state[f"{at}{mlp}.experts.down_proj{'' if weight else '_bias'}"] = mine(v)
+        elif stem == "attn_sinks":
+            state[f"{at}self_attn.sinks"] = v
+        elif stem == "ffn_gate_inp":
+            state[f"{at}{mlp}.router.{suffix}"] = v
+        elif stem != "ffn_up_exps":
+            state[f"{at}{GGUF_STEMS[stem]}.{suffix}"] = v
+    return state
+
+
+@pytest.mark.parametrize("model_type", ["gpt_oss", "llama4_text"])
+def test_quantised_gguf_runs_as_transformers_runs_the_values_it_holds(tmp_path, model_type):
+    """Q8_0: the split, transposed experts quantised in blocks along their rows as llama.cpp
+    quantises them (Llama 4's 16-unit down_proj rows fall back to F16). The engine on the file
+    computes transformers' logits on the weights gguf-py decodes from it (joined back by the
+    converter's rule; the original's differ by the rounding, and by more where it flips an expert's
+    choice); `inspect` names the family."""
+    cls, rope, sizes, _ = FAMILIES[model_type]
+    model = BUILDERS.get(model_type, build)(cls, rope, **sizes)
+    model.save_pretrained(tmp_path)
+    path = convert(tmp_path, tmp_path / "q8.gguf", "--gguf-type", "q8_0", "--no-tokenizer")
+    types = {t.name: t.tensor_type for t in gguf.GGUFReader(path).tensors}
+    assert types["blk.1.ffn_gate_exps.weight"] == gguf.GGMLQuantizationType.Q8_0, types
+    peer = copy.deepcopy(model)
+    peer.load_state_dict(transformers_state(path, model_type))
+    llm = wl.LLM(str(path))
+    for n in (1, 7, 13):
+        ids = sequence(n, seed=n)
+        assert error(engine_logits(llm, ids), reference(peer, ids)) < TOLERANCE
+    shown = subprocess.run([str(CLI), "inspect", str(path)], capture_output=True, text=True)
+    assert f"model: {model_type}: " in shown.stdout, shown.stdout
+
+
+def test_gpt_oss_mxfp4_experts_are_written_decoded(tmp_path):
+    """The released checkpoints' MXFP4 experts, decoded on load, written as F32 stacks (llama.cpp's
+    converter keeps them MXFP4): the engine on the GGUF computes transformers' logits of the weights
+    they decode to."""
+    cls, rope, sizes, _ = FAMILIES["gpt_oss"]
+    model = gpt_oss(rope, **sizes)
+    save_mxfp4(model, tmp_path / "hf")
+    path = convert(tmp_path / "hf", tmp_path / "model.gguf", "--gguf-type", "f32", "--no-tokenizer")  # apart from config.json
+    llm = wl.LLM(str(path))
+    for n in (1, 11):
+        ids = sequence(n, seed=n)
+        assert error(engine_logits(llm, ids), reference(model, ids)) < TOLERANCE
+
+
+def refused(tmp_path, model_type, named, **change):
+    """A model of the family's GGUF row with `change` cannot be written as GGUF, the message naming `named`."""
+    cls, rope, sizes, _ = FAMILIES[model_type]
+    rope = change.pop("rope", rope)
+    BUILDERS.get(model_type, build)(cls, rope, **{**sizes, **change}).save_pretrained(tmp_path)
+    done = subprocess.run([str(CLI), "convert", str(tmp_path), str(tmp_path / "out.gguf"), "--gguf-type", "f32",
+                           "--no-tokenizer"], capture_output=True, text=True)
+    assert done.returncode != 0 and named in done.stderr, done.stderr
+    assert not (tmp_path / "out.gguf").exists()
+
+
+@pytest.mark.parametrize("change, named", [
+    (dict(swiglu_limit=5.0), "clamped SwiGLU (limit 5, alpha 1.702)"),  # llama.cpp's limit is 7
+    (dict(swiglu_alpha=1.0), "clamped SwiGLU (limit 7, alpha 1)"),  # and its alpha 1.702
+    (dict(rope=UNROUNDED), "(not truncated)"),  # gpt-oss's own truncate false: llama.cpp rounds the band
+    (dict(rope={**GPT_OSS_YARN, "beta_fast": 16.0}), "beta_fast 32"),  # llama.cpp reads no bands for gpt-oss
+    (dict(attention_bias=False), "requires q/k/v/o biases"),
+])
+def test_gpt_oss_what_llama_cpp_hard_codes_is_refused_by_name(tmp_path, change, named):
+    refused(tmp_path, "gpt_oss", named, **change)
+
+
+@pytest.mark.parametrize("change, named", [
+    (dict(attention_chunk_size=16), "chunked attention 8192"),  # llama.cpp chunks by 8192
+    (dict(no_rope_layer_interval=2), "layers without rope"),  # llama.cpp's NoPE layer is every 4th
+    (dict(layer_types=["chunked_attention"] * 4), "chunked attention"),
+    (dict(floor_scale=4), "attention temperature tuning"),  # llama.cpp: floor_scale 8192, attn_scale 0.1
+    (dict(attn_temperature_tuning=False), "attention temperature tuning"),
+    (dict(use_qk_norm=False), "q/k L2 norm"),  # on, except in llama.cpp's 128-expert model
+    (dict(moe_layers=[1, 2]), "sparse layers layers [1,3] instead of layers [1,2]"),  # llama.cpp: every step-th
+    (dict(attention_bias=True), "loads no attention biases"),
+    (dict(hidden_act="gelu"), "hidden_act"),  # llama.cpp's llama4 runs SiLU
+    (dict(rope={"rope_type": "llama3", "rope_theta": 100.0, "factor": 8.0, "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0, "original_max_position_embeddings": 16}), "rope_scaling"),  # rope_freqs not written
+])
+def test_llama4_what_llama_cpp_hard_codes_is_refused_by_name(tmp_path, change, named):
+    refused(tmp_path, "llama4_text", named, **change)

@@ -133,13 +133,12 @@ def mxfp4(dense_shape, seed):
     return blocks, scales
 
 
-def test_gpt_oss_mxfp4_experts_give_transformers_logits_of_the_decoded_weights(tmp_path):
-    """The released checkpoints' form: every expert stack as MXFP4 _blocks and _scales
-    (quantization_config mxfp4), the rest as it is. Decoded on load (transformers'
-    convert_moe_packed_tensors is the reference), the logits are transformers' on those weights."""
+def save_mxfp4(model, tmp_path):
+    """`model` saved as the released checkpoints are: every expert stack as MXFP4 _blocks and
+    _scales (quantization_config mxfp4), the rest as it is; `model` then holds the weights they
+    decode to (transformers' convert_moe_packed_tensors)."""
     from safetensors.torch import save_file
     from transformers.integrations.mxfp4 import convert_moe_packed_tensors
-    model = gpt_oss()
     model.save_pretrained(tmp_path)
     stored, decoded = {}, {}
     for k, v in model.state_dict().items():
@@ -157,6 +156,13 @@ def test_gpt_oss_mxfp4_experts_give_transformers_logits_of_the_decoded_weights(t
                                                                                        "model.embed_tokens", "lm_head"]}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     model.load_state_dict(decoded)
+
+
+def test_gpt_oss_mxfp4_experts_give_transformers_logits_of_the_decoded_weights(tmp_path):
+    """The released checkpoints' MXFP4 experts, decoded on load: the logits are transformers' on
+    the weights they decode to."""
+    model = gpt_oss()
+    save_mxfp4(model, tmp_path)
     for tp in (1, 2):
         llm = wl.LLM(str(tmp_path), tensor_parallel_size=tp)
         for n in (1, 11):
@@ -164,7 +170,9 @@ def test_gpt_oss_mxfp4_experts_give_transformers_logits_of_the_decoded_weights(t
             assert error(engine_logits(llm, ids), reference(model, ids)) < TOLERANCE
 
 
-def test_inspect_describes_gpt_oss_and_gguf_and_llama2c_are_refused_by_name(tmp_path):
+def test_inspect_describes_gpt_oss_and_gguf_llama_cpp_runs_otherwise_and_llama2c_are_refused_by_name(tmp_path):
+    """These models' yarn band unrounded (truncate false) is not llama.cpp's, which rounds it
+    (test_families_gguf.py writes those it runs)."""
     model = gpt_oss()
     model.save_pretrained(tmp_path / "m")
     cli = os.environ.get("WL_CLI", "build/weightloader")
@@ -172,7 +180,7 @@ def test_inspect_describes_gpt_oss_and_gguf_and_llama2c_are_refused_by_name(tmp_
     assert done.returncode == 0, done.stderr
     assert "gpt_oss: " in done.stdout and "attention sinks" in done.stdout and "clamped SwiGLU" in done.stdout, done.stdout
     done = subprocess.run([cli, "convert", str(tmp_path / "m"), str(tmp_path / "m.gguf"), "-q"], capture_output=True, text=True)
-    assert done.returncode != 0 and "gpt_oss" in done.stderr and "GGUF" in done.stderr, done.stderr
+    assert done.returncode != 0 and "GGUF" in done.stderr and "(not truncated)" in done.stderr, done.stderr
     assert not (tmp_path / "m.gguf").exists()
     done = subprocess.run([cli, "convert", str(tmp_path / "m"), str(tmp_path / "m.bin"), "-q"], capture_output=True, text=True)
     assert done.returncode != 0 and "gpt_oss cannot be written as llama2.c" in done.stderr, done.stderr

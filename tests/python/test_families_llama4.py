@@ -189,11 +189,13 @@ def test_llama4_fields_in_another_family_are_refused(tmp_path):
         wl.LLM(str(tmp_path))
 
 
-def test_inspect_describes_llama4_and_gguf_is_refused_by_name(tmp_path):
+def test_inspect_describes_llama4_and_gguf_llama_cpp_runs_otherwise_is_refused_by_name(tmp_path):
+    """These models' NoPE layer every 3rd is not llama.cpp's every 4th (test_families_gguf.py writes
+    those it runs)."""
     llama4().save_pretrained(tmp_path / "m")
     done = cli("inspect", str(tmp_path / "m"))
     assert done.returncode == 0, done.stderr
     assert "llama4_text: " in done.stdout and "chunked attention" in done.stdout and "stacked experts" in done.stdout, done.stdout
     done = cli("convert", str(tmp_path / "m"), str(tmp_path / "m.gguf"), "-q")
-    assert done.returncode != 0 and "llama4_text" in done.stderr and "GGUF" in done.stderr, done.stderr
+    assert done.returncode != 0 and "layers without rope layers [3] instead of layers [2]" in done.stderr, done.stderr
     assert not (tmp_path / "m.gguf").exists()

@@ -56,22 +56,24 @@ struct WL_API MoeConfig {
   uint64_t groups = 1, topk_groups = 1;
   bool group_by_top_two = false;
   double routed_scaling_factor = 1;  // the chosen experts' weights are multiplied by it
-  // gpt-oss: the router has a bias, and the experts are stacked as transformers 5 holds them
-  // (gate_up_proj [experts, hidden, 2 x units], each unit's gate then up column; down_proj
-  // [experts, units, hidden]; both with biases) and run a clamped SwiGLU: gate = min(gate, limit),
-  // up = clamp(up, -limit, limit), hidden = (up + 1) * gate * sigmoid(alpha * gate). limit 0: the
-  // family's hidden_act gated MLP, one tensor per expert and projection.
+  // gpt-oss: the router has a bias, the experts' gate, up and down projections too, and they run a
+  // clamped SwiGLU: gate = min(gate, limit), up = clamp(up, -limit, limit), hidden = (up + 1) *
+  // gate * sigmoid(alpha * gate). limit 0: the family's hidden_act gated MLP.
   bool router_bias = false;
+  bool expert_bias = false;
   double swiglu_limit = 0, swiglu_alpha = 0;
-  bool stacked_swiglu() const { return swiglu_limit > 0; }
-  // Llama 4: the experts stacked likewise but without biases, each expert's gate units in the first
-  // half of gate_up's columns and its up units in the second, the hidden_act gated MLP; ...
-  bool stacked_halves = false;
-  // ... and each chosen expert's input, not its output, multiplied by its weight (the sigmoid of its
-  // router logit).
+  bool clamped_swiglu() const { return swiglu_limit > 0; }
+  // Llama 4: each chosen expert's input, not its output, multiplied by its weight (the sigmoid of
+  // its router logit).
   bool weight_input = false;
-  // Whether the experts are read from transformers 5's transposed stacks in place.
-  bool stacked() const { return stacked_swiglu() || stacked_halves; }
+  // How the checkpoint stores the experts: one tensor per expert and projection ([out, in], as
+  // their GGUF is read), or stacked as transformers 5 holds gpt-oss's and Llama 4's, read in place:
+  // gate_up_proj [experts, hidden, 2 x units] and down_proj [experts, units, hidden] (transposed
+  // against nn.Linear), each unit's gate and up in adjacent columns (gpt-oss, with biases) or every
+  // unit's gate, then every unit's up (Llama 4).
+  enum class Stacks { None, Interleaved, Halves };
+  Stacks stacks = Stacks::None;
+  bool stacked() const { return stacks != Stacks::None; }
   bool operator==(const MoeConfig&) const = default;
 };
 
