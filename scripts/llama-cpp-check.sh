@@ -23,11 +23,16 @@
 #   - tiny random OLMo 2, Granite, Granite-MoE, DeepSeek-V2 (with q_a/q_b, with q_proj alone at 27
 #     layers, and with yarn) and DeepSeek-V3 (one expert group) models the pinned transformers builds (as many kv heads as heads), as GGUF F32:
 #     llama.cpp's logits equal our engine's (which equals transformers' on them:
-#     tests/python/test_families_gguf.py).
+#     tests/python/test_families_gguf.py);
+#   - where the source knows them (a row marked skip otherwise): tiny gpt-oss, Llama 4 text and
+#     Granite-MoE-Shared, as the same tiny OLMo 2 and the others above.
+# Sources newer than c392e509 (flash_attn_type in llama.h) run with flash attention off: on the CPU it
+# rounds the queries to F16. ggml types the pinned gguf-py cannot dequantise (Q1_0) are compared with
+# ggml's own values alone.
 # Usage: scripts/llama-cpp-check.sh LLAMA_CPP_SOURCE [BUILD_DIR]   (BUILD_DIR default: /tmp/llama.cpp-build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,32p' "$0" >&2; exit 2; }
 src=$(realpath "$1")
 build=${2:-/tmp/llama.cpp-build}
 data=../shared/testdata/llama2c-stories260K
@@ -42,7 +47,8 @@ cmake --build "$build" -j"$(nproc)" --target llama-simple >/dev/null
 bin="$build/bin"
 g++ -std=c++17 -O1 scripts/ggml_quantize_blocks.cpp -I"$src/ggml/include" -L"$bin" -lggml-base -lggml -Wl,-rpath,"$bin" \
   -o "$build/wl_ggml_quantize_blocks"
-g++ -std=c++17 -O1 scripts/llama_cpp_logits.cpp -I"$src/include" -I"$src/ggml/include" -L"$bin" -lllama -lggml \
+fa_type=$(grep -q flash_attn_type "$src/include/llama.h" && echo -DWL_LLAMA_FLASH_ATTN_TYPE || true)
+g++ -std=c++17 -O1 $fa_type scripts/llama_cpp_logits.cpp -I"$src/include" -I"$src/ggml/include" -L"$bin" -lllama -lggml \
   -lggml-base -Wl,-rpath,"$bin" -o "$build/wl_llama_cpp_logits"
 
 work=$(mktemp -d)
@@ -53,7 +59,7 @@ done
 build/weightloader convert "$data/stories260K.bin" "$work/s-none.gguf" --gguf-type f32 --no-tokenizer -q >/dev/null
 
 failed=0
-report() { printf '| %-38s | %-4s | %s |\n' "$1" "$2" "$3"; [ "$2" = ok ] || failed=1; }
+report() { printf '| %-38s | %-4s | %s |\n' "$1" "$2" "$3"; [ "$2" = ok ] || [ "$2" = skip ] || failed=1; }
 echo "| our conversion | llama.cpp | what it did |"
 echo "| --- | --- | --- |"
 # llama-simple prints the prompt's BOS as "<s> " before the text run.c prints; 200 positions as run.c's -n 200.
@@ -137,7 +143,14 @@ PYTHONPATH=build/python inputs engine "$work/qwen2moe" "${ids[@]}" >"$work/qwen2
 logits_row "tiny Qwen2-MoE, F32, no tokenizer" "$work/qwen2moe.gguf" "$work/qwen2moe-ref.txt" \
   "architecture qwen2moe, ffn_*_exps stacks, shared expert and its gate; logits at position 15 = our engine's" "${ids[@]}"
 family_row gemma "tiny Gemma, F32, no tokenizer" "architecture gemma, norms stored as 1 + w, head tied, head_dim 6"
-family_row phi3 "tiny Phi-3, F32, no tokenizer" "architecture phi3, attn_qkv and ffn_up fused, rotary 6 of 8, window 4"
+# Later llama.cpp runs Phi-3 without its window ("Phi SWA is currently disabled"): there the first 4
+# ids, which a window of 4 does not mask, are compared.
+if grep -q "Phi SWA is currently disabled" "$src/src/llama-model.cpp"; then
+  family_row phi3 "tiny Phi-3, F32, no tokenizer" "architecture phi3, attn_qkv and ffn_up fused, rotary 6 of 8, window 4 (this llama.cpp ignores it)" \
+    "$arch/phi3" 4
+else
+  family_row phi3 "tiny Phi-3, F32, no tokenizer" "architecture phi3, attn_qkv and ffn_up fused, rotary 6 of 8, window 4"
+fi
 # Mistral's window (4, shorter than the 16 ids) is not something llama.cpp's llama can run: our
 # converter refuses it; without it, the first 4 ids (which a window of 4 does not mask) are compared.
 if refused mistral "sliding_window none instead of 4"; then
@@ -175,12 +188,32 @@ fi
 # Granite-MoE (its experts stacked) and DeepSeek-V2 (latent attention, shared experts, a dense first
 # layer; q_a/q_b, and q_proj alone at 27 layers as that llama.cpp requires). llama.cpp sizes OLMo 2's
 # k_norm [n_embd] (as many kv heads as heads, as in the models of its time).
-# DeepSeek-V3 (sigmoid scores, the choosing bias as exp_probs_b) in one expert group: that llama.cpp
-# predates grouped choice.
+# DeepSeek-V3 (sigmoid scores, the choosing bias as exp_probs_b) in one expert group where the
+# llama.cpp predates grouped choice (c392e509).
 for family in olmo2 granite granitemoe deepseek_v2 "deepseek_v2 lite" "deepseek_v2 yarn" deepseek_v3; do
   sizes=(num_key_value_heads=4)
   [[ $family == deepseek* ]] && sizes=()  # latent attention: every head reads the same latents
-  [[ $family == deepseek_v3 ]] && sizes=(n_group=1 topk_group=1)
+  # Grouped choice (2 of 4 groups) where the source reads expert_group_count, else one group.
+  [[ $family == deepseek_v3 ]] && ! grep -q expert_group_count "$src/src/llama-arch.cpp" && sizes=(n_group=1 topk_group=1)
+  inputs tiny "$family" "$work/$family-tiny" "${sizes[@]}" 2>/dev/null
+  build/weightloader convert "$work/$family-tiny" "$work/$family-tiny.gguf" --gguf-type f32 --no-tokenizer -q >/dev/null
+  PYTHONPATH=build/python inputs engine "$work/$family-tiny" 5 17 33 61 8 >"$work/$family-tiny-ref.txt"
+  logits_row "tiny ${family^} (transformers'), F32" "$work/$family-tiny.gguf" "$work/$family-tiny-ref.txt" \
+    "$family as GGUF; logits at position 4 = our engine's" 5 17 33 61 8
+done
+# Architectures newer than some llama.cpp sources (a row each where the source knows it): gpt-oss
+# (sinks, biased experts split from transformers 5's interleaved stacks, yarn scaling cos and sin),
+# Llama 4 (chunked and rope-less layers, the shared expert, the experts split from their stacks) and
+# Granite-MoE-Shared (its shared MLP as ffn_*_shexp).
+for family in gpt_oss llama4_text granitemoeshared; do
+  case $family in gpt_oss) arch=gpt-oss ;; llama4_text) arch=llama4 ;; *) arch=granitemoeshared ;; esac
+  # Granite-MoE-Shared is llama.cpp's granitemoe with ffn_*_shexp, in sources whose granitemoe reads them.
+  if [ "$family" = granitemoeshared ] && ! awk '/case LLM_ARCH_GRANITE_MOE:/ {on = 1} on && /shexp/ {found = 1} on && /break;/ {on = 0}
+      END {exit !found}' "$src/src/llama-model.cpp"; then arch=; fi
+  if [ -z "$arch" ] || ! grep -q "\"${arch%shared}\"" "$src/src/llama-arch.cpp"; then
+    report "tiny ${family^} (transformers'), F32" skip "this llama.cpp source has no ${arch:-granitemoe shared experts}"; continue
+  fi
+  sizes=(num_key_value_heads=4)
   inputs tiny "$family" "$work/$family-tiny" "${sizes[@]}" 2>/dev/null
   build/weightloader convert "$work/$family-tiny" "$work/$family-tiny.gguf" --gguf-type f32 --no-tokenizer -q >/dev/null
   PYTHONPATH=build/python inputs engine "$work/$family-tiny" 5 17 33 61 8 >"$work/$family-tiny-ref.txt"

@@ -23,6 +23,11 @@ int main(int argc, char** argv) {
   llama_context_params params = llama_context_default_params();
   params.n_ctx = params.n_batch = static_cast<uint32_t>(ids.size() + 8);
   params.type_k = params.type_v = GGML_TYPE_F32;  // llama.cpp's default F16 cache would round the keys and values
+#ifdef WL_LLAMA_FLASH_ATTN_TYPE
+  // Newer llama.cpp (flash_attn_type) turns flash attention on where it can; on the CPU it rounds
+  // the queries to F16.
+  params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+#endif
   llama_context* ctx = llama_init_from_model(model, params);
   if (!ctx || llama_decode(ctx, llama_batch_get_one(ids.data(), static_cast<int32_t>(ids.size()))) != 0) {
     std::fprintf(stderr, "%s: llama.cpp could not evaluate the ids\n", argv[1]);

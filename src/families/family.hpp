@@ -166,6 +166,16 @@ inline constexpr MlpNames kGraniteMoeMlp{.moe = "block_sparse_moe", .gate = "w1"
 // each replaced by the architecture's of the same suffix, then its others (src/families/gguf_keys.cpp).
 std::vector<GgufKey> gguf_keys(const GgufArchitecture& a);
 
+// Two families' key lists as one (an architecture's keys are one span): Granite-MoE's are Granite's
+// and its experts'.
+template <size_t A, size_t B>
+constexpr std::array<GgufKey, A + B> joined_keys(const GgufKey (&a)[A], const GgufKey (&b)[B]) {
+  std::array<GgufKey, A + B> out{};
+  for (size_t i = 0; i < A; ++i) out[i] = a[i];
+  for (size_t i = 0; i < B; ++i) out[A + i] = b[i];
+  return out;
+}
+
 struct Family {
   // Which layers attend within sliding_window (config.json's rule; layer_types must agree).
   enum class Window {

@@ -1,17 +1,6 @@
-#include "families/family.hpp"
+#include "families/granite_gguf.hpp"
 
 namespace wl {
-
-namespace {
-// convert_hf_to_gguf.py's GraniteModel: Llama's keys, each _multiplier as a _scale; llama-model.cpp
-// requires all four.
-constexpr GgufKey kGraniteGgufKeys[] = {
-    {.suffix = "rope.dimension_count", .quantity = GgufQuantity::RopeDimensionCount},
-    {.suffix = "embedding_scale", .quantity = GgufQuantity::EmbeddingScale, .required = true},
-    {.suffix = "attention.scale", .quantity = GgufQuantity::AttentionScale, .required = true},
-    {.suffix = "residual_scale", .quantity = GgufQuantity::ResidualScale, .required = true},
-    {.suffix = "logit_scale", .quantity = GgufQuantity::LogitScale, .required = true}};
-}  // namespace
 
 // IBM Granite 3: Llama with multipliers (embeddings, attention scores, each block's output) and
 // logits divided by logits_scaling. llama.cpp's granite is its llama (q/k rows interleaved) with

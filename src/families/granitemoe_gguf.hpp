@@ -3,7 +3,7 @@
 // has a shared MLP.
 #pragma once
 
-#include "families/family.hpp"
+#include "families/granite_gguf.hpp"
 
 namespace wl {
 
@@ -17,18 +17,14 @@ inline constexpr GgufArchitecture::Split kGraniteMoeGgufSplits[] = {
     {"shared_mlp.input_linear", {"shared_mlp.gate_proj", "shared_mlp.up_proj"}}};
 // Granite's keys, the experts', and the shared MLP's width (convert_hf_to_gguf.py writes
 // expert_shared_feed_forward_length when shared_intermediate_size is set).
-inline constexpr GgufKey kGraniteMoeGgufKeys[] = {
-    {.suffix = "rope.dimension_count", .quantity = GgufQuantity::RopeDimensionCount},
-    {.suffix = "embedding_scale", .quantity = GgufQuantity::EmbeddingScale, .required = true},
-    {.suffix = "attention.scale", .quantity = GgufQuantity::AttentionScale, .required = true},
-    {.suffix = "residual_scale", .quantity = GgufQuantity::ResidualScale, .required = true},
-    {.suffix = "logit_scale", .quantity = GgufQuantity::LogitScale, .required = true},
+inline constexpr GgufKey kGraniteMoeExpertKeys[] = {
     {.suffix = "expert_count", .quantity = GgufQuantity::ExpertCount, .required = true},
     {.suffix = "expert_used_count", .quantity = GgufQuantity::ExpertUsedCount, .required = true},
     {.suffix = "expert_feed_forward_length", .quantity = GgufQuantity::ExpertFeedForwardLength, .write = GgufKey::Write::Never,
      .absent_as = GgufQuantity::FeedForwardLength},
     {.suffix = "expert_shared_feed_forward_length", .quantity = GgufQuantity::ExpertSharedFeedForwardLength,
      .write = GgufKey::Write::WhenSet}};
+inline constexpr auto kGraniteMoeGgufKeys = joined_keys(kGraniteGgufKeys, kGraniteMoeExpertKeys);
 inline constexpr GgufArchitecture kGraniteMoeGguf{.name = "granitemoe", .layer_stems = kGraniteMoeGgufStems, .interleaved_rotary = true,
                                                   .stacks = kBlockSparseMoeGgufStacks, .splits = kGraniteMoeGgufSplits,
                                                   .keys = kGraniteMoeGgufKeys};

@@ -154,6 +154,21 @@ TEST(GgufQuantTypes, TQ2_0) {
   for (int e = 0; e < 256; ++e) EXPECT_EQ(got[e], -2.0f * static_cast<float>(t[e] - 1)) << e;
 }
 
+// Q1_0: f16 d, 16 bytes of signs (bit j % 8 of byte j / 8 for element j): d when set, -d when not.
+// ggml's own dequantisation of ggml_quantize_chunk's blocks is compared by scripts/llama-cpp-check.sh
+// (a llama.cpp that has the type); the pinned gguf-py has none.
+TEST(GgufQuantTypes, Q1_0) {
+  std::mt19937 rng(41);
+  const std::vector<int> t = random_ints(rng, 128, 0, 1);
+  uint8_t qs[16] = {};
+  for (int e = 0; e < 128; ++e) qs[e / 8] |= static_cast<uint8_t>(t[e] << (e % 8));
+  Bytes b;
+  put_f16(b, 0.75f);
+  b.insert(b.end(), qs, qs + 16);
+  const std::vector<float> got = decode(GgmlType::Q1_0, b);
+  for (int e = 0; e < 128; ++e) EXPECT_EQ(got[e], t[e] ? 0.75f : -0.75f) << e;
+}
+
 // IQ4_NL: f16 d, 16 bytes of codes (low nibble element j, high nibble j + 16): d * kvalues[code].
 TEST(GgufQuantTypes, IQ4_NL) {
   std::mt19937 rng(26);
@@ -380,13 +395,14 @@ TEST(GgufQuantTypes, IQ1_M) {
   }
 }
 
-// Every ggml type has a decoder now except Q8_1 (ggml has no dequantisation of it) and Q1_0 / Q2_0
-// (the pinned gguf-py does not dequantise them, so nothing here checks a decoder of them).
+// Every ggml type has a decoder now except Q8_1 (ggml has no dequantisation of it) and Q2_0 (neither
+// the pinned gguf-py nor the llama.cpp scripts/llama-cpp-check.sh has run dequantises it, so nothing
+// here could check a decoder of it).
 TEST(GgufQuantTypes, TheTypesLeftUndecoded) {
   for (uint32_t id = 0; id < 64; ++id) {
     const GgmlTypeTraits* t = ggml_type_traits(id);
     if (!t || ggml_raw_dtype(t->type)) continue;
-    const bool undecoded = t->type == GgmlType::Q8_1 || t->type == GgmlType::Q1_0 || t->type == GgmlType::Q2_0;
+    const bool undecoded = t->type == GgmlType::Q8_1 || t->type == GgmlType::Q2_0;
     EXPECT_EQ(ggml_decoder(t->type) == nullptr, undecoded) << t->name;
   }
 }
