@@ -35,7 +35,7 @@ G = gguf.GGMLQuantizationType
 # What weightloader decodes (its GgufUnsupportedTensorType message lists the same).
 WL_DECODES = {G.F32, G.F16, G.BF16, G.F64, G.I8, G.I16, G.I32, G.I64,
               G.Q4_0, G.Q4_1, G.Q5_0, G.Q5_1, G.Q8_0, G.Q2_K, G.Q3_K, G.Q4_K, G.Q5_K, G.Q6_K, G.Q8_K,
-              G.TQ1_0, G.TQ2_0, G.IQ4_NL, G.IQ4_XS, G.MXFP4, G.NVFP4,
+              G.TQ1_0, G.TQ2_0, G.IQ4_NL, G.IQ4_XS, G.MXFP4, G.NVFP4, G.Q1_0,
               G.IQ2_XXS, G.IQ2_XS, G.IQ2_S, G.IQ3_XXS, G.IQ3_S, G.IQ1_S, G.IQ1_M}
 
 # --gguf-type -> (the matrices' GGML type, general.file_type as llama.cpp's LlamaFileType numbers it)
@@ -296,14 +296,14 @@ def test_we_read_what_gguf_py_writes_bit_for_bit(tmp_path):
 
 
 # Refused (weightloader does not decode them): every other GGML type (in gguf 0.19.0: Q8_1, which ggml
-# has no dequantisation of, and Q1_0, which gguf-py does not dequantise either), written as raw
-# blocks of their size. The file is still listed, tensor and type; only reading the tensor fails.
+# has no dequantisation of; Q1_0, which gguf-py does not dequantise, is read as ggml reads it, checked
+# by scripts/llama-cpp-check.sh against a ggml that has it), written as raw blocks of their size. The file is still listed, tensor and type; only reading the tensor fails.
 # (tests/python/test_peer_gguf_types.py checks the types decoded since the first eight.)
 UNSUPPORTED = [q for q in G if q not in WL_DECODES]
 
 
 def test_the_types_left_undecoded():
-    assert set(UNSUPPORTED) == {G.Q8_1, G.Q1_0}, UNSUPPORTED
+    assert set(UNSUPPORTED) == {G.Q8_1}, UNSUPPORTED
 
 
 @pytest.mark.parametrize("qtype", UNSUPPORTED, ids=lambda q: q.name)

@@ -151,8 +151,9 @@ def test_the_iq_grid_header_is_what_the_script_makes_of_this_gguf_py():
 
 def test_inspect_lists_every_type_and_only_a_read_of_an_undecoded_one_is_refused(tmp_path):
     rng = np.random.default_rng(3)
-    undecoded = [G.Q8_1, G.Q1_0]  # gguf-py writes them; nobody here decodes them (nor does gguf-py)
-    tensors = [(f"peer.{q.name.lower()}", random_blocks(rng, q, (2, 1024)), q) for q in list(NEW_TYPES) + [G.Q8_K] + undecoded]
+    undecoded = [G.Q8_1]  # gguf-py writes it; nobody decodes it (ggml has no dequantisation of it)
+    tensors = [(f"peer.{q.name.lower()}", random_blocks(rng, q, (2, 1024)), q)
+               for q in list(NEW_TYPES) + [G.Q8_K, G.Q1_0] + undecoded]
     path = tmp_path / "all.gguf"
     write_peer_file(path, tensors)
     listed = json.loads(subprocess.run([str(CLI), "inspect", str(path), "--json"], capture_output=True, text=True, check=True).stdout)
@@ -161,6 +162,13 @@ def test_inspect_lists_every_type_and_only_a_read_of_an_undecoded_one_is_refused
     assert source.info("peer.q8_1")["stored_type"] == "Q8_1"
     with wl.safe_open(str(path), framework="np") as f:
         f.get_tensor("peer.q2_k")  # the decoded ones read
+        # Q1_0, which gguf-py 0.19.0 lists but does not dequantise: f16 d, then one sign bit per element
+        # (bit j % 8 of byte j / 8): d or -d, as ggml's dequantize_row_q1_0 (scripts/llama-cpp-check.sh
+        # compares ggml's own values).
+        blocks = dict((n, b) for n, b, _ in tensors)["peer.q1_0"].reshape(-1, 18)
+        d = blocks[:, :2].copy().view(np.float16).astype(np.float32)
+        signs = np.unpackbits(blocks[:, 2:], axis=1, bitorder="little").astype(np.float32) * 2 - 1
+        assert np.array_equal(f.get_tensor("peer.q1_0").reshape(-1, 128), d * signs, equal_nan=True)  # random d: some NaN
         for q in undecoded:
             name = f"peer.{q.name.lower()}"
             with pytest.raises(wl.Error) as refused:
