@@ -190,30 +190,26 @@ fi
 # k_norm [n_embd] (as many kv heads as heads, as in the models of its time).
 # DeepSeek-V3 (sigmoid scores, the choosing bias as exp_probs_b) in one expert group where the
 # llama.cpp predates grouped choice (c392e509).
-for family in olmo2 granite granitemoe deepseek_v2 "deepseek_v2 lite" "deepseek_v2 yarn" deepseek_v3; do
+# Then architectures newer than some sources (a row marked skip where the source lacks them): gpt-oss
+# (sinks, biased experts split from transformers 5's interleaved stacks, yarn scaling cos and sin),
+# Llama 4 (chunked and rope-less layers, the shared expert, the experts split from their stacks) and
+# Granite-MoE-Shared (granitemoe with ffn_*_shexp, in sources whose granitemoe reads them).
+lacks() {
+  case $1 in
+    gpt_oss) ! grep -q '"gpt-oss"' "$src/src/llama-arch.cpp" ;;
+    llama4_text) ! grep -q '"llama4"' "$src/src/llama-arch.cpp" ;;
+    granitemoeshared) ! awk '/case LLM_ARCH_GRANITE_MOE:/ {on = 1} on && /shexp/ {found = 1} on && /break;/ {on = 0}
+                             END {exit !found}' "$src/src/llama-model.cpp" ;;
+    *) false ;;
+  esac
+}
+for family in olmo2 granite granitemoe deepseek_v2 "deepseek_v2 lite" "deepseek_v2 yarn" deepseek_v3 gpt_oss llama4_text \
+              granitemoeshared; do
+  if lacks "$family"; then report "tiny ${family^} (transformers'), F32" skip "this llama.cpp source does not have it"; continue; fi
   sizes=(num_key_value_heads=4)
   [[ $family == deepseek* ]] && sizes=()  # latent attention: every head reads the same latents
   # Grouped choice (2 of 4 groups) where the source reads expert_group_count, else one group.
   [[ $family == deepseek_v3 ]] && ! grep -q expert_group_count "$src/src/llama-arch.cpp" && sizes=(n_group=1 topk_group=1)
-  inputs tiny "$family" "$work/$family-tiny" "${sizes[@]}" 2>/dev/null
-  build/weightloader convert "$work/$family-tiny" "$work/$family-tiny.gguf" --gguf-type f32 --no-tokenizer -q >/dev/null
-  PYTHONPATH=build/python inputs engine "$work/$family-tiny" 5 17 33 61 8 >"$work/$family-tiny-ref.txt"
-  logits_row "tiny ${family^} (transformers'), F32" "$work/$family-tiny.gguf" "$work/$family-tiny-ref.txt" \
-    "$family as GGUF; logits at position 4 = our engine's" 5 17 33 61 8
-done
-# Architectures newer than some llama.cpp sources (a row each where the source knows it): gpt-oss
-# (sinks, biased experts split from transformers 5's interleaved stacks, yarn scaling cos and sin),
-# Llama 4 (chunked and rope-less layers, the shared expert, the experts split from their stacks) and
-# Granite-MoE-Shared (its shared MLP as ffn_*_shexp).
-for family in gpt_oss llama4_text granitemoeshared; do
-  case $family in gpt_oss) arch=gpt-oss ;; llama4_text) arch=llama4 ;; *) arch=granitemoeshared ;; esac
-  # Granite-MoE-Shared is llama.cpp's granitemoe with ffn_*_shexp, in sources whose granitemoe reads them.
-  if [ "$family" = granitemoeshared ] && ! awk '/case LLM_ARCH_GRANITE_MOE:/ {on = 1} on && /shexp/ {found = 1} on && /break;/ {on = 0}
-      END {exit !found}' "$src/src/llama-model.cpp"; then arch=; fi
-  if [ -z "$arch" ] || ! grep -q "\"${arch%shared}\"" "$src/src/llama-arch.cpp"; then
-    report "tiny ${family^} (transformers'), F32" skip "this llama.cpp source has no ${arch:-granitemoe shared experts}"; continue
-  fi
-  sizes=(num_key_value_heads=4)
   inputs tiny "$family" "$work/$family-tiny" "${sizes[@]}" 2>/dev/null
   build/weightloader convert "$work/$family-tiny" "$work/$family-tiny.gguf" --gguf-type f32 --no-tokenizer -q >/dev/null
   PYTHONPATH=build/python inputs engine "$work/$family-tiny" 5 17 33 61 8 >"$work/$family-tiny-ref.txt"

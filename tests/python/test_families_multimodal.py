@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import weightloader as wl  # noqa: E402
-from test_transformers5_configs import TOLERANCE, engine_logits, error, sequence  # noqa: E402
+from test_transformers5_configs import TOLERANCE, engine_logits, error, scaled, sequence  # noqa: E402
 
 VOCAB = 97
 TEXT = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
@@ -46,15 +46,7 @@ def built(config):
     """The multimodal model of `config`, eager attention, weights large enough to move the logits."""
     for c in (config, config.text_config, config.vision_config):
         c._attn_implementation = "eager"
-    model = transformers.AutoModelForImageTextToText.from_config(config, dtype=torch.float32).eval()
-    g = torch.Generator().manual_seed(4321)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.copy_(0.75 + 0.5 * torch.rand(p.shape, generator=g))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) * (0.3 if p.dim() == 1 else p.shape[-1] ** -0.5))
-    return model
+    return scaled(transformers.AutoModelForImageTextToText.from_config(config, dtype=torch.float32).eval(), seed=4321)
 
 
 def text_logits(model, ids):

@@ -31,15 +31,20 @@ def build(cls, rope_parameters, **overrides):
     rotary angles move the logits (the default 0.02 initialisation barely lets them)."""
     config = cls(**{**SIZES, **overrides, "rope_parameters": copy.deepcopy(rope_parameters)})
     config._attn_implementation = "eager"
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
-    g = torch.Generator().manual_seed(1234)
+    model = scaled(transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval())
+    model.sizes = overrides
+    return model
+
+
+def scaled(model, seed=1234):
+    """`model` with random weights large enough to move the logits: norms near 1, matrices of unit gain."""
+    g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:
                 p.copy_(0.75 + 0.5 * torch.rand(p.shape, generator=g))
             else:
                 p.copy_(torch.randn(p.shape, generator=g) * (0.3 if p.dim() == 1 else p.shape[-1] ** -0.5))
-    model.sizes = overrides
     return model
 
 
