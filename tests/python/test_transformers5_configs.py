@@ -26,13 +26,13 @@ def sequence(n, seed=0):
     return torch.randint(3, SIZES["vocab_size"], (n,), generator=torch.Generator().manual_seed(seed)).tolist()
 
 
-def build(cls, rope_parameters, **overrides):
+def build(cls, rope_parameters, seed=1234, **overrides):
     """A model of transformers' class for `cls` (a config class) with weights large enough that the
-    rotary angles move the logits (the default 0.02 initialisation barely lets them)."""
+    rotary angles move the logits (the default 0.02 initialisation barely lets them), drawn from `seed`."""
     config = cls(**{**SIZES, **overrides, "rope_parameters": copy.deepcopy(rope_parameters)})
     config._attn_implementation = "eager"
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
-    g = torch.Generator().manual_seed(1234)
+    g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:
