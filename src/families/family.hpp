@@ -160,12 +160,13 @@ struct Family {
                 // chosen experts' inputs; an ungated shared expert of intermediate_size; dense layers of
                 // intermediate_size_mlp
   };
-  // Which projections have biases.
+  // Which projections have biases, as the family's transformers code reads it (a field it ignores is ignored).
   enum class Biases {
-    Attention,  // attention_bias: q/k/v/o together (Llama, Mistral, Gemma, Phi-3, Qwen3)
+    Attention,  // attention_bias: q/k/v/o together (Llama, Gemma, Qwen3)
     QkvOnly,    // q/k/v always, never o (Qwen2)
     DeciLm,     // attention_bias or bias; qkv_bias overriding it for q/k/v (as vLLM reads DeciLM)
-    QkvDefault, // attention_bias for q/k/v, never o (GLM-4, whose attention_bias_default is true)
+    QkvDefault, // q/k/v unless qkv_bias_key is false, never o (GLM-4's attention_bias, Qwen2-MoE's qkv_bias)
+    None,       // none (Mistral, Mixtral, Phi-3)
   };
 
   std::string_view model_type;    // config.json's model_type
@@ -173,7 +174,8 @@ struct Family {
   Window window = Window::None;
   Experts experts = Experts::None;
   Biases biases = Biases::Attention;
-  bool mlp_bias = false;            // mlp_bias may be set (Llama, DeciLM)
+  std::string_view qkv_bias_key = "attention_bias";  // Biases::QkvDefault's field
+  bool mlp_bias = false;            // mlp_bias is read (Llama, DeciLM, DeepSeek-V2's dense and shared MLPs); elsewhere ignored
   bool follows_layer_types = false; // its transformers code attends as layer_types says
   bool gemma_norms = false;         // hidden_activation, (1+w) RMSNorm, embeddings x sqrt(hidden), tied head
   bool gemma2 = false;              // soft-caps, query_pre_attn_scalar, four norms per block (Gemma 2 and 3)

@@ -7,8 +7,9 @@ namespace {
 constexpr GgufKey kMistralGgufKeys[] = {{.suffix = "rope.dimension_count", .quantity = GgufQuantity::RopeDimensionCount}};
 }  // namespace
 
-// Mistral: Llama's tensors, a sliding window over every layer when set.
+// Mistral: Llama's tensors without biases (attention_bias ignored, as transformers does), a sliding
+// window over every layer when set.
 extern const Family kMistral{.model_type = "mistral", .architecture = "MistralForCausalLM", .window = Family::Window::All,
-                           .gguf = {.name = "llama", .interleaved_rotary = true, .keys = kMistralGgufKeys}};
+                           .biases = Family::Biases::None, .gguf = {.name = "llama", .interleaved_rotary = true, .keys = kMistralGgufKeys}};
 
 }  // namespace wl

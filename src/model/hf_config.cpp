@@ -500,17 +500,21 @@ std::vector<int32_t> token_ids(const JsonFields& f, const char* key) {
   return out;
 }
 
-// attention_bias gives q/k/v/o biases (Qwen2: q/k/v always; GLM-4: q/k/v unless it is false); DeciLM
-// as vLLM reads it: `bias` too, and qkv_bias overriding it for q/k/v.
+// attention_bias gives q/k/v/o biases (Qwen2: q/k/v always; GLM-4 and Qwen2-MoE: q/k/v unless their
+// field is false; Mistral, Mixtral, Phi-3: none, whatever it says); DeciLM as vLLM reads it: `bias`
+// too, and qkv_bias overriding it for q/k/v. mlp_bias where the family reads it.
 void read_biases(const JsonFields& f, const Family& family, LlamaConfig& c) {
-  const bool deci = family.biases == Family::Biases::DeciLm;
-  const bool attention_bias = f.boolean("attention_bias", family.attention_bias_default) || (deci && f.boolean("bias", false));
-  const bool qkv_only = family.biases == Family::Biases::QkvOnly;
-  c.qkv_bias = deci ? f.boolean("qkv_bias", attention_bias) : attention_bias || qkv_only;
-  c.o_bias = attention_bias && !qkv_only && family.biases != Family::Biases::QkvDefault;
-  c.mlp_bias = f.boolean("mlp_bias", false);
-  if (c.mlp_bias && !family.mlp_bias)
-    throw config_invalid(f.file(), "mlp_bias", fmt::format("{} models have no MLP biases", family.model_type));
+  switch (family.biases) {
+    case Family::Biases::None: break;
+    case Family::Biases::QkvOnly: c.qkv_bias = true; break;
+    case Family::Biases::QkvDefault: c.qkv_bias = f.boolean(std::string(family.qkv_bias_key).c_str(), true); break;
+    case Family::Biases::Attention: c.qkv_bias = c.o_bias = f.boolean("attention_bias", family.attention_bias_default); break;
+    case Family::Biases::DeciLm:
+      c.o_bias = f.boolean("attention_bias", false) || f.boolean("bias", false);
+      c.qkv_bias = f.boolean("qkv_bias", c.o_bias);
+      break;
+  }
+  c.mlp_bias = family.mlp_bias && f.boolean("mlp_bias", false);
 }
 
 // Granite's multipliers; another family's are refused (it would run without them).

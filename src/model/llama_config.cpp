@@ -459,7 +459,7 @@ std::string LlamaConfig::to_hf_config_json() const {
       {"tie_word_embeddings", tie_word_embeddings},
   };
   if (family->biases == Family::Biases::Attention) j["attention_bias"] = qkv_bias && o_bias;
-  if (family->biases == Family::Biases::QkvDefault) j["attention_bias"] = qkv_bias;
+  if (family->biases == Family::Biases::QkvDefault) j[std::string(family->qkv_bias_key)] = qkv_bias;
   if (family->mlp_bias && !family->decilm) j["mlp_bias"] = mlp_bias;
   if (family->decilm) {
     j["attention_bias"] = o_bias, j["qkv_bias"] = qkv_bias, j["mlp_bias"] = mlp_bias;
