@@ -196,7 +196,10 @@ struct Family {
   bool glm_norms = false;           // four norms per block under GLM-4's names: post_self_attn_layernorm on the
                                     // attention's output, post_attention_layernorm before the MLP, post_mlp_layernorm after
   bool rope_adjacent_pairs = false; // the rotary dimensions turn in adjacent pairs (2j, 2j + 1), not halves (GLM-4)
-  double partial_rotary_factor = 1; // partial_rotary_factor's default (GLM-4: 0.5)
+  // partial_rotary_factor is read (Phi-3, GLM-4; DeciLM as vLLM reads it), with this default (GLM-4: 0.5);
+  // elsewhere transformers turns whole heads.
+  bool partial_rotary = false;
+  double partial_rotary_factor = 1;
   bool shared_mlp = false;          // shared_intermediate_size: an ungated MLP beside the experts (Granite-MoE-Shared)
   bool stacked_experts = false;     // transformers reads its experts stacked only (Granite-MoE's input_linear /
                                     // output_linear): written one tensor per expert, they would not load

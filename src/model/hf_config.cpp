@@ -167,15 +167,27 @@ struct Ropes {
   std::optional<Rope> full, sliding;
 };
 
+// Transformers turns part of each head only in the families whose code reads partial_rotary_factor
+// (Family::partial_rotary); the others turn whole heads, ignoring the factor with the default rope and
+// failing with a scaled one (its frequencies then do not fit the head): refused.
+void turn_whole_heads(const JsonFields& top, const Family& family, Rope& r, const std::string& field) {
+  if (family.partial_rotary || r.partial == 1) return;
+  if (!r.scaling.type.empty())
+    throw config_invalid(top.file(), field,
+                         fmt::format("{} with {} rope: {} models turn whole heads (transformers fails on it)", r.partial, r.scaling.type, family.model_type));
+  r.partial = 1;
+}
+
 // One rope_parameters object (the flat one, or one layer type's). What transformers 4 reads elsewhere
-// (the top-level rope_theta, partial_rotary_factor and pretrained context, rope_scaling) fills what it
-// leaves out, and must agree with what it gives: each version would read only its own.
+// (the top-level rope_theta and pretrained context, rope_scaling) fills what it leaves out, and must
+// agree with what it gives: each version would read only its own. A top-level partial_rotary_factor
+// is only its default (transformers 5 itself writes GLM-4's beside the one it reads).
 double default_rope_theta(const Family& family) { return family.rope_theta_default ? family.rope_theta_default : 10000.0; }
 
 Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field, const Family& family) {
   Rope r;
   r.scaling = read_scaling(top, object, field, true);
-  for (const char* key : {"rope_theta", "partial_rotary_factor", kOriginalContext})
+  for (const char* key : {"rope_theta", kOriginalContext})
     if (top.has(key) && object.contains(key) && !object[key].is_null() && object[key] != top.at(key))
       throw config_invalid(top.file(), fmt::format("{}.{}", field, key),
                            fmt::format("{} disagrees with the top-level {} {}", object[key].dump(), key, top.at(key).dump()));
@@ -186,6 +198,7 @@ Rope read_rope_parameters(const JsonFields& top, const json& object, const std::
   if (!(r.theta > 0) || !std::isfinite(r.theta)) throw config_invalid(top.file(), field + ".rope_theta", "must be a positive number");
   r.partial = partial_rotary_factor(f, field + ".partial_rotary_factor",
                                     partial_rotary_factor(top, "partial_rotary_factor", family.partial_rotary_factor));
+  turn_whole_heads(top, family, r, field + ".partial_rotary_factor");
   return r;
 }
 
@@ -198,6 +211,7 @@ Ropes read_ropes(const JsonFields& top, const Family& family) {
     r.theta = top.number("rope_theta", default_rope_theta(family));
     r.partial = partial_rotary_factor(top, "partial_rotary_factor", family.partial_rotary_factor);
     if (top.has("rope_scaling")) r.scaling = read_scaling(top, top.at("rope_scaling"), "rope_scaling", false);
+    turn_whole_heads(top, family, r, "partial_rotary_factor");
     return {r, r};
   }
   const json& p = top.at("rope_parameters");

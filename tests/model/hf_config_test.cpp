@@ -250,8 +250,8 @@ TEST(HfConfig, RopeParametersTheEngineCannotFollowAreRefusedByName) {
       // Gemma 2's sliding layers need their type's settings; the engine turns the same dimensions on every layer.
       {gemma2(R"("rope_parameters": {"full_attention": {"rope_theta": 1.0}})"), "'rope_parameters.sliding_attention'"},
       {gemma2(R"("rope_parameters": {"sliding_attention": {"rope_theta": 1.0}})"), "'rope_parameters.full_attention'"},
-      {gemma2(R"("rope_parameters": {"full_attention": {"partial_rotary_factor": 0.5}, "sliding_attention": {}})"),
-       "'rope_parameters.sliding_attention.partial_rotary_factor'"},
+      {fmt::format(R"({{"model_type": "phi3", {}, "sliding_window": 8, "rope_parameters": {{"full_attention": {{"partial_rotary_factor": 0.5}},
+           "sliding_attention": {{}}}}}})", kSizes), "'rope_parameters.sliding_attention.partial_rotary_factor'"},
   };
   for (const auto& [json, field] : cases) {
     const std::string msg = refusal(json);
@@ -267,8 +267,6 @@ TEST(HfConfig, LegacyFieldsThatDisagreeWithRopeParametersAreRefused) {
       {llama(R"("rope_scaling": {"type": "linear", "factor": 2.0}, "rope_parameters": {"rope_type": "linear", "factor": 4.0})"),
        "'rope_scaling'"},
       {llama(R"("rope_scaling": {"type": "linear", "factor": 2.0}, "rope_parameters": {"rope_theta": 10000.0})"), "'rope_scaling'"},
-      {llama(R"("partial_rotary_factor": 0.5, "rope_parameters": {"partial_rotary_factor": 0.75})"),
-       "'rope_parameters.partial_rotary_factor'"},
       {llama(R"("original_max_position_embeddings": 4096, "max_position_embeddings": 131072, "rope_parameters": {"rope_type": "longrope",
           "short_factor": [1, 1, 1, 1], "long_factor": [2, 2, 2, 2], "original_max_position_embeddings": 8192})"),
        "'rope_parameters.original_max_position_embeddings'"},
@@ -285,6 +283,22 @@ TEST(HfConfig, LegacyFieldsThatDisagreeWithRopeParametersAreRefused) {
       "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "linear", "factor": 2.0})"));
   EXPECT_DOUBLE_EQ(both.rope_theta, 1000000.0);
   EXPECT_EQ(both.rope_scaling.type, "linear");
+}
+
+// partial_rotary_factor as transformers 5 reads it: rope_parameters' over the top-level one (GLM-4's
+// config class writes its default there beside the one given), an odd part rounded up to pairs;
+// families that turn whole heads ignore it with the default rope, and refuse it with a scaled one.
+TEST(HfConfig, PartialRotaryAsTransformers5ReadsIt) {
+  const LlamaConfig glm = read(fmt::format(R"({{"model_type": "glm4", {}, "partial_rotary_factor": 0.5,
+      "rope_parameters": {{"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}}}})", kSizes));
+  EXPECT_EQ(glm.rotary_dims(), 2u);
+  const LlamaConfig odd = read(fmt::format(R"({{"model_type": "phi3", {}, "head_dim": 12, "partial_rotary_factor": 0.75}})", kSizes));
+  EXPECT_EQ(odd.rotary_dims(), 9u);
+  EXPECT_EQ(odd.rotary_pairs(), 5u);
+  const LlamaConfig whole = read(llama(R"("rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})"));
+  EXPECT_EQ(whole.rotary_dims(), whole.head_dim);
+  EXPECT_NE(refusal(llama(R"("partial_rotary_factor": 0.5, "rope_scaling": {"type": "linear", "factor": 2.0})")).find("'partial_rotary_factor'"),
+            std::string::npos);
 }
 
 // num_hidden_layers is untrusted until validated: reading uniform widths allocates nothing per layer

@@ -159,6 +159,7 @@ def shapes(family):
 OWN = [
     case("llama", "attention_bias", attention_bias=True),
     case("llama", "mlp_bias", mlp_bias=True, tp=2),
+    case("llama", "partial_rotary_factor ignored", rope={**PLAIN, "partial_rotary_factor": 0.5}),  # transformers turns whole heads
     case("llama", "yarn tp2", rope={**PLAIN, "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}, tp=2),
     case("mistral", "sliding_window 8", sliding_window=8),
     case("mistral", "biases ignored", attention_bias=True, mlp_bias=True),  # transformers' Mistral has none
@@ -192,6 +193,7 @@ OWN = [
                "sliding_attention": {"rope_type": "yarn", "factor": 2.0, "rope_theta": 500.0, "original_max_position_embeddings": 32}}),
     case("gemma3_text", "attention_bias tp2", attention_bias=True, tp=2),
     case("phi3", "partial_rotary_factor 0.5", rope={**PLAIN, "partial_rotary_factor": 0.5}),
+    case("phi3", "partial_rotary_factor 0.75 of 12", rope={**PLAIN, "partial_rotary_factor": 0.75}, hidden_size=48),  # 9: 5 pairs
     case("phi3", "partial longrope", rope={**PLAIN, "rope_type": "longrope", "partial_rotary_factor": 0.5,
                                            "short_factor": [1.0, 2.0], "long_factor": [3.0, 9.0]},
          original_max_position_embeddings=16, tp=2),
@@ -249,6 +251,9 @@ OWN = [
     case("granitemoe", "attention_bias", attention_bias=True),
     case("granitemoeshared", "no shared MLP", shared_intermediate_size=0),
     case("granitemoeshared", "top-1 tp2", num_experts_per_tok=1, tp=2),
+    case("glm4", "partial_rotary_factor 0.25", rope={**GLM_ROPE, "partial_rotary_factor": 0.25}),
+    case("glm4", "whole head turning", rope={**GLM_ROPE, "partial_rotary_factor": 1.0}),
+    case("glm4", "5 of 16 turning", rope={**GLM_ROPE, "partial_rotary_factor": 0.3125}, tp=2),
     case("glm4", "no attention_bias", attention_bias=False),
     case("glm4", "rms_norm_eps 0.1", rms_norm_eps=0.1),
     case("llama4_text", "every layer sparse", interleave_moe_layer_step=1),
@@ -348,3 +353,24 @@ def test_logits_match_transformers(tmp_path, family, rope, sizes, tp, t4, seed):
         ids = tokens(n, model.config.vocab_size, seed + n)
         worst = max(worst, error(engine_logits(llm, ids), reference(model, ids)))
     assert worst < TOLERANCE, (worst, llm.config["features"])
+
+
+# What transformers 5 runs otherwise than the engine could, or cannot run itself: refused by name.
+REFUSED = [
+    # transformers' Llama turns whole heads; its scaled frequencies then do not fit the head
+    ("llama", {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}, {}, r"'rope_parameters.partial_rotary_factor'.*turn whole heads"),
+    # yarn's ramp over an odd rotary count (GLM-4's 5 of 10) has a value fewer than its frequencies
+    ("glm4", {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32, "partial_rotary_factor": 0.5}, dict(head_dim=10),
+     r"'partial_rotary_factor'.*yarn needs an even count"),
+]
+
+
+@pytest.mark.parametrize("family, rope, sizes, match", REFUSED, ids=[f"{r[0]}-{r[3].split(chr(39))[1]}" for r in REFUSED])
+def test_what_the_engine_cannot_follow_is_refused_by_name(tmp_path, family, rope, sizes, match):
+    make(family, {**PLAIN, **FAMILIES[family][1]}, sizes, 7).save_pretrained(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["rope_parameters"] = {**cfg["rope_parameters"], **rope}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(wl.Error, match=match) as e:
+        wl.LLM(str(tmp_path))
+    assert e.value.code == "ConfigInvalid"
