@@ -177,8 +177,14 @@ struct Family {
   std::string_view qkv_bias_key = "attention_bias";  // Biases::QkvDefault's field
   bool mlp_bias = false;            // mlp_bias is read (Llama, DeciLM, DeepSeek-V2's dense and shared MLPs); elsewhere ignored
   bool follows_layer_types = false; // its transformers code attends as layer_types says
-  bool gemma_norms = false;         // hidden_activation, (1+w) RMSNorm, embeddings x sqrt(hidden), tied head
+  bool gemma_norms = false;         // (1+w) RMSNorm, embeddings x sqrt(hidden), tied head, the tanh GELU by default
+  std::string_view activation_key = "hidden_act";  // the MLP's activation (Gemma 2 and 3: hidden_activation)
+  bool gelu_is_tanh = false;        // "gelu" is its legacy name of the tanh approximation (Gemma: transformers converts it)
   bool gemma2 = false;              // soft-caps, query_pre_attn_scalar, four norms per block (Gemma 2 and 3)
+  bool attn_softcap = false;        // attn_logit_softcapping applied (Gemma 2; Gemma 3's transformers code never applies it)
+  // Flags its transformers code reads whose true the engine cannot follow: refused by name (Gemma 3's
+  // use_bidirectional_attention).
+  std::span<const std::string_view> unsupported_flags{};
   bool qk_norm = false;             // RMSNorm over each head's q and k before rope (q_norm, k_norm)
   bool tied_by_default = false;     // tie_word_embeddings' default
   bool multipliers = false;         // Granite's embedding/attention/residual multipliers and logits_scaling

@@ -46,12 +46,10 @@ const Family& family_of(const JsonFields& f) {
 }
 
 std::string activation(const JsonFields& f, const Family& family) {
-  // Gemma's MLP reads hidden_activation and, without it, runs the tanh approximation whatever
-  // hidden_act says (how the models were trained; transformers and vLLM both do so).
-  const bool gemma = family.gemma_norms;
-  const char* key = gemma ? "hidden_activation" : "hidden_act";
-  std::string act = f.string(key, gemma ? "gelu_pytorch_tanh" : "silu");
-  if (act == "gelu_new") act = "gelu_pytorch_tanh";  // the same tanh approximation
+  // The field the family's MLP reads (Gemmas: the tanh approximation unless set).
+  const std::string key(family.activation_key);
+  std::string act = f.string(key.c_str(), family.gemma_norms ? "gelu_pytorch_tanh" : "silu");
+  if (act == "gelu_new" || (act == "gelu" && family.gelu_is_tanh)) act = "gelu_pytorch_tanh";  // the same tanh approximation
   if (act != "silu" && act != "gelu" && act != "gelu_pytorch_tanh")
     throw config_invalid(f.file(), key, fmt::format("'{}' is not supported (silu, gelu, gelu_pytorch_tanh, gelu_new)", act));
   return act;
@@ -352,7 +350,7 @@ void read_gemma(const JsonFields& f, const Family& family, LlamaConfig& c) {
       throw config_invalid(f.file(), key, fmt::format("is a Gemma 2 field; {} models do not apply it", family.model_type));
   if (!family.gemma2) return;
   c.sandwich_norms = true;
-  c.attn_logit_softcapping = f.number("attn_logit_softcapping", 0);
+  c.attn_logit_softcapping = family.attn_softcap ? f.number("attn_logit_softcapping", 0) : 0;
   c.final_logit_softcapping = f.number("final_logit_softcapping", 0);
   c.query_pre_attn_scalar = f.number("query_pre_attn_scalar", 256);
   for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"}) {
@@ -650,6 +648,13 @@ void read_latent_attention(const JsonFields& f, const Family& family, LlamaConfi
   c.prediction_layers = f.uint("num_nextn_predict_layers", 0);
 }
 
+// Flags the family's transformers code reads that the engine runs only false (Family::unsupported_flags).
+void refuse_unsupported_flags(const JsonFields& f, const Family& family) {
+  for (const std::string_view flag : family.unsupported_flags)
+    if (f.boolean(std::string(flag).c_str(), false))
+      throw config_invalid(f.file(), std::string(flag), fmt::format("true is not supported (the engine runs {} models without it)", family.model_type));
+}
+
 // DeciLM's rotary layouts other than rotate-half (vLLM turns these two with Meta's interleaved pairs).
 void refuse_interleaved_rotary(const JsonFields& f, const Family& family) {
   const std::string position = family.decilm ? f.string("position_embedding_type") : "";
@@ -674,6 +679,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   read_windows(f, family, c);
   read_gemma(f, family, c);
   refuse_interleaved_rotary(f, family);
+  refuse_unsupported_flags(f, family);
   c.moe = read_moe(f, family);
   c.eos_token_ids = token_ids(f, "eos_token_id");
   c.hidden_size = f.uint("hidden_size");

@@ -449,7 +449,7 @@ std::string LlamaConfig::to_hf_config_json() const {
   json j = {
       {"architectures", {family->architecture}},
       {"model_type", type},
-      {family->gemma_norms ? "hidden_activation" : "hidden_act", hidden_act},
+      {std::string(family->activation_key), hidden_act},
       {"hidden_size", hidden_size},
       {"intermediate_size", intermediate_size},
       {"num_hidden_layers", num_layers},

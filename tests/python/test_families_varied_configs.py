@@ -178,7 +178,9 @@ OWN = [
     case("qwen2_moe", "qkv_bias false", qkv_bias=False),
     case("qwen2_moe", "mlp_only_layers", mlp_only_layers=[0]),
     case("qwen2_moe", "wider shared expert", shared_expert_intermediate_size=40),
-    case("gemma", "hidden_act gelu", hidden_act="gelu"),
+    case("gemma", "hidden_act gelu", hidden_act="gelu"),  # the legacy name of the tanh approximation
+    case("gemma", "hidden_act silu", hidden_act="silu"),
+    case("gemma", "hidden_activation ignored", hidden_act="silu", hidden_activation="gelu"),  # transformers 5 reads hidden_act
     case("gemma", "attention_bias", attention_bias=True),
     case("gemma2", "soft-caps small", attn_logit_softcapping=2.0, final_logit_softcapping=3.0),
     case("gemma2", "no soft-caps", attn_logit_softcapping=None, final_logit_softcapping=None),
@@ -188,6 +190,7 @@ OWN = [
     case("gemma2", "hidden_activation gelu", hidden_activation="gelu"),
     case("gemma3_text", "sliding_window_pattern 2", layer_types=None, sliding_window_pattern=2, num_hidden_layers=4),
     case("gemma3_text", "query_pre_attn_scalar 5", query_pre_attn_scalar=5),
+    case("gemma3_text", "soft-caps", attn_logit_softcapping=2.0, final_logit_softcapping=3.0),  # transformers applies the final one only
     case("gemma3_text", "both layer types scaled",
          rope={"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1e6},
                "sliding_attention": {"rope_type": "yarn", "factor": 2.0, "rope_theta": 500.0, "original_max_position_embeddings": 32}}),
@@ -356,21 +359,25 @@ def test_logits_match_transformers(tmp_path, family, rope, sizes, tp, t4, seed):
 
 
 # What transformers 5 runs otherwise than the engine could, or cannot run itself: refused by name.
+# Each: the family, its sizes, what config.json says besides (rope_parameters merged into its own).
 REFUSED = [
     # transformers' Llama turns whole heads; its scaled frequencies then do not fit the head
-    ("llama", {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}, {}, r"'rope_parameters.partial_rotary_factor'.*turn whole heads"),
+    ("llama", {}, {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}},
+     r"'rope_parameters.partial_rotary_factor'.*turn whole heads"),
     # yarn's ramp over an odd rotary count (GLM-4's 5 of 10) has a value fewer than its frequencies
-    ("glm4", {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32, "partial_rotary_factor": 0.5}, dict(head_dim=10),
+    ("glm4", dict(head_dim=10), {"rope_parameters": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32}},
      r"'partial_rotary_factor'.*yarn needs an even count"),
+    # EmbeddingGemma's bidirectional attention
+    ("gemma3_text", {}, {"use_bidirectional_attention": True}, r"'use_bidirectional_attention'.*not supported"),
 ]
 
 
-@pytest.mark.parametrize("family, rope, sizes, match", REFUSED, ids=[f"{r[0]}-{r[3].split(chr(39))[1]}" for r in REFUSED])
-def test_what_the_engine_cannot_follow_is_refused_by_name(tmp_path, family, rope, sizes, match):
-    make(family, {**PLAIN, **FAMILIES[family][1]}, sizes, 7).save_pretrained(tmp_path)
+@pytest.mark.parametrize("family, sizes, config, match", REFUSED, ids=[f"{r[0]}-{r[3].split(chr(39))[1]}" for r in REFUSED])
+def test_what_the_engine_cannot_follow_is_refused_by_name(tmp_path, family, sizes, config, match):
+    make(family, None, sizes, 7).save_pretrained(tmp_path)
     cfg = json.loads((tmp_path / "config.json").read_text())
-    cfg["rope_parameters"] = {**cfg["rope_parameters"], **rope}
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    rope = {**cfg["rope_parameters"], **config.get("rope_parameters", {})}
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, **config, "rope_parameters": rope}))
     with pytest.raises(wl.Error, match=match) as e:
         wl.LLM(str(tmp_path))
     assert e.value.code == "ConfigInvalid"
