@@ -137,6 +137,7 @@ struct Family {
     None,         // no sliding window: the field is refused
     All,          // every layer, when sliding_window is set (Mistral, Phi-3)
     FromLayer,    // when use_sliding_window: the layers from max_window_layers (Qwen2, Qwen3)
+    AllWhenUsed,  // when use_sliding_window: every layer (Qwen3-MoE, whose transformers 5 code has no max_window_layers)
     EveryOther,   // layers 0, 2, 4, ... (Gemma 2; sliding_window defaults to 4096)
     Listed,       // as layer_types lists; without it Gemma 3's rule (every layer but each
                   // sliding_window_pattern-th; 4096), and no window for the others (SmolLM3)

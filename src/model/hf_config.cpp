@@ -283,6 +283,9 @@ void read_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
       if (!f.boolean("use_sliding_window", false)) return;
       c.sliding_window_from = f.uint("max_window_layers", 28);
       break;
+    case Family::Window::AllWhenUsed:
+      if (!f.boolean("use_sliding_window", false)) return;
+      break;
     case Family::Window::EveryOther: c.sliding_window_every = 2; break;  // layers 0, 2, 4, ...
     case Family::Window::All:
     case Family::Window::Listed: break;  // which ones: read_listed_windows, once the layers are counted

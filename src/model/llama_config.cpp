@@ -505,8 +505,9 @@ std::string LlamaConfig::to_hf_config_json() const {
     for (const bool sliding : sliding_layers) types.push_back(sliding ? "sliding_attention" : "full_attention");
     j["layer_types"] = types;
   }
-  if (sliding_window && family->window == Family::Window::FromLayer)
-    j["use_sliding_window"] = true, j["max_window_layers"] = sliding_window_from;
+  if (sliding_window && (family->window == Family::Window::FromLayer || family->window == Family::Window::AllWhenUsed))
+    j["use_sliding_window"] = true;
+  if (sliding_window && family->window == Family::Window::FromLayer) j["max_window_layers"] = sliding_window_from;
   if (family->gemma2) {
     j["attn_logit_softcapping"] = attn_logit_softcapping ? json(attn_logit_softcapping) : json();
     j["final_logit_softcapping"] = final_logit_softcapping ? json(final_logit_softcapping) : json();

@@ -209,6 +209,8 @@ OWN = [
     case("qwen3_moe", "decoder_sparse_step 2", decoder_sparse_step=2),
     case("qwen3_moe", "mlp_only_layers", mlp_only_layers=[0], tp=2),
     case("qwen3_moe", "attention_bias, mlp_bias ignored", attention_bias=True, mlp_bias=True),
+    case("qwen3_moe", "sliding every layer", use_sliding_window=True, sliding_window=8),
+    case("qwen3_moe", "max_window_layers ignored", use_sliding_window=True, sliding_window=8, max_window_layers=1, tp=2),
     case("deepseek_v2", "q_lora_rank", q_lora_rank=24),
     case("deepseek_v2", "top-1 greedy", num_experts_per_tok=1),
     case("deepseek_v2", "all experts", num_experts_per_tok=8),
