@@ -329,21 +329,17 @@ void read_listed_windows(const JsonFields& f, const Family& family, LlamaConfig&
 }
 
 // Transformers 5 writes which layers slide as layer_types, and the families whose code attends as
-// that list says are marked so. The engine slides the layers its family's rule picks
-// (read_windows), so a list naming others is refused: run, it would attend otherwise.
-void check_layer_types(const JsonFields& f, const Family& family, const LlamaConfig& c) {
+// that list says are marked so. Where it names other layers than the family's rule picks (Qwen2-MoE's
+// own default: the even layers below max_window_layers), those it names slide.
+void follow_layer_types(const JsonFields& f, const Family& family, LlamaConfig& c) {
   if (!f.has("layer_types") || !family.follows_layer_types || family.window == Family::Window::Listed) return;
-  const std::string_view type = family.model_type;
   const std::vector<bool> sliding = layer_type_flags(f, c.num_layers, "sliding_attention");
-  for (uint64_t l = 0; l < c.num_layers; ++l) {
-    // Without a window (Qwen2's use_sliding_window false) a sliding layer attends to every position too.
-    if (c.sliding_window && sliding[l] != (c.window_layer(l) != 0))
-      throw config_invalid(f.file(), fmt::format("layer_types[{}]", l),
-                           fmt::format("is {}, but {} slides {}: the engine cannot follow another pattern",
-                                       sliding[l] ? "sliding_attention" : "full_attention", type,
-                                       c.sliding_window_every == 2 ? fmt::format("every other layer from {}", c.sliding_window_from)
-                                                                   : fmt::format("the layers from {}", c.sliding_window_from)));
-  }
+  // Without a window (Qwen2's use_sliding_window false) a sliding layer attends to every position too.
+  for (uint64_t l = 0; c.sliding_window && l < c.num_layers; ++l)
+    if (sliding[l] != (c.window_layer(l) != 0)) {
+      c.sliding_layers = sliding;
+      return;
+    }
 }
 
 void read_gemma(const JsonFields& f, const Family& family, LlamaConfig& c) {
@@ -703,9 +699,9 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   if (family.glm_norms) c.sandwich_norms = true;
   c.rope_adjacent_pairs = family.rope_adjacent_pairs;
   read_listed_windows(f, family, c);
+  follow_layer_types(f, family, c);
   apply_ropes(f, ropes, c);
   if (c.latent_attention()) c.mla.softmax_scale = c.mla.scaled_softmax(c.rope_scaling);
-  check_layer_types(f, family, c);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.tied_by_default);
   read_multipliers(f, family, c);
   read_rope_layers(f, family, c);

@@ -505,7 +505,7 @@ TEST(HfConfig, GptOssFieldsTheEngineCannotFollowAreRefusedByName) {
       {gpt_oss(R"("swiglu_limit": 0)"), "'swiglu_limit'"},
       {gpt_oss(R"("swiglu_alpha": -1)"), "'swiglu_alpha'"},
       {gpt_oss(R"("num_experts_per_tok": 5)"), "'num_experts_per_tok'"},
-      {gpt_oss(R"("layer_types": ["full_attention", "sliding_attention"])"), "'layer_types[0]'"},
+      {gpt_oss(R"("layer_types": ["full_attention", "chunked_attention"])"), "'layer_types[1]'"},
   };
   for (const auto& [json, field] : cases) {
     const std::string msg = refusal(json);
