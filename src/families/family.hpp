@@ -200,6 +200,11 @@ struct Family {
   bool attention_bias_default = false;
   uint64_t sliding_window_default = 0;
   double rope_theta_default = 0;
+  // Gemma 3: the rotary settings per layer type, the sliding layers' base this unless
+  // rope_local_base_freq or rope_parameters says (rope_scaling, transformers 4's, for the others only).
+  double sliding_rope_theta_default = 0;
+  std::string_view rope_scaling_default{};  // JSON: the scaling when config.json gives none (gpt-oss's yarn)
+  bool rope_types_as_longrope = false;      // the legacy rope types su and yarn are longrope (Phi-3)
   bool glm_norms = false;           // four norms per block under GLM-4's names: post_self_attn_layernorm on the
                                     // attention's output, post_attention_layernorm before the MLP, post_mlp_layernorm after
   bool rope_adjacent_pairs = false; // the rotary dimensions turn in adjacent pairs (2j, 2j + 1), not halves (GLM-4)

@@ -20,12 +20,13 @@ constexpr std::string_view kGemma3Unsupported[] = {"use_bidirectional_attention"
 
 // Gemma 3's text model: Gemma 2's norms and scalar (no soft-caps in the released models; transformers
 // applies the final one only), q/k normalised per head with (1+w), five sliding layers to one global
-// (layer_types), each kind with its own rope base (rope_parameters per layer type; transformers 4:
-// rope_local_base_freq). Bidirectional attention (EmbeddingGemma's) is not run.
+// (layer_types), each kind with its own rope base (rope_parameters per layer type, 1e6 and 1e4 unless
+// set; transformers 4: rope_theta and rope_local_base_freq). Bidirectional attention (EmbeddingGemma's) is not run.
 extern const Family kGemma3Text{.model_type = "gemma3_text", .architecture = "Gemma3ForCausalLM",
                                 .window = Family::Window::Listed, .follows_layer_types = true, .gemma_norms = true,
                                 .activation_key = "hidden_activation", .gemma2 = true,
                                 .unsupported_flags = kGemma3Unsupported, .qk_norm = true, .tied_by_default = true,
+                                .rope_theta_default = 1e6, .sliding_rope_theta_default = 1e4,
                                 .gguf = {.name = "gemma3", .layer_stems = kGemma3GgufStems, .norm_offset = 1, .keys = kGemma3GgufKeys,
                                          .tied_head = true, .global_every = 6, .hidden_query_scale_layers = 62}};
 

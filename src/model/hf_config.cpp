@@ -79,16 +79,18 @@ double yarn_attention_factor(const JsonFields& f, double factor) {
 constexpr const char* kOriginalContext = "original_max_position_embeddings";
 
 // A rope_scaling object (transformers 4) or one of rope_parameters (transformers 5), `field` naming
-// it, as modeling_rope_utils reads each type. rope_parameters' also carry rope_theta and
-// partial_rotary_factor (read by the caller), and their pretrained context falls back to the
-// top-level one, which transformers 5 moves in.
-RopeScaling read_scaling(const JsonFields& top, const json& object, const std::string& field, bool parameters) {
+// it, as transformers 5's modeling_rope_utils reads each type (and the family: Phi-3's legacy su and
+// yarn are its longrope). rope_parameters' also carry rope_theta and partial_rotary_factor (read by
+// the caller). The pretrained context is the top-level one, which transformers 5 moves in over the
+// object's, else the object's, else max_position_embeddings.
+RopeScaling read_scaling(const JsonFields& top, const json& object, const std::string& field, bool parameters, const Family& family) {
   RopeScaling r;
   if (!object.is_object()) throw config_invalid(top.file(), field, "is not an object");
   const JsonFields f(object, top.file());
-  const std::string type = f.string("rope_type", f.string("type"));
+  std::string type = f.string("rope_type", f.string("type"));
   if (f.has("type") && f.string("type") != type)
     throw config_invalid(top.file(), field + ".type", fmt::format("'{}' disagrees with rope_type '{}'", f.string("type"), type));
+  if (family.rope_types_as_longrope && (type == "su" || type == "yarn")) type = "longrope";
   if (!parameters && (type.empty() || type == "default")) return r;
   static const std::map<std::string, std::set<std::string>> known{
       {"default", {}},
@@ -107,15 +109,13 @@ RopeScaling read_scaling(const JsonFields& top, const json& object, const std::s
   if (type.empty() || type == "default") return r;
   r.type = type;
   const uint64_t max_positions = top.uint("max_position_embeddings", 2048);
-  const uint64_t top_context = top.uint(kOriginalContext, max_positions);
+  const uint64_t context = top.has(kOriginalContext) ? top.uint(kOriginalContext) : f.uint(kOriginalContext, max_positions);
   if (type == "longrope") {
     r.short_factor = factor_list(f, field, "short_factor");
     r.long_factor = factor_list(f, field, "long_factor");
-    // Phi-3 keeps the pretrained context at the top level; the factor is then the ratio of the two
-    // (transformers 5: unless rope_parameters gives the factor).
-    r.original_max_position_embeddings = parameters ? f.uint(kOriginalContext, top_context) : top_context;
-    const double ratio = double(max_positions) / double(r.original_max_position_embeddings);
-    r.factor = parameters ? f.number("factor", ratio) : top.has(kOriginalContext) ? ratio : f.number("factor", 1.0);
+    // Phi-3 keeps the pretrained context at the top level; the factor, unless given, is the ratio of the two.
+    r.original_max_position_embeddings = context;
+    r.factor = f.number("factor", double(max_positions) / double(context ? context : 1));
     if (r.original_max_position_embeddings == 0 || !(r.factor > 0))
       throw config_invalid(top.file(), kOriginalContext, "longrope needs a positive pretrained context and factor");
     r.attention_factor = f.has("attention_factor") ? f.number("attention_factor", 1.0)
@@ -128,12 +128,12 @@ RopeScaling read_scaling(const JsonFields& top, const json& object, const std::s
   if (type == "llama3") {
     r.low_freq_factor = f.number("low_freq_factor", 1.0);
     r.high_freq_factor = f.number("high_freq_factor", 4.0);
-    r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : 8192);
+    r.original_max_position_embeddings = context;
     // Equal factors leave no band between (Llama 4 Scout's 1 and 1); transformers only warns of them.
     if (!(r.high_freq_factor >= r.low_freq_factor) || !(r.low_freq_factor > 0) || r.original_max_position_embeddings == 0)
       throw config_invalid(top.file(), field, "llama3 needs 0 < low_freq_factor <= high_freq_factor and original_max_position_embeddings > 0");
   } else if (type == "yarn") {
-    r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : max_positions);
+    r.original_max_position_embeddings = context;
     r.beta_fast = f.number("beta_fast", 32);
     r.beta_slow = f.number("beta_slow", 1);
     r.truncate = f.boolean("truncate", true);
@@ -184,12 +184,12 @@ double default_rope_theta(const Family& family) { return family.rope_theta_defau
 
 Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field, const Family& family) {
   Rope r;
-  r.scaling = read_scaling(top, object, field, true);
+  r.scaling = read_scaling(top, object, field, true, family);
   for (const char* key : {"rope_theta", kOriginalContext})
     if (top.has(key) && object.contains(key) && !object[key].is_null() && object[key] != top.at(key))
       throw config_invalid(top.file(), fmt::format("{}.{}", field, key),
                            fmt::format("{} disagrees with the top-level {} {}", object[key].dump(), key, top.at(key).dump()));
-  if (top.has("rope_scaling") && read_scaling(top, top.at("rope_scaling"), "rope_scaling", false) != r.scaling)
+  if (top.has("rope_scaling") && read_scaling(top, top.at("rope_scaling"), "rope_scaling", false, family) != r.scaling)
     throw config_invalid(top.file(), "rope_scaling", fmt::format("disagrees with {}: transformers 4 reads the one, 5 the other", field));
   const JsonFields f(object, top.file());
   r.theta = f.number("rope_theta", top.number("rope_theta", default_rope_theta(family)));
@@ -200,21 +200,37 @@ Rope read_rope_parameters(const JsonFields& top, const json& object, const std::
   return r;
 }
 
-// Transformers 4's rope_theta, partial_rotary_factor and rope_scaling, or transformers 5's
-// rope_parameters: flat, or per layer type ({"full_attention": {...}, "sliding_attention": {...}}).
-// rope_theta and partial_rotary_factor are the family's defaults where none is given.
+// Transformers 4's rope_theta, partial_rotary_factor and rope_scaling (Gemma 3's for its global
+// layers, its local ones turning with rope_local_base_freq), or transformers 5's rope_parameters:
+// flat, or per layer type ({"full_attention": {...}, "sliding_attention": {...}}). Where none is
+// given, the family's defaults (its config class's).
 Ropes read_ropes(const JsonFields& top, const Family& family) {
+  const bool per_type = family.sliding_rope_theta_default != 0;
   if (!top.has("rope_parameters")) {
     Rope r;
     r.theta = top.number("rope_theta", default_rope_theta(family));
     r.partial = partial_rotary_factor(top, "partial_rotary_factor", family.partial_rotary_factor);
-    if (top.has("rope_scaling")) r.scaling = read_scaling(top, top.at("rope_scaling"), "rope_scaling", false);
+    if (per_type && top.has("rope_scaling") && top.at("rope_scaling").contains("type") && !top.at("rope_scaling").contains("rope_type"))
+      throw config_invalid(top.file(), "rope_scaling.type",
+                           fmt::format("{} reads rope_type only (transformers 5 would run no scaling)", family.model_type));
+    if (top.has("rope_scaling"))
+      r.scaling = read_scaling(top, top.at("rope_scaling"), "rope_scaling", false, family);
+    else if (!family.rope_scaling_default.empty())
+      r.scaling = read_scaling(top, json::parse(family.rope_scaling_default), "rope_scaling", false, family);
     turn_whole_heads(top, family, r, "partial_rotary_factor");
-    return {r, r};
+    if (!per_type) return {r, r};
+    Rope local = r;
+    local.theta = top.number("rope_local_base_freq", family.sliding_rope_theta_default);
+    local.scaling = RopeScaling{};
+    return {r, local};
   }
   const json& p = top.at("rope_parameters");
   if (!p.is_object()) throw config_invalid(top.file(), "rope_parameters", "is not an object");
   if (!p.contains("full_attention") && !p.contains("sliding_attention")) {
+    if (per_type)
+      throw config_invalid(top.file(), "rope_parameters",
+                           fmt::format("{} reads it per layer type (full_attention, sliding_attention); transformers 5 ignores a flat one",
+                                       family.model_type));
     const Rope r = read_rope_parameters(top, p, "rope_parameters", family);
     return {r, r};
   }
@@ -257,7 +273,7 @@ void apply_ropes(const JsonFields& f, const Ropes& r, LlamaConfig& c) {
     c.sliding_rope_theta = r.sliding->theta;
     c.sliding_rope_scaling = r.sliding->scaling;
   }
-  // transformers 4's Gemma 3 gave the sliding layers' base as rope_local_base_freq (no scaling);
+  // transformers 4's Gemma 3 gave the sliding layers' base as rope_local_base_freq (read_ropes);
   // transformers 5 moves it into rope_parameters.sliding_attention, which must then agree.
   if (f.has("rope_local_base_freq")) {
     if (c.sliding_layers.empty()) throw config_invalid(f.file(), "rope_local_base_freq", fmt::format("{} models have no local layers", c.architecture));
@@ -265,10 +281,6 @@ void apply_ropes(const JsonFields& f, const Ropes& r, LlamaConfig& c) {
     if (!(local > 0)) throw config_invalid(f.file(), "rope_local_base_freq", "must be a positive number");
     if (f.has("rope_parameters") && f.at("rope_parameters").contains("sliding_attention") && r.sliding->theta != local)
       throw config_invalid(f.file(), "rope_local_base_freq", fmt::format("{} disagrees with rope_parameters.sliding_attention's rope_theta {}", local, r.sliding->theta));
-    if (!f.has("rope_parameters") || !f.at("rope_parameters").contains("sliding_attention")) {
-      c.sliding_rope_theta = local;
-      c.sliding_rope_scaling = RopeScaling{};
-    }
   }
 }
 

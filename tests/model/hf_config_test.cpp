@@ -285,6 +285,22 @@ TEST(HfConfig, LegacyFieldsThatDisagreeWithRopeParametersAreRefused) {
   EXPECT_EQ(both.rope_scaling.type, "linear");
 }
 
+// Where config.json gives no rotary settings, each family's config class's: Mixtral's base 1e6, Gemma 3's
+// 1e6 and 1e4 for its local layers (which transformers 4's rope_scaling does not reach), gpt-oss's yarn.
+TEST(HfConfig, RotaryDefaultsOfEachFamily) {
+  EXPECT_DOUBLE_EQ(read(fmt::format(R"({{"model_type": "mixtral", {}}})", kSizes)).rope_theta, 1e6);
+  const LlamaConfig gemma3 = read(fmt::format(R"({{"model_type": "gemma3_text", {}, "sliding_window_pattern": 2,
+      "rope_scaling": {{"rope_type": "linear", "factor": 8.0}}}})", kSizes));
+  EXPECT_DOUBLE_EQ(gemma3.rope_theta, 1e6);
+  EXPECT_EQ(gemma3.rope_scaling.type, "linear");
+  EXPECT_DOUBLE_EQ(gemma3.sliding_rope_theta, 1e4);
+  EXPECT_TRUE(gemma3.sliding_rope_scaling.type.empty());
+  const LlamaConfig gpt_oss = read(fmt::format(R"({{"model_type": "gpt_oss", {}}})", kSizes));
+  EXPECT_EQ(gpt_oss.rope_scaling.type, "yarn");
+  EXPECT_DOUBLE_EQ(gpt_oss.rope_scaling.factor, 32.0);
+  EXPECT_FALSE(gpt_oss.rope_scaling.truncate);
+}
+
 // partial_rotary_factor as transformers 5 reads it: rope_parameters' over the top-level one (GLM-4's
 // config class writes its default there beside the one given), an odd part rounded up to pairs;
 // families that turn whole heads ignore it with the default rope, and refuse it with a scaled one.

@@ -301,6 +301,24 @@ TRANSFORMERS4 = [
     case("deepseek_v2", "t4 yarn", rope={**PLAIN, "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
                                         "mscale": 0.7, "mscale_all_dim": 0.7}, t4="type"),
     case("llama4_text", "t4 theta", rope={**FAST, "rope_theta": 50.0}, t4="type"),
+    case("llama", "t4 llama3 without its context", rope={**PLAIN, "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                         "high_freq_factor": 4.0}, max_position_embeddings=48, t4="rope_type"),
+    case("qwen2", "t4 yarn without its context", rope={**PLAIN, "rope_type": "yarn", "factor": 2.0}, max_position_embeddings=32,
+         t4="rope_type"),
+    case("phi3", "t4 su", rope={**PLAIN, "rope_type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0], "long_factor": [1.0, 4.0, 16.0, 64.0]},
+         original_max_position_embeddings=16, t4="type=su"),  # the legacy name of longrope
+    case("phi3", "t4 longrope with its factor", rope={**PLAIN, "rope_type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0],
+                                                     "long_factor": [1.0, 4.0, 16.0, 64.0], "factor": 2.0},
+         original_max_position_embeddings=16, t4="type"),
+    # each family's own default base
+    case("mixtral", "t4 no rope_theta", rope={**PLAIN, "rope_theta": 1e6}, t4="bare"),
+    case("smollm3", "t4 no rope_theta", rope={**PLAIN, "rope_theta": 2e6}, t4="bare"),
+    case("gpt_oss", "t4 no rope settings", rope={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0, "beta_fast": 32.0,
+                                                 "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 4096}, t4="bare"),
+    case("llama4_text", "t4 no rope_theta", rope={**PLAIN, "rope_theta": 500000.0}, t4="bare"),
+    case("gemma3_text", "t4 no rope_theta", rope={"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                                                  "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
+         layer_types=None, sliding_window_pattern=2, num_hidden_layers=4, t4="bare"),
 ]
 
 CASES = [c for f in FAMILIES for c in shapes(f) + rope_variations(f)] + OWN + TRANSFORMERS4
@@ -325,7 +343,8 @@ def make(family, rope, sizes, seed):
 
 def as_transformers4(cfg, type_key):
     """config.json as transformers 4 wrote it: the rotary settings outside rope_parameters, the
-    scaling's type under `type_key` ("type" in the older models, "rope_type" in the newer)."""
+    scaling's type under `type_key` ("type" in the older models, "rope_type" in the newer; "type=su":
+    under "type", named "su"); "bare": no rotary settings at all (the model's are its class's defaults)."""
     rope = cfg.pop("rope_parameters")
     if "full_attention" in rope:  # Gemma 3: rope_theta, rope_local_base_freq, the global layers' scaling
         full, sliding = rope["full_attention"], rope["sliding_attention"]
@@ -337,7 +356,11 @@ def as_transformers4(cfg, type_key):
     if "partial_rotary_factor" in rope:
         cfg["partial_rotary_factor"] = rope.pop("partial_rotary_factor")
     kind = rope.pop("rope_type")
-    cfg["rope_scaling"] = None if kind == "default" else {type_key: kind, **rope}
+    type_key, _, renamed = type_key.partition("=")
+    cfg["rope_scaling"] = None if kind == "default" else {type_key: renamed or kind, **rope}
+    if type_key == "bare":
+        for key in ("rope_theta", "rope_local_base_freq", "rope_scaling"):
+            cfg.pop(key, None)
     return cfg
 
 
@@ -363,26 +386,42 @@ def test_logits_match_transformers(tmp_path, family, rope, sizes, tp, t4, seed):
     assert worst < TOLERANCE, (worst, llm.config["features"])
 
 
+def rope_update(**fields):
+    return lambda cfg: cfg["rope_parameters"].update(fields)
+
+
+def as_rope_scaling(scaling):
+    def edit(cfg):
+        cfg.pop("rope_parameters")
+        cfg.update(rope_theta=1e6, rope_scaling=scaling)
+    return edit
+
+
 # What transformers 5 runs otherwise than the engine could, or cannot run itself: refused by name.
-# Each: the family, its sizes, what config.json says besides (rope_parameters merged into its own).
+# Each: the family, its sizes, an edit of its config.json, what the refusal says.
 REFUSED = [
     # transformers' Llama turns whole heads; its scaled frequencies then do not fit the head
-    ("llama", {}, {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}},
+    ("llama", {}, rope_update(rope_type="linear", factor=2.0, partial_rotary_factor=0.5),
      r"'rope_parameters.partial_rotary_factor'.*turn whole heads"),
     # yarn's ramp over an odd rotary count (GLM-4's 5 of 10) has a value fewer than its frequencies
-    ("glm4", dict(head_dim=10), {"rope_parameters": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32}},
+    ("glm4", dict(head_dim=10), rope_update(rope_type="yarn", factor=2.0, original_max_position_embeddings=32),
      r"'partial_rotary_factor'.*yarn needs an even count"),
     # EmbeddingGemma's bidirectional attention
-    ("gemma3_text", {}, {"use_bidirectional_attention": True}, r"'use_bidirectional_attention'.*not supported"),
+    ("gemma3_text", {}, lambda cfg: cfg.update(use_bidirectional_attention=True), r"'use_bidirectional_attention'.*not supported"),
+    # Gemma 3's rotary settings are per layer type: transformers 5 ignores a flat rope_parameters, and
+    # a transformers 4 rope_scaling naming its type by "type" alone
+    ("gemma3_text", {}, lambda cfg: cfg.update(rope_parameters={"rope_type": "default", "rope_theta": 5e5}),
+     r"'rope_parameters'.*per layer type"),
+    ("gemma3_text", {}, as_rope_scaling({"type": "linear", "factor": 8.0}), r"'rope_scaling.type'.*rope_type only"),
 ]
 
 
-@pytest.mark.parametrize("family, sizes, config, match", REFUSED, ids=[f"{r[0]}-{r[3].split(chr(39))[1]}" for r in REFUSED])
-def test_what_the_engine_cannot_follow_is_refused_by_name(tmp_path, family, sizes, config, match):
+@pytest.mark.parametrize("family, sizes, edit, match", REFUSED, ids=[f"{r[0]}-{r[3].split(chr(39))[1]}" for r in REFUSED])
+def test_what_the_engine_cannot_follow_is_refused_by_name(tmp_path, family, sizes, edit, match):
     make(family, None, sizes, 7).save_pretrained(tmp_path)
     cfg = json.loads((tmp_path / "config.json").read_text())
-    rope = {**cfg["rope_parameters"], **config.get("rope_parameters", {})}
-    (tmp_path / "config.json").write_text(json.dumps({**cfg, **config, "rope_parameters": rope}))
+    edit(cfg)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(wl.Error, match=match) as e:
         wl.LLM(str(tmp_path))
     assert e.value.code == "ConfigInvalid"
