@@ -50,8 +50,9 @@ std::string activation(const JsonFields& f, const Family& family) {
   const std::string key(family.activation_key);
   std::string act = f.string(key.c_str(), family.gemma_norms ? "gelu_pytorch_tanh" : "silu");
   if (act == "gelu_new" || (act == "gelu" && family.gelu_is_tanh)) act = "gelu_pytorch_tanh";  // the same tanh approximation
+  if (act == "swish") act = "silu";  // transformers' other name for it
   if (act != "silu" && act != "gelu" && act != "gelu_pytorch_tanh")
-    throw config_invalid(f.file(), key, fmt::format("'{}' is not supported (silu, gelu, gelu_pytorch_tanh, gelu_new)", act));
+    throw config_invalid(f.file(), key, fmt::format("'{}' is not supported (silu, swish, gelu, gelu_pytorch_tanh, gelu_new)", act));
   return act;
 }
 

@@ -158,6 +158,8 @@ def shapes(family):
 # What each family has of its own.
 OWN = [
     case("llama", "attention_bias", attention_bias=True),
+    case("llama", "hidden_act gelu", hidden_act="gelu"),
+    case("llama", "hidden_act swish", hidden_act="swish"),  # transformers' name for SiLU too
     case("llama", "mlp_bias", mlp_bias=True, tp=2),
     case("llama", "partial_rotary_factor ignored", rope={**PLAIN, "partial_rotary_factor": 0.5}),  # transformers turns whole heads
     case("llama", "yarn tp2", rope={**PLAIN, "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}, tp=2),
@@ -180,6 +182,9 @@ OWN = [
     case("qwen2_moe", "sliding as transformers 5 lists it", use_sliding_window=True, sliding_window=8, max_window_layers=2, tp=2),
     case("qwen2_moe", "mlp_only_layers", mlp_only_layers=[0]),
     case("qwen2_moe", "wider shared expert", shared_expert_intermediate_size=40),
+    case("qwen2_moe", "no shared expert", shared_expert_intermediate_size=0),
+    case("qwen2_moe", "decoder_sparse_step 3: all dense", decoder_sparse_step=3),
+    case("qwen2_moe", "sparse step and mlp_only_layers", num_hidden_layers=4, decoder_sparse_step=2, mlp_only_layers=[3]),
     case("gemma", "hidden_act gelu", hidden_act="gelu"),  # the legacy name of the tanh approximation
     case("gemma", "hidden_act silu", hidden_act="silu"),
     case("gemma", "hidden_activation ignored", hidden_act="silu", hidden_activation="gelu"),  # transformers 5 reads hidden_act
@@ -207,6 +212,7 @@ OWN = [
     case("phi3", "attention_bias ignored", attention_bias=True),
     case("qwen3", "sliding from layer 1", use_sliding_window=True, sliding_window=8, max_window_layers=1),
     case("qwen3", "attention_bias tp2", attention_bias=True, tp=2),
+    case("qwen3", "head_dim 24, one kv head tp2", head_dim=24, num_key_value_heads=1, tp=2),
     case("qwen3_moe", "top-1", num_experts_per_tok=1),
     case("qwen3_moe", "top-4 of 4 renormalised", num_experts_per_tok=4, norm_topk_prob=True),
     case("qwen3_moe", "decoder_sparse_step 2", decoder_sparse_step=2),
@@ -222,6 +228,7 @@ OWN = [
     case("deepseek_v2", "no dense layer", first_k_dense_replace=0),
     case("deepseek_v2", "two dense layers", first_k_dense_replace=2),
     case("deepseek_v2", "three shared experts", n_shared_experts=3),
+    case("deepseek_v2", "groups given, greedy", n_group=4, topk_group=1),  # transformers' greedy ignores them
     case("deepseek_v2", "attention_bias", attention_bias=True),
     case("deepseek_v2", "mlp_bias", mlp_bias=True, tp=2),
     case("deepseek_v3", "not renormalised", norm_topk_prob=False),
@@ -235,6 +242,9 @@ OWN = [
     case("deepseek_v3", "q_proj", q_lora_rank=None),
     case("deepseek_v3", "attention_bias", attention_bias=True),
     case("deepseek_v3", "one shared expert", n_shared_experts=1),
+    case("deepseek_v3", "no shared expert", n_shared_experts=0),
+    case("deepseek_v3", "every layer dense", first_k_dense_replace=3),
+    case("deepseek_v3", "routed_scaling_factor, not renormalised", norm_topk_prob=False, routed_scaling_factor=0.5, tp=2),
     case("gpt_oss", "swiglu_limit 7", swiglu_limit=7.0),
     case("gpt_oss", "swiglu_alpha 1", swiglu_alpha=1.0),
     case("gpt_oss", "top-1", num_experts_per_tok=1),
@@ -247,6 +257,7 @@ OWN = [
          layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"]),
     case("olmo2", "rms_norm_eps 0.1", rms_norm_eps=0.1),
     case("olmo2", "attention_bias tp2", attention_bias=True, tp=2),
+    case("olmo2", "one kv head tp2", num_key_value_heads=1, tp=2),
     case("smollm3", "no_rope_layer_interval 3", no_rope_layer_interval=3),
     case("smollm3", "no_rope_layers listed", no_rope_layers=[0, 1, 1, 0]),
     case("smollm3", "sliding on no-rope layers", use_sliding_window=True, sliding_window=8),
@@ -272,6 +283,9 @@ OWN = [
     case("llama4_text", "floor_scale 1", floor_scale=1, attn_scale=1.0),
     case("llama4_text", "chunks of 3", attention_chunk_size=3),
     case("llama4_text", "moe_layers listed", moe_layers=[0, 3]),
+    case("llama4_text", "interleave_moe_layer_step 3", interleave_moe_layer_step=3),
+    case("llama4_text", "no_rope_layers listed", no_rope_layers=[0, 1, 1, 0]),
+    case("llama4_text", "layer_types listed", layer_types=["full_attention", "chunked_attention", "full_attention", "chunked_attention"]),
     case("llama4_text", "Scout's llama3", rope={"rope_type": "llama3", "rope_theta": 100.0, "factor": 16.0, "low_freq_factor": 1.0,
                                                 "high_freq_factor": 1.0, "original_max_position_embeddings": 8}),
     case("llama4_text", "attention_bias", attention_bias=True),
@@ -364,6 +378,15 @@ def as_transformers4(cfg, type_key):
     return cfg
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Models this small run fastest on one thread (several contend on a shared machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def tokens(n, vocab, seed):
     return torch.randint(3, vocab, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
 
@@ -378,7 +401,7 @@ def test_logits_match_transformers(tmp_path, family, rope, sizes, tp, t4, seed):
         again = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval()
         ids = tokens(LONG, model.config.vocab_size, seed)
         assert error(reference(again, ids), reference(model, ids)) < TOLERANCE  # transformers 5 reads it as the same model
-    llm = wl.LLM(str(tmp_path), tensor_parallel_size=tp)
+    llm = wl.LLM(str(tmp_path), tensor_parallel_size=tp, threads=1)  # one thread a rank, as one_torch_thread
     worst = 0.0
     for n in (7, LONG):
         ids = tokens(n, model.config.vocab_size, seed + n)

@@ -35,6 +35,8 @@ def build(cls, rope_parameters, seed=1234, **overrides):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
+            if p.numel() == 0:  # a part configured away (a shared expert of no units)
+                continue
             if "norm" in name:
                 p.copy_(0.75 + 0.5 * torch.rand(p.shape, generator=g))
             else:
