@@ -383,15 +383,11 @@ std::vector<uint64_t> layer_list(const JsonFields& f, const char* key) {
   return out;
 }
 
-// A field whose only value transformers 5 runs (the original DeepSeek code read it; transformers
-// ignores it and runs `expected`): another value is refused.
-void expect_string(const JsonFields& f, const Family& family, const char* key, const char* expected) {
-  if (f.has(key) && f.string(key) != expected)
-    throw config_invalid(f.file(), key, fmt::format("'{}' is not supported ({} models route with '{}')", f.string(key), family.model_type, expected));
-}
-
-// DeepSeek-V2 and V3: n_routed_experts of moe_intermediate_size, n_shared_experts as one ungated
-// MLP of n_shared_experts * moe_intermediate_size, the first first_k_dense_replace layers dense.
+// DeepSeek-V2 and V3 as transformers 5 runs them: n_routed_experts of moe_intermediate_size,
+// n_shared_experts as one ungated MLP of n_shared_experts * moe_intermediate_size, the first
+// first_k_dense_replace layers dense, every later one sparse. What the original DeepSeek code read
+// and transformers ignores (moe_layer_freq, scoring_func, V3's topk_method, V2's norm_topk_prob) is
+// ignored alike.
 MoeConfig read_deepseek_moe(const JsonFields& f, const Family& family) {
   const bool v3 = family.experts == Family::Experts::DeepseekV3;
   MoeConfig m;
@@ -407,10 +403,7 @@ MoeConfig read_deepseek_moe(const JsonFields& f, const Family& family) {
   m.routed_scaling_factor = f.number("routed_scaling_factor", v3 ? 2.5 : 1.0);
   if (!(m.routed_scaling_factor > 0) || !std::isfinite(m.routed_scaling_factor))
     throw config_invalid(f.file(), "routed_scaling_factor", "must be a positive number");
-  if (f.uint("moe_layer_freq", 1) != 1) throw config_invalid(f.file(), "moe_layer_freq", "only 1 is supported (every layer after the dense ones sparse)");
   if (v3) {
-    expect_string(f, family, "topk_method", "noaux_tc");
-    expect_string(f, family, "scoring_func", "sigmoid");
     m.scoring = MoeConfig::Scoring::Sigmoid;
     m.score_correction_bias = true;
     m.norm_topk_prob = f.boolean("norm_topk_prob", true);
@@ -418,14 +411,11 @@ MoeConfig read_deepseek_moe(const JsonFields& f, const Family& family) {
     m.topk_groups = f.uint("topk_group", 4);
     m.group_by_top_two = true;
   } else {
-    expect_string(f, family, "scoring_func", "softmax");
+    // transformers 5 runs these two methods only (it fails on another).
     const std::string method = f.string("topk_method", "greedy");
     if (method != "greedy" && method != "group_limited_greedy")
       throw config_invalid(f.file(), "topk_method", fmt::format("'{}' is not supported (greedy, group_limited_greedy)", method));
-    // transformers 5's DeepSeek-V2 never renormalises (the original code did, when set): refused rather than guessed.
     m.norm_topk_prob = false;
-    if (f.boolean("norm_topk_prob", false))
-      throw config_invalid(f.file(), "norm_topk_prob", "true is not supported: transformers 5's DeepSeek-V2 does not renormalise");
     if (method == "group_limited_greedy") m.groups = f.uint("n_group"), m.topk_groups = f.uint("topk_group");
   }
   const char* count = "n_routed_experts";

@@ -463,13 +463,10 @@ TEST(HfConfig, DeepseekFieldsTheEngineCannotFollowAreRefusedByName) {
       {deepseek("deepseek_v3", R"("n_group": 8, "topk_group": 1)"), "'n_group'"},  // groups of one: no best two
       {deepseek("deepseek_v3", R"("n_group": 4, "topk_group": 5)"), "'topk_group'"},
       {deepseek("deepseek_v3", R"("n_group": 4, "topk_group": 1, "num_experts_per_tok": 3)"), "'num_experts_per_tok'"},
-      {deepseek("deepseek_v3", R"("scoring_func": "softmax")"), "'scoring_func'"},
       {deepseek("deepseek_v3", R"("n_group": 1, "topk_group": 1, "num_key_value_heads": 2)"), "'num_key_value_heads'"},
       {deepseek("deepseek_v2", R"("topk_method": "noaux_tc")"), "'topk_method'"},
-      {deepseek("deepseek_v2", R"("norm_topk_prob": true)"), "'norm_topk_prob'"},
       {deepseek("deepseek_v2", R"("q_lora_rank": 0)"), "'q_lora_rank'"},
       {deepseek("deepseek_v2", R"("kv_lora_rank": 0)"), "'kv_lora_rank'"},
-      {deepseek("deepseek_v2", R"("moe_layer_freq": 2)"), "'moe_layer_freq'"},
       {deepseek("deepseek_v2", R"("routed_scaling_factor": 0)"), "'routed_scaling_factor'"},
       {llama(R"("kv_lora_rank": 8)"), "'kv_lora_rank'"},
   };

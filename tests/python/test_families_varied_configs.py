@@ -81,11 +81,6 @@ def factors(family):
     return dict(short_factor=[1.0 + 0.5 * j for j in range(pairs)], long_factor=[2.0 + 3.0 * j for j in range(pairs)])
 
 
-# The families whose rotary code differs (plain, partial in adjacent pairs, adjacent pairs with layers
-# that do not turn, latent attention, a base per layer type) meet every rope type; the others a few.
-EVERY_ROPE = ("llama", "glm4", "llama4_text", "deepseek_v3", "gemma3_text")
-
-
 def rope_variations(family):
     """Rope types transformers 5 runs for the family, and other thetas."""
     ropes = {
@@ -108,12 +103,9 @@ def rope_variations(family):
     if family == "phi3":  # transformers' Phi-3 runs default and longrope only (it reads yarn as longrope)
         names = ["theta 500", "longrope", "theta 1e6"]
     elif family in LATENT:  # transformers' DeepSeek rotary needs a factor longrope does not give
-        names = [n for n in ropes if n != "longrope"] if family in EVERY_ROPE else ["theta 500", "yarn", "llama3"]
-    elif family in EVERY_ROPE:
+        names = [n for n in ropes if n != "longrope"]
+    else:
         names = list(ropes)
-    else:  # one of the scalings each, in turn
-        others = ["linear", "dynamic", "llama3", "longrope", "yarn untruncated"]
-        names = ["theta 500", "yarn", others[list(FAMILIES).index(family) % len(others)]]
     out = []
     for name in names:
         sizes = dict(max_position_embeddings=16) if name == "dynamic" else {}
@@ -136,16 +128,17 @@ WIDTHS = ((40, 5, 101, 56), (72, 6, 131, 40), (96, 3, 37, 24))
 
 def shapes(family):
     """The head tied as the family does not by default, head_dim apart from hidden / heads with one kv
-    head, and two odd widths (one with as many kv heads as heads)."""
+    head (on two ranks too), and odd widths (with as many kv heads as heads, or one)."""
     cls, _, base = FAMILIES[family]
     latent = family in LATENT
     tied = cls().tie_word_embeddings
     out = [case(family, "untied" if tied else "tied", tie_word_embeddings=not tied)]
     if not latent:
         out.append(case(family, "head_dim 24, one kv head", head_dim=24, num_key_value_heads=1))
+        out.append(case(family, "head_dim 24, one kv head tp2", head_dim=24, num_key_value_heads=1, tp=2))
     i = list(FAMILIES).index(family)
-    for k, (hidden, heads, vocab, ff) in enumerate((WIDTHS[i % 3], WIDTHS[(i + 1) % 3])):
-        kv = heads if k == 0 or latent else 1
+    for k, (hidden, heads, vocab, ff) in enumerate(WIDTHS[i % 3:] + WIDTHS[:i % 3]):
+        kv = heads if k % 2 == 0 or latent else 1
         sizes = dict(hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=kv, vocab_size=vocab, intermediate_size=ff)
         if "head_dim" in base:
             sizes["head_dim"] = hidden // heads
