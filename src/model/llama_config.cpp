@@ -107,8 +107,6 @@ void validate(const LlamaConfig& c, const std::string& file) {
     positive(c.mla.v_head_dim, "v_head_dim", kMaxWidth);
     if (c.mla.q_lora_rank > kMaxWidth) throw invalid(file, "q_lora_rank", fmt::format("{} is above the supported maximum {}", c.mla.q_lora_rank, kMaxWidth));
   }
-  if (c.moe.num_experts && c.moe.first_dense_layers > c.num_layers)
-    throw invalid(file, "first_k_dense_replace", fmt::format("{} is more than num_hidden_layers {}", c.moe.first_dense_layers, c.num_layers));
   if (c.prediction_layers > kMaxLayers) throw invalid(file, "num_nextn_predict_layers", "is above the supported maximum");
 }
 
