@@ -322,18 +322,18 @@ std::vector<bool> layer_type_flags(const JsonFields& f, uint64_t layers, const s
   return out;
 }
 
-// Gemma 3: the sliding layers as layer_types lists them (transformers 5 writes it), else every
-// layer but each sliding_window_pattern-th (transformers 4's rule).
+// The sliding layers as layer_types lists them (transformers 5 writes it), else Gemma 3's rule
+// (every layer but each sliding_window_pattern-th), or SmolLM3's (rope layers read: with
+// use_sliding_window, those that do not turn).
 void read_listed_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
   if (family.window != Family::Window::Listed) return;
   if (f.has("layer_types")) {
     c.sliding_layers = layer_type_flags(f, c.num_layers, "sliding_attention");
     return;
   }
-  if (!family.gemma2) {  // SmolLM3: without layer_types, no sliding layer can be told
-    if (f.boolean("use_sliding_window", false) && c.sliding_window)
-      throw config_invalid(f.file(), "use_sliding_window", "is set but layer_types does not say which layers slide");
-    c.sliding_window = 0;
+  if (!family.gemma2) {
+    if (!f.boolean("use_sliding_window", false)) c.sliding_window = 0;
+    for (uint64_t l = 0; c.sliding_window && l < c.num_layers; ++l) c.sliding_layers.push_back(!c.rope_layer(l));
     return;
   }
   const uint64_t pattern = f.uint("sliding_window_pattern", 6);
@@ -701,13 +701,13 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.glm_norms = family.glm_norms;
   if (family.glm_norms) c.sandwich_norms = true;
   c.rope_adjacent_pairs = family.rope_adjacent_pairs;
+  read_rope_layers(f, family, c);
   read_listed_windows(f, family, c);
   follow_layer_types(f, family, c);
   apply_ropes(f, ropes, c);
   if (c.latent_attention()) c.mla.softmax_scale = c.mla.scaled_softmax(c.rope_scaling);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.tied_by_default);
   read_multipliers(f, family, c);
-  read_rope_layers(f, family, c);
   read_llama4_mlp(f, family, c);
   read_llama4_attention(f, family, c);
   read_biases(f, family, c);

@@ -258,6 +258,7 @@ OWN = [
     case("smollm3", "no_rope_layer_interval 3", no_rope_layer_interval=3),
     case("smollm3", "no_rope_layers listed", no_rope_layers=[0, 1, 1, 0]),
     case("smollm3", "sliding on no-rope layers", use_sliding_window=True, sliding_window=8),
+    case("smollm3", "t4 sliding without layer_types", use_sliding_window=True, sliding_window=8, t4="drop layer_types"),
     case("smollm3", "attention and mlp biases", attention_bias=True, mlp_bias=True),
     case("granite", "other multipliers", embedding_multiplier=12.0, attention_multiplier=0.0625, residual_multiplier=0.22,
          logits_scaling=8.0),
@@ -371,7 +372,8 @@ def make(family, rope, sizes, seed):
 def as_transformers4(cfg, type_key):
     """config.json as transformers 4 wrote it: the rotary settings outside rope_parameters, the
     scaling's type under `type_key` ("type" in the older models, "rope_type" in the newer; "type=su":
-    under "type", named "su"); "bare": no rotary settings at all (the model's are its class's defaults)."""
+    under "type", named "su"); "bare": no rotary settings at all (the model's are its class's defaults);
+    "drop layer_types": without them too."""
     rope = cfg.pop("rope_parameters")
     if "full_attention" in rope:  # Gemma 3: rope_theta, rope_local_base_freq, the global layers' scaling
         full, sliding = rope["full_attention"], rope["sliding_attention"]
@@ -388,6 +390,8 @@ def as_transformers4(cfg, type_key):
     if type_key == "bare":
         for key in ("rope_theta", "rope_local_base_freq", "rope_scaling"):
             cfg.pop(key, None)
+    if type_key == "drop layer_types":  # transformers 5 derives them
+        cfg.pop("layer_types")
     return cfg
 
 
