@@ -140,7 +140,7 @@ struct Family {
     AllWhenUsed,  // when use_sliding_window: every layer (Qwen3-MoE, whose transformers 5 code has no max_window_layers)
     EveryOther,   // layers 0, 2, 4, ... (Gemma 2; sliding_window defaults to 4096)
     Listed,       // as layer_types lists; without it Gemma 3's rule (every layer but each
-                  // sliding_window_pattern-th; 4096), and no window for the others (SmolLM3)
+                  // sliding_window_pattern-th; 4096), or SmolLM3's (when use_sliding_window, those without rope)
   };
   // How experts are configured and routed (none: a dense MLP; num_experts above 1 refused).
   enum class Experts {

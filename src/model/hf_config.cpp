@@ -211,7 +211,8 @@ Ropes read_ropes(const JsonFields& top, const Family& family) {
     Rope r;
     r.theta = top.number("rope_theta", default_rope_theta(family));
     r.partial = partial_rotary_factor(top, "partial_rotary_factor", family.partial_rotary_factor);
-    if (per_type && top.has("rope_scaling") && top.at("rope_scaling").contains("type") && !top.at("rope_scaling").contains("rope_type"))
+    if (per_type && top.has("rope_scaling") && top.at("rope_scaling").contains("type") && !top.at("rope_scaling").contains("rope_type") &&
+        top.at("rope_scaling")["type"] != "default")
       throw config_invalid(top.file(), "rope_scaling.type",
                            fmt::format("{} reads rope_type only (transformers 5 would run no scaling)", family.model_type));
     if (top.has("rope_scaling"))
