@@ -21,7 +21,7 @@ void drop_unused_by_engine(NameMapping& names, const LlamaConfig& config) {
   const MlpNames& mlp = mlp_names(config.architecture);
   auto escaped = [](std::string_view name) {
     std::string out;
-    for (const char ch : name) ch == '.' ? out += R"(\.)" : out += ch;
+    for (const char ch : name) out += ch == '.' ? std::string(R"(\.)") : std::string(1, ch);
     return out;
   };
   if (config.moe.num_experts && !config.moe.shared_expert_intermediate_size && !mlp.shared.empty()) {
