@@ -221,6 +221,7 @@ Ropes read_ropes(const JsonFields& top, const Family& family) {
       r.scaling = read_scaling(top, json::parse(family.rope_scaling_default), "rope_scaling", false, family);
     turn_whole_heads(top, family, r, "partial_rotary_factor");
     if (!per_type) return {r, r};
+    r.scaling.truncate = true;  // moved into the global layers' settings, where yarn's truncate is not read (below)
     Rope local = r;
     local.theta = top.number("rope_local_base_freq", family.sliding_rope_theta_default);
     local.scaling = RopeScaling{};
@@ -241,7 +242,8 @@ Ropes read_ropes(const JsonFields& top, const Family& family) {
     const std::string field = "rope_parameters." + key;
     if (key != "full_attention" && key != "sliding_attention")
       throw config_invalid(top.file(), field, "is not a layer type (full_attention, sliding_attention)");
-    (key == "full_attention" ? out.full : out.sliding) = read_rope_parameters(top, value, field, family);
+    Rope& r = (key == "full_attention" ? out.full : out.sliding).emplace(read_rope_parameters(top, value, field, family));
+    r.scaling.truncate = true;  // transformers 5's yarn reads truncate from the outer object, which has none
   }
   if (out.full && out.sliding && out.full->partial != out.sliding->partial)
     throw config_invalid(top.file(), "rope_parameters.sliding_attention.partial_rotary_factor",
@@ -530,6 +532,9 @@ void read_biases(const JsonFields& f, const Family& family, LlamaConfig& c) {
       break;
   }
   c.mlp_bias = family.mlp_bias && f.boolean("mlp_bias", false);
+  // transformers' shared expert of no units (DeepSeek-V2's n_shared_experts 0) still adds its down_proj bias.
+  if (c.mlp_bias && c.moe.num_experts && !c.moe.shared_expert_intermediate_size && !family.mlp.shared.empty())
+    throw config_invalid(f.file(), "mlp_bias", "true with a shared expert of no units (whose output would be its bias) is not supported");
 }
 
 // Granite's multipliers; another family's are refused (it would run without them).

@@ -196,6 +196,9 @@ OWN = [
          rope={"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1e6},
                "sliding_attention": {"rope_type": "yarn", "factor": 2.0, "rope_theta": 500.0, "original_max_position_embeddings": 32}}),
     case("gemma3_text", "attention_bias tp2", attention_bias=True, tp=2),
+    # transformers 5 reads yarn's truncate from the outer rope_parameters, not the layer type's: always true
+    case("gemma3_text", "yarn truncate ignored", rope=rope_with("gemma3_text", {"rope_type": "yarn", "factor": 2.0, "truncate": False,
+                                                                                 "original_max_position_embeddings": 32, "beta_fast": 4.0, "beta_slow": 0.5})),
     case("phi3", "partial_rotary_factor 0.5", rope={**PLAIN, "partial_rotary_factor": 0.5}),
     case("phi3", "partial_rotary_factor 0.75 of 12", rope={**PLAIN, "partial_rotary_factor": 0.75}, hidden_size=48),  # 9: 5 pairs
     case("phi3", "partial longrope", rope={**PLAIN, "rope_type": "longrope", "partial_rotary_factor": 0.5,
@@ -459,6 +462,8 @@ REFUSED = [
     ("gemma3_text", {}, lambda cfg: cfg.update(rope_parameters={"rope_type": "default", "rope_theta": 5e5}),
      r"'rope_parameters'.*per layer type"),
     ("gemma3_text", {}, as_rope_scaling({"type": "linear", "factor": 8.0}), r"'rope_scaling.type'.*rope_type only"),
+    # transformers' shared expert of no units still adds its down_proj bias
+    ("deepseek_v2", dict(mlp_bias=True, n_shared_experts=0), lambda cfg: None, r"'mlp_bias'.*shared expert of no units"),
 ]
 
 
