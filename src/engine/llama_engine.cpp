@@ -332,6 +332,8 @@ void LlamaEngine::experts(const Layer& L) {
     weight = 1.0f / (1.0f + std::exp(-g));
   }
   mlp(L.shared, expert_out_.data());
+  if (L.shared.down_bias)  // DeepSeek-V2's mlp_bias, on rank 0
+    for (uint64_t j = 0; j < D; ++j) expert_out_[j] += L.shared.down_bias[j];
   for (uint64_t j = 0; j < D; ++j) partial_[j] += weight * expert_out_[j];
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "families/family.hpp"
 #include "model/language_model_names.hpp"
 
 namespace wl {
@@ -17,6 +18,18 @@ void drop_unused_by_engine(NameMapping& names, const LlamaConfig& config) {
   std::vector<std::string> predicting;  // DeepSeek-V3's prediction layers, after the last
   for (uint64_t l = config.num_layers; l < config.num_layers + config.prediction_layers; ++l) predicting.push_back(std::to_string(l));
   if (!predicting.empty()) names.drop(fmt::format(R"(model\.layers\.({})\..*)", fmt::join(predicting, "|")));
+  // A shared expert of no units (Qwen2-MoE's shared_expert_intermediate_size 0, DeepSeek's n_shared_experts
+  // 0): transformers stores its empty projections (and Qwen2-MoE its gate), which add nothing.
+  const MlpNames& mlp = mlp_names(config.architecture);
+  auto escaped = [](std::string_view name) {
+    std::string out;
+    for (const char ch : name) out += ch == '.' ? std::string(R"(\.)") : std::string(1, ch);
+    return out;
+  };
+  if (config.moe.num_experts && !config.moe.shared_expert_intermediate_size && !mlp.shared.empty()) {
+    names.drop(fmt::format(R"(model\.layers\.[0-9]+\.{}\..*)", escaped(mlp.shared)));
+    if (!mlp.shared_gate.empty()) names.drop(fmt::format(R"(model\.layers\.[0-9]+\.{}\.{}\.weight)", escaped(mlp.moe), escaped(mlp.shared_gate)));
+  }
 }
 
 LoadOptions rank_load_options(LoadOptions base, const LlamaConfig& config, const RankPartition& part) {

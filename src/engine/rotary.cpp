@@ -8,9 +8,9 @@ namespace wl {
 
 namespace {
 
-// base ** (2j / dims) for each frequency j, in F32 as torch computes it.
+// base ** (2j / dims) for each frequency j (of ceil(dims / 2)), in F32 as torch computes it.
 std::vector<float> exponents(double base, uint64_t dims) {
-  std::vector<float> p(dims / 2);
+  std::vector<float> p((dims + 1) / 2);
   for (uint64_t j = 0; j < p.size(); ++j) p[j] = std::pow(float(base), float(2 * j) / float(dims));
   return p;
 }

@@ -175,7 +175,7 @@ void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_
   const std::string sh = shared_expert_prefix(c, l);
   declare_mlp(m, sh,
               {sh + "gate_proj", sh + "up_proj", sh + std::string(names.shared_down), c.fused_shared_gate_up ? sh + std::string(names.shared_gate_up) : ""},
-              c.moe.shared_expert_intermediate_size, p.shared_ff0, p.shared_ff, D, dtype, false, false);
+              c.moe.shared_expert_intermediate_size, p.shared_ff0, p.shared_ff, D, dtype, c.mlp_bias, p.rank == 0);
   if (c.moe.shared_expert_gated) m.add_parameter(at + std::string(names.shared_gate) + ".weight", {1, D}, DType::F32);
 }
 

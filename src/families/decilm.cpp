@@ -5,8 +5,8 @@ namespace wl {
 // NVIDIA's Nemotron-NAS and DeciLM: Llama's tensors, per-layer widths from block_configs (two
 // model_types, one class).
 extern const Family kNemotronNas{.model_type = "nemotron-nas", .architecture = "DeciLMForCausalLM",
-                                 .biases = Family::Biases::DeciLm, .mlp_bias = true, .decilm = true};
+                                 .biases = Family::Biases::DeciLm, .mlp_bias = true, .decilm = true, .partial_rotary = true};
 extern const Family kDeci{.model_type = "deci", .architecture = "DeciLMForCausalLM", .biases = Family::Biases::DeciLm,
-                          .mlp_bias = true, .decilm = true};
+                          .mlp_bias = true, .decilm = true, .partial_rotary = true};
 
 }  // namespace wl

@@ -9,9 +9,10 @@ namespace wl {
 // first_k_dense_replace layers dense. llama.cpp's deepseek2 (at c392e509) takes q_proj for the
 // 27-layer model only: q_lora_rank null in a model of other depth (or set in one of 27 layers) is
 // refused by the converter's read-back; so is grouped choice, which llama.cpp (since its groups)
-// scores by each group's best two (V3's rule), not its best expert.
+// scores by each group's best two (V3's rule), not its best expert. mlp_bias: the dense and shared
+// MLPs' biases (the routed experts have none).
 extern const Family kDeepseekV2{.model_type = "deepseek_v2", .architecture = "DeepseekV2ForCausalLM",
-                                .experts = Family::Experts::DeepseekV2, .latent_attention = true,
+                                .experts = Family::Experts::DeepseekV2, .mlp_bias = true, .latent_attention = true,
                                 .mlp = {.shared = "mlp.shared_experts", .stacks = kTransformers5Stacks},
                                 .gguf = kDeepseek2Gguf};
 

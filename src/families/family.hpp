@@ -182,9 +182,10 @@ struct Family {
     None,         // no sliding window: the field is refused
     All,          // every layer, when sliding_window is set (Mistral, Phi-3)
     FromLayer,    // when use_sliding_window: the layers from max_window_layers (Qwen2, Qwen3)
+    AllWhenUsed,  // when use_sliding_window: every layer (Qwen3-MoE, whose transformers 5 code has no max_window_layers)
     EveryOther,   // layers 0, 2, 4, ... (Gemma 2; sliding_window defaults to 4096)
     Listed,       // as layer_types lists; without it Gemma 3's rule (every layer but each
-                  // sliding_window_pattern-th; 4096), and no window for the others (SmolLM3)
+                  // sliding_window_pattern-th; 4096), or SmolLM3's (when use_sliding_window, those without rope)
   };
   // How experts are configured and routed (none: a dense MLP; num_experts above 1 refused).
   enum class Experts {
@@ -205,12 +206,13 @@ struct Family {
                 // chosen experts' inputs; an ungated shared expert of intermediate_size; dense layers of
                 // intermediate_size_mlp
   };
-  // Which projections have biases.
+  // Which projections have biases, as the family's transformers code reads it (a field it ignores is ignored).
   enum class Biases {
-    Attention,  // attention_bias: q/k/v/o together (Llama, Mistral, Gemma, Phi-3, Qwen3)
+    Attention,  // attention_bias: q/k/v/o together (Llama, Gemma, Qwen3)
     QkvOnly,    // q/k/v always, never o (Qwen2)
     DeciLm,     // attention_bias or bias; qkv_bias overriding it for q/k/v (as vLLM reads DeciLM)
-    QkvDefault, // attention_bias for q/k/v, never o (GLM-4, whose attention_bias_default is true)
+    QkvDefault, // q/k/v unless qkv_bias_key is false, never o (GLM-4's attention_bias, Qwen2-MoE's qkv_bias)
+    None,       // none (Mistral, Mixtral, Phi-3)
   };
 
   std::string_view model_type;    // config.json's model_type
@@ -218,10 +220,17 @@ struct Family {
   Window window = Window::None;
   Experts experts = Experts::None;
   Biases biases = Biases::Attention;
-  bool mlp_bias = false;            // mlp_bias may be set (Llama, DeciLM)
+  std::string_view qkv_bias_key = "attention_bias";  // Biases::QkvDefault's field
+  bool mlp_bias = false;            // mlp_bias is read (Llama, DeciLM, DeepSeek-V2's dense and shared MLPs); elsewhere ignored
   bool follows_layer_types = false; // its transformers code attends as layer_types says
-  bool gemma_norms = false;         // hidden_activation, (1+w) RMSNorm, embeddings x sqrt(hidden), tied head
+  bool gemma_norms = false;         // (1+w) RMSNorm, embeddings x sqrt(hidden), tied head, the tanh GELU by default
+  std::string_view activation_key = "hidden_act";  // the MLP's activation (Gemma 2 and 3: hidden_activation)
+  bool gelu_is_tanh = false;        // "gelu" is its legacy name of the tanh approximation (Gemma: transformers converts it)
   bool gemma2 = false;              // soft-caps, query_pre_attn_scalar, four norms per block (Gemma 2 and 3)
+  bool attn_softcap = false;        // attn_logit_softcapping applied (Gemma 2; Gemma 3's transformers code never applies it)
+  // Flags its transformers code reads whose true the engine cannot follow: refused by name (Gemma 3's
+  // use_bidirectional_attention).
+  std::span<const std::string_view> unsupported_flags{};
   bool qk_norm = false;             // RMSNorm over each head's q and k before rope (q_norm, k_norm)
   bool tied_by_default = false;     // tie_word_embeddings' default
   bool multipliers = false;         // Granite's embedding/attention/residual multipliers and logits_scaling
@@ -236,10 +245,18 @@ struct Family {
   bool attention_bias_default = false;
   uint64_t sliding_window_default = 0;
   double rope_theta_default = 0;
+  // Gemma 3: the rotary settings per layer type, the sliding layers' base this unless
+  // rope_local_base_freq or rope_parameters says (rope_scaling, transformers 4's, for the others only).
+  double sliding_rope_theta_default = 0;
+  std::string_view rope_scaling_default{};  // JSON: the scaling when config.json gives none (gpt-oss's yarn)
+  bool rope_types_as_longrope = false;      // the legacy rope types su and yarn are longrope (Phi-3)
   bool glm_norms = false;           // four norms per block under GLM-4's names: post_self_attn_layernorm on the
                                     // attention's output, post_attention_layernorm before the MLP, post_mlp_layernorm after
   bool rope_adjacent_pairs = false; // the rotary dimensions turn in adjacent pairs (2j, 2j + 1), not halves (GLM-4)
-  double partial_rotary_factor = 1; // partial_rotary_factor's default (GLM-4: 0.5)
+  // partial_rotary_factor is read (Phi-3, GLM-4; DeciLM as vLLM reads it), with this default (GLM-4: 0.5);
+  // elsewhere transformers turns whole heads.
+  bool partial_rotary = false;
+  double partial_rotary_factor = 1;
   bool shared_mlp = false;          // shared_intermediate_size: an ungated MLP beside the experts (Granite-MoE-Shared)
   bool stacked_experts = false;     // transformers reads its experts stacked only (Granite-MoE's input_linear /
                                     // output_linear): written one tensor per expert, they would not load

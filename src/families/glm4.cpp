@@ -18,7 +18,8 @@ constexpr GgufKey kGlm4GgufKeys[] = {{.suffix = "rope.dimension_count", .quantit
 // norms per block (each sublayer's input and output normalised), gate_up_proj stored fused (gate
 // rows, then up rows).
 extern const Family kGlm4{.model_type = "glm4", .architecture = "Glm4ForCausalLM", .biases = Family::Biases::QkvDefault,
-                          .attention_bias_default = true, .glm_norms = true, .rope_adjacent_pairs = true, .partial_rotary_factor = 0.5,
+                          .glm_norms = true, .rope_adjacent_pairs = true, .partial_rotary = true,
+                          .partial_rotary_factor = 0.5,
                           .gguf = {.name = "glm4", .layer_stems = kGlm4GgufStems, .keys = kGlm4GgufKeys}};
 
 }  // namespace wl

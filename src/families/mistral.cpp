@@ -7,10 +7,11 @@ namespace {
 constexpr GgufKey kMistralGgufKeys[] = {{.suffix = "rope.dimension_count", .quantity = GgufQuantity::RopeDimensionCount}};
 }  // namespace
 
-// Mistral: Llama's tensors, a sliding window over every layer when set. Mistral Small 3.1 and later
-// are Mistral3ForConditionalGeneration: this language model beside a Pixtral vision encoder.
+// Mistral: Llama's tensors without biases (attention_bias ignored, as transformers does), a sliding
+// window over every layer when set. Mistral Small 3.1 and later are Mistral3ForConditionalGeneration:
+// this language model beside a Pixtral vision encoder.
 extern const Family kMistral{.model_type = "mistral", .architecture = "MistralForCausalLM", .window = Family::Window::All,
-                           .multimodal = {"mistral3", "Mistral3ForConditionalGeneration"},
+                           .biases = Family::Biases::None, .multimodal = {"mistral3", "Mistral3ForConditionalGeneration"},
                            .gguf = {.name = "llama", .interleaved_rotary = true, .keys = kMistralGgufKeys}};
 
 }  // namespace wl

@@ -12,9 +12,11 @@ constexpr GgufKey kMixtralGgufKeys[] = {
      .absent_as = GgufQuantity::FeedForwardLength}};
 }  // namespace
 
-// Mixtral: Mistral with num_local_experts experts (block_sparse_moe), top-k renormalised.
+// Mixtral: Mistral with num_local_experts experts (block_sparse_moe), top-k renormalised; no biases;
+// rope_theta 1e6 unless set.
 extern const Family kMixtral{.model_type = "mixtral", .architecture = "MixtralForCausalLM", .window = Family::Window::All,
-                             .experts = Family::Experts::Mixtral, .mlp = kBlockSparseMoe,
+                             .experts = Family::Experts::Mixtral, .biases = Family::Biases::None, .rope_theta_default = 1e6,
+                             .mlp = kBlockSparseMoe,
                              .gguf = {.name = "llama", .interleaved_rotary = true, .stacks = kBlockSparseMoeGgufStacks,
                                       .keys = kMixtralGgufKeys}};
 

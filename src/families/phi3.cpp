@@ -11,8 +11,10 @@ constexpr GgufKey kPhi3GgufKeys[] = {{.suffix = "rope.dimension_count", .quantit
                                      {.suffix = "attention.sliding_window", .quantity = GgufQuantity::SlidingWindow}};
 }  // namespace
 
-// Phi-3: fused qkv_proj and gate_up_proj stored, partial rotary, longrope, a window on every layer.
+// Phi-3: fused qkv_proj and gate_up_proj stored, no biases, partial rotary, longrope (its configs'
+// legacy su and yarn too, as transformers reads them), a window on every layer.
 extern const Family kPhi3{.model_type = "phi3", .architecture = "Phi3ForCausalLM", .window = Family::Window::All,
+                          .biases = Family::Biases::None, .rope_types_as_longrope = true, .partial_rotary = true,
                           .gguf = {.name = "phi3", .layer_stems = kPhi3GgufStems, .keys = kPhi3GgufKeys, .head_required = true}};
 
 }  // namespace wl

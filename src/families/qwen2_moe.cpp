@@ -23,10 +23,11 @@ constexpr GgufKey kQwen2MoeGgufKeys[] = {
      .absent_as = GgufQuantity::FeedForwardLength}};
 }  // namespace
 
-// Qwen2-MoE: Qwen2's attention, experts with a sigmoid-gated shared expert.
+// Qwen2-MoE: Qwen2's attention (its q/k/v biases unless qkv_bias is false), experts with a sigmoid-gated
+// shared expert.
 extern const Family kQwen2Moe{.model_type = "qwen2_moe", .architecture = "Qwen2MoeForCausalLM",
                               .window = Family::Window::FromLayer, .experts = Family::Experts::Qwen2Moe,
-                              .biases = Family::Biases::QkvOnly, .follows_layer_types = true,
+                              .biases = Family::Biases::QkvDefault, .qkv_bias_key = "qkv_bias", .follows_layer_types = true,
                               .mlp = {.shared = "mlp.shared_expert", .shared_gate = "shared_expert_gate", .stacks = kTransformers5Stacks},
                               .gguf = {.name = "qwen2moe", .layer_stems = kQwen2MoeGgufStems, .stacks = kQwen2MoeGgufStacks,
                                        .keys = kQwen2MoeGgufKeys, .renormalises_top_k = false}};

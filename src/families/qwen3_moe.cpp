@@ -17,10 +17,11 @@ constexpr GgufKey kQwen3MoeGgufKeys[] = {
      .absent_as = GgufQuantity::FeedForwardLength}};
 }  // namespace
 
-// Qwen3-MoE: Qwen3's attention, experts without a shared one (top-k renormalised when norm_topk_prob).
+// Qwen3-MoE: Qwen3's attention, experts without a shared one (top-k renormalised when norm_topk_prob);
+// with use_sliding_window every layer slides (transformers 5 reads neither max_window_layers nor layer_types).
 extern const Family kQwen3Moe{.model_type = "qwen3_moe", .architecture = "Qwen3MoeForCausalLM",
-                              .window = Family::Window::FromLayer, .experts = Family::Experts::Qwen3Moe,
-                              .follows_layer_types = true, .qk_norm = true,
+                              .window = Family::Window::AllWhenUsed, .experts = Family::Experts::Qwen3Moe,
+                              .qk_norm = true,
                               .gguf = {.name = "qwen3moe", .layer_stems = kQwen3MoeGgufStems, .stacks = kQwen3MoeGgufStacks,
                                        .keys = kQwen3MoeGgufKeys}};
 

@@ -47,14 +47,13 @@ const Family& family_of(const JsonFields& f) {
 }
 
 std::string activation(const JsonFields& f, const Family& family) {
-  // Gemma's MLP reads hidden_activation and, without it, runs the tanh approximation whatever
-  // hidden_act says (how the models were trained; transformers and vLLM both do so).
-  const bool gemma = family.gemma_norms;
-  const char* key = gemma ? "hidden_activation" : "hidden_act";
-  std::string act = f.string(key, gemma ? "gelu_pytorch_tanh" : "silu");
-  if (act == "gelu_new") act = "gelu_pytorch_tanh";  // the same tanh approximation
+  // The field the family's MLP reads (Gemmas: the tanh approximation unless set).
+  const std::string key(family.activation_key);
+  std::string act = f.string(key.c_str(), family.gemma_norms ? "gelu_pytorch_tanh" : "silu");
+  if (act == "gelu_new" || (act == "gelu" && family.gelu_is_tanh)) act = "gelu_pytorch_tanh";  // the same tanh approximation
+  if (act == "swish") act = "silu";  // transformers' other name for it
   if (act != "silu" && act != "gelu" && act != "gelu_pytorch_tanh")
-    throw config_invalid(f.file(), key, fmt::format("'{}' is not supported (silu, gelu, gelu_pytorch_tanh, gelu_new)", act));
+    throw config_invalid(f.file(), key, fmt::format("'{}' is not supported (silu, swish, gelu, gelu_pytorch_tanh, gelu_new)", act));
   return act;
 }
 
@@ -82,16 +81,18 @@ double yarn_attention_factor(const JsonFields& f, double factor) {
 constexpr const char* kOriginalContext = "original_max_position_embeddings";
 
 // A rope_scaling object (transformers 4) or one of rope_parameters (transformers 5), `field` naming
-// it, as modeling_rope_utils reads each type. rope_parameters' also carry rope_theta and
-// partial_rotary_factor (read by the caller), and their pretrained context falls back to the
-// top-level one, which transformers 5 moves in.
-RopeScaling read_scaling(const JsonFields& top, const json& object, const std::string& field, bool parameters) {
+// it, as transformers 5's modeling_rope_utils reads each type (and the family: Phi-3's legacy su and
+// yarn are its longrope). rope_parameters' also carry rope_theta and partial_rotary_factor (read by
+// the caller). The pretrained context is the top-level one, which transformers 5 moves in over the
+// object's, else the object's, else max_position_embeddings.
+RopeScaling read_scaling(const JsonFields& top, const json& object, const std::string& field, bool parameters, const Family& family) {
   RopeScaling r;
   if (!object.is_object()) throw config_invalid(top.file(), field, "is not an object");
   const JsonFields f(object, top.file());
-  const std::string type = f.string("rope_type", f.string("type"));
+  std::string type = f.string("rope_type", f.string("type"));
   if (f.has("type") && f.string("type") != type)
     throw config_invalid(top.file(), field + ".type", fmt::format("'{}' disagrees with rope_type '{}'", f.string("type"), type));
+  if (family.rope_types_as_longrope && (type == "su" || type == "yarn")) type = "longrope";
   if (!parameters && (type.empty() || type == "default")) return r;
   static const std::map<std::string, std::set<std::string>> known{
       {"default", {}},
@@ -110,15 +111,13 @@ RopeScaling read_scaling(const JsonFields& top, const json& object, const std::s
   if (type.empty() || type == "default") return r;
   r.type = type;
   const uint64_t max_positions = top.uint("max_position_embeddings", 2048);
-  const uint64_t top_context = top.uint(kOriginalContext, max_positions);
+  const uint64_t context = top.has(kOriginalContext) ? top.uint(kOriginalContext) : f.uint(kOriginalContext, max_positions);
   if (type == "longrope") {
     r.short_factor = factor_list(f, field, "short_factor");
     r.long_factor = factor_list(f, field, "long_factor");
-    // Phi-3 keeps the pretrained context at the top level; the factor is then the ratio of the two
-    // (transformers 5: unless rope_parameters gives the factor).
-    r.original_max_position_embeddings = parameters ? f.uint(kOriginalContext, top_context) : top_context;
-    const double ratio = double(max_positions) / double(r.original_max_position_embeddings);
-    r.factor = parameters ? f.number("factor", ratio) : top.has(kOriginalContext) ? ratio : f.number("factor", 1.0);
+    // Phi-3 keeps the pretrained context at the top level; the factor, unless given, is the ratio of the two.
+    r.original_max_position_embeddings = context;
+    r.factor = f.number("factor", double(max_positions) / double(context ? context : 1));
     if (r.original_max_position_embeddings == 0 || !(r.factor > 0))
       throw config_invalid(top.file(), kOriginalContext, "longrope needs a positive pretrained context and factor");
     r.attention_factor = f.has("attention_factor") ? f.number("attention_factor", 1.0)
@@ -131,12 +130,12 @@ RopeScaling read_scaling(const JsonFields& top, const json& object, const std::s
   if (type == "llama3") {
     r.low_freq_factor = f.number("low_freq_factor", 1.0);
     r.high_freq_factor = f.number("high_freq_factor", 4.0);
-    r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : 8192);
+    r.original_max_position_embeddings = context;
     // Equal factors leave no band between (Llama 4 Scout's 1 and 1); transformers only warns of them.
     if (!(r.high_freq_factor >= r.low_freq_factor) || !(r.low_freq_factor > 0) || r.original_max_position_embeddings == 0)
       throw config_invalid(top.file(), field, "llama3 needs 0 < low_freq_factor <= high_freq_factor and original_max_position_embeddings > 0");
   } else if (type == "yarn") {
-    r.original_max_position_embeddings = f.uint(kOriginalContext, parameters ? top_context : max_positions);
+    r.original_max_position_embeddings = context;
     r.beta_fast = f.number("beta_fast", 32);
     r.beta_slow = f.number("beta_slow", 1);
     r.truncate = f.boolean("truncate", true);
@@ -168,42 +167,74 @@ struct Ropes {
   std::optional<Rope> full, sliding;
 };
 
+// Transformers turns part of each head only in the families whose code reads partial_rotary_factor
+// (Family::partial_rotary); the others turn whole heads, ignoring the factor with the default rope and
+// failing with a scaled one (its frequencies then do not fit the head): refused.
+void turn_whole_heads(const JsonFields& top, const Family& family, Rope& r, const std::string& field) {
+  if (family.partial_rotary || r.partial == 1) return;
+  if (!r.scaling.type.empty())
+    throw config_invalid(top.file(), field,
+                         fmt::format("{} with {} rope: {} models turn whole heads (transformers fails on it)", r.partial, r.scaling.type, family.model_type));
+  r.partial = 1;
+}
+
 // One rope_parameters object (the flat one, or one layer type's). What transformers 4 reads elsewhere
-// (the top-level rope_theta, partial_rotary_factor and pretrained context, rope_scaling) fills what it
-// leaves out, and must agree with what it gives: each version would read only its own.
+// (the top-level rope_theta and pretrained context, rope_scaling) fills what it leaves out, and must
+// agree with what it gives: each version would read only its own. A top-level partial_rotary_factor
+// is only its default (transformers 5 itself writes GLM-4's beside the one it reads).
 double default_rope_theta(const Family& family) { return family.rope_theta_default ? family.rope_theta_default : 10000.0; }
 
 Rope read_rope_parameters(const JsonFields& top, const json& object, const std::string& field, const Family& family) {
   Rope r;
-  r.scaling = read_scaling(top, object, field, true);
-  for (const char* key : {"rope_theta", "partial_rotary_factor", kOriginalContext})
+  r.scaling = read_scaling(top, object, field, true, family);
+  for (const char* key : {"rope_theta", kOriginalContext})
     if (top.has(key) && object.contains(key) && !object[key].is_null() && object[key] != top.at(key))
       throw config_invalid(top.file(), fmt::format("{}.{}", field, key),
                            fmt::format("{} disagrees with the top-level {} {}", object[key].dump(), key, top.at(key).dump()));
-  if (top.has("rope_scaling") && read_scaling(top, top.at("rope_scaling"), "rope_scaling", false) != r.scaling)
+  if (top.has("rope_scaling") && read_scaling(top, top.at("rope_scaling"), "rope_scaling", false, family) != r.scaling)
     throw config_invalid(top.file(), "rope_scaling", fmt::format("disagrees with {}: transformers 4 reads the one, 5 the other", field));
   const JsonFields f(object, top.file());
   r.theta = f.number("rope_theta", top.number("rope_theta", default_rope_theta(family)));
   if (!(r.theta > 0) || !std::isfinite(r.theta)) throw config_invalid(top.file(), field + ".rope_theta", "must be a positive number");
   r.partial = partial_rotary_factor(f, field + ".partial_rotary_factor",
                                     partial_rotary_factor(top, "partial_rotary_factor", family.partial_rotary_factor));
+  turn_whole_heads(top, family, r, field + ".partial_rotary_factor");
   return r;
 }
 
-// Transformers 4's rope_theta, partial_rotary_factor and rope_scaling, or transformers 5's
-// rope_parameters: flat, or per layer type ({"full_attention": {...}, "sliding_attention": {...}}).
-// rope_theta and partial_rotary_factor are the family's defaults where none is given.
+// Transformers 4's rope_theta, partial_rotary_factor and rope_scaling (Gemma 3's for its global
+// layers, its local ones turning with rope_local_base_freq), or transformers 5's rope_parameters:
+// flat, or per layer type ({"full_attention": {...}, "sliding_attention": {...}}). Where none is
+// given, the family's defaults (its config class's).
 Ropes read_ropes(const JsonFields& top, const Family& family) {
+  const bool per_type = family.sliding_rope_theta_default != 0;
   if (!top.has("rope_parameters")) {
     Rope r;
     r.theta = top.number("rope_theta", default_rope_theta(family));
     r.partial = partial_rotary_factor(top, "partial_rotary_factor", family.partial_rotary_factor);
-    if (top.has("rope_scaling")) r.scaling = read_scaling(top, top.at("rope_scaling"), "rope_scaling", false);
-    return {r, r};
+    if (per_type && top.has("rope_scaling") && top.at("rope_scaling").contains("type") && !top.at("rope_scaling").contains("rope_type") &&
+        top.at("rope_scaling")["type"] != "default")
+      throw config_invalid(top.file(), "rope_scaling.type",
+                           fmt::format("{} reads rope_type only (transformers 5 would run no scaling)", family.model_type));
+    if (top.has("rope_scaling"))
+      r.scaling = read_scaling(top, top.at("rope_scaling"), "rope_scaling", false, family);
+    else if (!family.rope_scaling_default.empty())
+      r.scaling = read_scaling(top, json::parse(family.rope_scaling_default), "rope_scaling", false, family);
+    turn_whole_heads(top, family, r, "partial_rotary_factor");
+    if (!per_type) return {r, r};
+    r.scaling.truncate = true;  // moved into the global layers' settings, where yarn's truncate is not read (below)
+    Rope local = r;
+    local.theta = top.number("rope_local_base_freq", family.sliding_rope_theta_default);
+    local.scaling = RopeScaling{};
+    return {r, local};
   }
   const json& p = top.at("rope_parameters");
   if (!p.is_object()) throw config_invalid(top.file(), "rope_parameters", "is not an object");
   if (!p.contains("full_attention") && !p.contains("sliding_attention")) {
+    if (per_type)
+      throw config_invalid(top.file(), "rope_parameters",
+                           fmt::format("{} reads it per layer type (full_attention, sliding_attention); transformers 5 ignores a flat one",
+                                       family.model_type));
     const Rope r = read_rope_parameters(top, p, "rope_parameters", family);
     return {r, r};
   }
@@ -212,7 +243,8 @@ Ropes read_ropes(const JsonFields& top, const Family& family) {
     const std::string field = "rope_parameters." + key;
     if (key != "full_attention" && key != "sliding_attention")
       throw config_invalid(top.file(), field, "is not a layer type (full_attention, sliding_attention)");
-    (key == "full_attention" ? out.full : out.sliding) = read_rope_parameters(top, value, field, family);
+    Rope& r = (key == "full_attention" ? out.full : out.sliding).emplace(read_rope_parameters(top, value, field, family));
+    r.scaling.truncate = true;  // transformers 5's yarn reads truncate from the outer object, which has none
   }
   if (out.full && out.sliding && out.full->partial != out.sliding->partial)
     throw config_invalid(top.file(), "rope_parameters.sliding_attention.partial_rotary_factor",
@@ -246,7 +278,7 @@ void apply_ropes(const JsonFields& f, const Ropes& r, LlamaConfig& c) {
     c.sliding_rope_theta = r.sliding->theta;
     c.sliding_rope_scaling = r.sliding->scaling;
   }
-  // transformers 4's Gemma 3 gave the sliding layers' base as rope_local_base_freq (no scaling);
+  // transformers 4's Gemma 3 gave the sliding layers' base as rope_local_base_freq (read_ropes);
   // transformers 5 moves it into rope_parameters.sliding_attention, which must then agree.
   if (f.has("rope_local_base_freq")) {
     if (c.sliding_layers.empty()) throw config_invalid(f.file(), "rope_local_base_freq", fmt::format("{} models have no local layers", c.architecture));
@@ -254,10 +286,6 @@ void apply_ropes(const JsonFields& f, const Ropes& r, LlamaConfig& c) {
     if (!(local > 0)) throw config_invalid(f.file(), "rope_local_base_freq", "must be a positive number");
     if (f.has("rope_parameters") && f.at("rope_parameters").contains("sliding_attention") && r.sliding->theta != local)
       throw config_invalid(f.file(), "rope_local_base_freq", fmt::format("{} disagrees with rope_parameters.sliding_attention's rope_theta {}", local, r.sliding->theta));
-    if (!f.has("rope_parameters") || !f.at("rope_parameters").contains("sliding_attention")) {
-      c.sliding_rope_theta = local;
-      c.sliding_rope_scaling = RopeScaling{};
-    }
   }
 }
 
@@ -271,6 +299,9 @@ void read_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
     case Family::Window::FromLayer:
       if (!f.boolean("use_sliding_window", false)) return;
       c.sliding_window_from = f.uint("max_window_layers", 28);
+      break;
+    case Family::Window::AllWhenUsed:
+      if (!f.boolean("use_sliding_window", false)) return;
       break;
     case Family::Window::EveryOther: c.sliding_window_every = 2; break;  // layers 0, 2, 4, ...
     case Family::Window::All:
@@ -295,18 +326,18 @@ std::vector<bool> layer_type_flags(const JsonFields& f, uint64_t layers, const s
   return out;
 }
 
-// Gemma 3: the sliding layers as layer_types lists them (transformers 5 writes it), else every
-// layer but each sliding_window_pattern-th (transformers 4's rule).
+// The sliding layers as layer_types lists them (transformers 5 writes it), else Gemma 3's rule
+// (every layer but each sliding_window_pattern-th), or SmolLM3's (rope layers read: with
+// use_sliding_window, those that do not turn).
 void read_listed_windows(const JsonFields& f, const Family& family, LlamaConfig& c) {
   if (family.window != Family::Window::Listed) return;
   if (f.has("layer_types")) {
     c.sliding_layers = layer_type_flags(f, c.num_layers, "sliding_attention");
     return;
   }
-  if (!family.gemma2) {  // SmolLM3: without layer_types, no sliding layer can be told
-    if (f.boolean("use_sliding_window", false) && c.sliding_window)
-      throw config_invalid(f.file(), "use_sliding_window", "is set but layer_types does not say which layers slide");
-    c.sliding_window = 0;
+  if (!family.gemma2) {
+    if (!f.boolean("use_sliding_window", false)) c.sliding_window = 0;
+    for (uint64_t l = 0; c.sliding_window && l < c.num_layers; ++l) c.sliding_layers.push_back(!c.rope_layer(l));
     return;
   }
   const uint64_t pattern = f.uint("sliding_window_pattern", 6);
@@ -315,21 +346,17 @@ void read_listed_windows(const JsonFields& f, const Family& family, LlamaConfig&
 }
 
 // Transformers 5 writes which layers slide as layer_types, and the families whose code attends as
-// that list says are marked so. The engine slides the layers its family's rule picks
-// (read_windows), so a list naming others is refused: run, it would attend otherwise.
-void check_layer_types(const JsonFields& f, const Family& family, const LlamaConfig& c) {
+// that list says are marked so. Where it names other layers than the family's rule picks (Qwen2-MoE's
+// own default: the even layers below max_window_layers), those it names slide.
+void follow_layer_types(const JsonFields& f, const Family& family, LlamaConfig& c) {
   if (!f.has("layer_types") || !family.follows_layer_types || family.window == Family::Window::Listed) return;
-  const std::string_view type = family.model_type;
   const std::vector<bool> sliding = layer_type_flags(f, c.num_layers, "sliding_attention");
-  for (uint64_t l = 0; l < c.num_layers; ++l) {
-    // Without a window (Qwen2's use_sliding_window false) a sliding layer attends to every position too.
-    if (c.sliding_window && sliding[l] != (c.window_layer(l) != 0))
-      throw config_invalid(f.file(), fmt::format("layer_types[{}]", l),
-                           fmt::format("is {}, but {} slides {}: the engine cannot follow another pattern",
-                                       sliding[l] ? "sliding_attention" : "full_attention", type,
-                                       c.sliding_window_every == 2 ? fmt::format("every other layer from {}", c.sliding_window_from)
-                                                                   : fmt::format("the layers from {}", c.sliding_window_from)));
-  }
+  // Without a window (Qwen2's use_sliding_window false) a sliding layer attends to every position too.
+  for (uint64_t l = 0; c.sliding_window && l < c.num_layers; ++l)
+    if (sliding[l] != (c.window_layer(l) != 0)) {
+      c.sliding_layers = sliding;
+      return;
+    }
 }
 
 void read_gemma(const JsonFields& f, const Family& family, LlamaConfig& c) {
@@ -339,7 +366,7 @@ void read_gemma(const JsonFields& f, const Family& family, LlamaConfig& c) {
       throw config_invalid(f.file(), key, fmt::format("is a Gemma 2 field; {} models do not apply it", family.model_type));
   if (!family.gemma2) return;
   c.sandwich_norms = true;
-  c.attn_logit_softcapping = f.number("attn_logit_softcapping", 0);
+  c.attn_logit_softcapping = family.attn_softcap ? f.number("attn_logit_softcapping", 0) : 0;
   c.final_logit_softcapping = f.number("final_logit_softcapping", 0);
   c.query_pre_attn_scalar = f.number("query_pre_attn_scalar", 256);
   for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"}) {
@@ -360,15 +387,11 @@ std::vector<uint64_t> layer_list(const JsonFields& f, const char* key) {
   return out;
 }
 
-// A field whose only value transformers 5 runs (the original DeepSeek code read it; transformers
-// ignores it and runs `expected`): another value is refused.
-void expect_string(const JsonFields& f, const Family& family, const char* key, const char* expected) {
-  if (f.has(key) && f.string(key) != expected)
-    throw config_invalid(f.file(), key, fmt::format("'{}' is not supported ({} models route with '{}')", f.string(key), family.model_type, expected));
-}
-
-// DeepSeek-V2 and V3: n_routed_experts of moe_intermediate_size, n_shared_experts as one ungated
-// MLP of n_shared_experts * moe_intermediate_size, the first first_k_dense_replace layers dense.
+// DeepSeek-V2 and V3 as transformers 5 runs them: n_routed_experts of moe_intermediate_size,
+// n_shared_experts as one ungated MLP of n_shared_experts * moe_intermediate_size, the first
+// first_k_dense_replace layers dense, every later one sparse. What the original DeepSeek code read
+// and transformers ignores (moe_layer_freq, scoring_func, V3's topk_method, V2's norm_topk_prob) is
+// ignored alike.
 MoeConfig read_deepseek_moe(const JsonFields& f, const Family& family) {
   const bool v3 = family.experts == Family::Experts::DeepseekV3;
   MoeConfig m;
@@ -384,10 +407,7 @@ MoeConfig read_deepseek_moe(const JsonFields& f, const Family& family) {
   m.routed_scaling_factor = f.number("routed_scaling_factor", v3 ? 2.5 : 1.0);
   if (!(m.routed_scaling_factor > 0) || !std::isfinite(m.routed_scaling_factor))
     throw config_invalid(f.file(), "routed_scaling_factor", "must be a positive number");
-  if (f.uint("moe_layer_freq", 1) != 1) throw config_invalid(f.file(), "moe_layer_freq", "only 1 is supported (every layer after the dense ones sparse)");
   if (v3) {
-    expect_string(f, family, "topk_method", "noaux_tc");
-    expect_string(f, family, "scoring_func", "sigmoid");
     m.scoring = MoeConfig::Scoring::Sigmoid;
     m.score_correction_bias = true;
     m.norm_topk_prob = f.boolean("norm_topk_prob", true);
@@ -395,14 +415,11 @@ MoeConfig read_deepseek_moe(const JsonFields& f, const Family& family) {
     m.topk_groups = f.uint("topk_group", 4);
     m.group_by_top_two = true;
   } else {
-    expect_string(f, family, "scoring_func", "softmax");
+    // transformers 5 runs these two methods only (it fails on another).
     const std::string method = f.string("topk_method", "greedy");
     if (method != "greedy" && method != "group_limited_greedy")
       throw config_invalid(f.file(), "topk_method", fmt::format("'{}' is not supported (greedy, group_limited_greedy)", method));
-    // transformers 5's DeepSeek-V2 never renormalises (the original code did, when set): refused rather than guessed.
     m.norm_topk_prob = false;
-    if (f.boolean("norm_topk_prob", false))
-      throw config_invalid(f.file(), "norm_topk_prob", "true is not supported: transformers 5's DeepSeek-V2 does not renormalise");
     if (method == "group_limited_greedy") m.groups = f.uint("n_group"), m.topk_groups = f.uint("topk_group");
   }
   const char* count = "n_routed_experts";
@@ -499,17 +516,24 @@ std::vector<int32_t> token_ids(const JsonFields& f, const char* key) {
   return out;
 }
 
-// attention_bias gives q/k/v/o biases (Qwen2: q/k/v always; GLM-4: q/k/v unless it is false); DeciLM
-// as vLLM reads it: `bias` too, and qkv_bias overriding it for q/k/v.
+// attention_bias gives q/k/v/o biases (Qwen2: q/k/v always; GLM-4 and Qwen2-MoE: q/k/v unless their
+// field is false; Mistral, Mixtral, Phi-3: none, whatever it says); DeciLM as vLLM reads it: `bias`
+// too, and qkv_bias overriding it for q/k/v. mlp_bias where the family reads it.
 void read_biases(const JsonFields& f, const Family& family, LlamaConfig& c) {
-  const bool deci = family.biases == Family::Biases::DeciLm;
-  const bool attention_bias = f.boolean("attention_bias", family.attention_bias_default) || (deci && f.boolean("bias", false));
-  const bool qkv_only = family.biases == Family::Biases::QkvOnly;
-  c.qkv_bias = deci ? f.boolean("qkv_bias", attention_bias) : attention_bias || qkv_only;
-  c.o_bias = attention_bias && !qkv_only && family.biases != Family::Biases::QkvDefault;
-  c.mlp_bias = f.boolean("mlp_bias", false);
-  if (c.mlp_bias && !family.mlp_bias)
-    throw config_invalid(f.file(), "mlp_bias", fmt::format("{} models have no MLP biases", family.model_type));
+  switch (family.biases) {
+    case Family::Biases::None: break;
+    case Family::Biases::QkvOnly: c.qkv_bias = true; break;
+    case Family::Biases::QkvDefault: c.qkv_bias = f.boolean(std::string(family.qkv_bias_key).c_str(), true); break;
+    case Family::Biases::Attention: c.qkv_bias = c.o_bias = f.boolean("attention_bias", family.attention_bias_default); break;
+    case Family::Biases::DeciLm:
+      c.o_bias = f.boolean("attention_bias", false) || f.boolean("bias", false);
+      c.qkv_bias = f.boolean("qkv_bias", c.o_bias);
+      break;
+  }
+  c.mlp_bias = family.mlp_bias && f.boolean("mlp_bias", false);
+  // transformers' shared expert of no units (DeepSeek-V2's n_shared_experts 0) still adds its down_proj bias.
+  if (c.mlp_bias && c.moe.num_experts && !c.moe.shared_expert_intermediate_size && !family.mlp.shared.empty())
+    throw config_invalid(f.file(), "mlp_bias", "true with a shared expert of no units (whose output would be its bias) is not supported");
 }
 
 // Granite's multipliers; another family's are refused (it would run without them).
@@ -631,6 +655,13 @@ void read_latent_attention(const JsonFields& f, const Family& family, LlamaConfi
   c.prediction_layers = f.uint("num_nextn_predict_layers", 0);
 }
 
+// Flags the family's transformers code reads that the engine runs only false (Family::unsupported_flags).
+void refuse_unsupported_flags(const JsonFields& f, const Family& family) {
+  for (const std::string_view flag : family.unsupported_flags)
+    if (f.boolean(std::string(flag).c_str(), false))
+      throw config_invalid(f.file(), std::string(flag), fmt::format("true is not supported (the engine runs {} models without it)", family.model_type));
+}
+
 // DeciLM's rotary layouts other than rotate-half (vLLM turns these two with Meta's interleaved pairs).
 void refuse_interleaved_rotary(const JsonFields& f, const Family& family) {
   const std::string position = family.decilm ? f.string("position_embedding_type") : "";
@@ -677,6 +708,7 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   read_windows(f, family, c);
   read_gemma(f, family, c);
   refuse_interleaved_rotary(f, family);
+  refuse_unsupported_flags(f, family);
   c.moe = read_moe(f, family);
   c.eos_token_ids = token_ids(f, "eos_token_id");
   c.hidden_size = f.uint("hidden_size");
@@ -696,13 +728,13 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.glm_norms = family.glm_norms;
   if (family.glm_norms) c.sandwich_norms = true;
   c.rope_adjacent_pairs = family.rope_adjacent_pairs;
+  read_rope_layers(f, family, c);
   read_listed_windows(f, family, c);
+  follow_layer_types(f, family, c);
   apply_ropes(f, ropes, c);
   if (c.latent_attention()) c.mla.softmax_scale = c.mla.scaled_softmax(c.rope_scaling);
-  check_layer_types(f, family, c);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", family.tied_by_default);
   read_multipliers(f, family, c);
-  read_rope_layers(f, family, c);
   read_llama4_mlp(f, family, c);
   read_llama4_attention(f, family, c);
   read_biases(f, family, c);

@@ -76,7 +76,9 @@ void validate(const LlamaConfig& c, const std::string& file) {
   positive(c.max_position_embeddings, "max_position_embeddings", kMaxPositions);
   if (c.num_heads % c.num_kv_heads != 0)
     throw invalid(file, "num_key_value_heads", fmt::format("{} does not divide num_attention_heads {}", c.num_kv_heads, c.num_heads));
-  if (c.rotary_dims() % 2 != 0 || c.rotary_dims() > c.head_dim)
+  // An odd count is transformers' (int(head_dim x partial_rotary_factor), rounded up to pairs); other
+  // sources' are refused.
+  if (c.rotary_dims() == 0 || 2 * c.rotary_pairs() > c.head_dim || (c.rotary_dims() % 2 && c.origin != "config.json"))
     throw invalid(file, c.rotary_dims() != c.head_dim ? "partial_rotary_factor" : "head_dim",
                   fmt::format("{} rotary dimensions of a {}-wide head: rotary embeddings need pairs", c.rotary_dims(), c.head_dim));
   if (c.moe.num_experts > kMaxLayers) throw invalid(file, "num_experts", fmt::format("{} is above the supported maximum {}", c.moe.num_experts, kMaxLayers));
@@ -87,13 +89,15 @@ void validate(const LlamaConfig& c, const std::string& file) {
     const RopeScaling& r = sliding ? c.sliding_rope_scaling : c.rope_scaling;
     const std::string at = sliding ? "rope_parameters.sliding_attention." : "rope_scaling.";
     const double scaled = r.factor * double(r.type == "yarn" ? r.original_max_position_embeddings : c.max_position_embeddings);
+    if (r.type == "yarn" && c.rotary_dims() % 2)  // transformers' ramp has a value fewer than its frequencies
+      throw invalid(file, "partial_rotary_factor", fmt::format("{} rotary dimensions: yarn needs an even count", c.rotary_dims()));
     if ((r.type == "yarn" || r.type == "dynamic") && !(scaled <= double(kMaxPositions)))
       throw invalid(file, at + "factor", fmt::format("{} extends the context beyond the supported maximum {}", r.factor, kMaxPositions));
     if (r.type == "longrope")
       for (const auto* list : {&r.short_factor, &r.long_factor})
-        if (list->size() != c.rotary_dims() / 2)
+        if (list->size() != c.rotary_pairs())
           throw invalid(file, at + (list == &r.short_factor ? "short_factor" : "long_factor"),
-                        fmt::format("has {} factors; {} rotary dimensions need {}", list->size(), c.rotary_dims(), c.rotary_dims() / 2));
+                        fmt::format("has {} factors; {} rotary dimensions need {}", list->size(), c.rotary_dims(), c.rotary_pairs()));
     const double theta = sliding ? c.sliding_rope_theta : c.rope_theta;
     if (!(theta > 0) || !std::isfinite(theta)) throw invalid(file, sliding ? at + "rope_theta" : "rope_theta", "must be a positive number");
   }
@@ -104,8 +108,6 @@ void validate(const LlamaConfig& c, const std::string& file) {
     positive(c.mla.v_head_dim, "v_head_dim", kMaxWidth);
     if (c.mla.q_lora_rank > kMaxWidth) throw invalid(file, "q_lora_rank", fmt::format("{} is above the supported maximum {}", c.mla.q_lora_rank, kMaxWidth));
   }
-  if (c.moe.num_experts && c.moe.first_dense_layers > c.num_layers)
-    throw invalid(file, "first_k_dense_replace", fmt::format("{} is more than num_hidden_layers {}", c.moe.first_dense_layers, c.num_layers));
   if (c.prediction_layers > kMaxLayers) throw invalid(file, "num_nextn_predict_layers", "is above the supported maximum");
 }
 
@@ -457,7 +459,7 @@ std::string LlamaConfig::to_hf_config_json() const {
   json j = {
       {"architectures", {family->architecture}},
       {"model_type", type},
-      {family->gemma_norms ? "hidden_activation" : "hidden_act", hidden_act},
+      {std::string(family->activation_key), hidden_act},
       {"hidden_size", hidden_size},
       {"intermediate_size", intermediate_size},
       {"num_hidden_layers", num_layers},
@@ -471,7 +473,7 @@ std::string LlamaConfig::to_hf_config_json() const {
       {"tie_word_embeddings", tie_word_embeddings},
   };
   if (family->biases == Family::Biases::Attention) j["attention_bias"] = qkv_bias && o_bias;
-  if (family->biases == Family::Biases::QkvDefault) j["attention_bias"] = qkv_bias;
+  if (family->biases == Family::Biases::QkvDefault) j[std::string(family->qkv_bias_key)] = qkv_bias;
   if (family->mlp_bias && !family->decilm) j["mlp_bias"] = mlp_bias;
   if (family->decilm) {
     j["attention_bias"] = o_bias, j["qkv_bias"] = qkv_bias, j["mlp_bias"] = mlp_bias;
@@ -486,6 +488,8 @@ std::string LlamaConfig::to_hf_config_json() const {
     }
     j["intermediate_size"] = ff;
   }
+  if (rotary_dims() != head_dim && !family->partial_rotary)
+    throw Error(ErrorCode::ConfigInvalid, fmt::format("no config.json for {} with partial rotary: transformers' {} turns whole heads", type, type));
   if (rotary_dims() != head_dim || family->partial_rotary_factor != 1)
     j["partial_rotary_factor"] = double(rotary_dims()) / double(head_dim);
   if (sliding_rope_theta) {  // per layer type, as transformers 5 writes it
@@ -511,8 +515,9 @@ std::string LlamaConfig::to_hf_config_json() const {
     for (const bool sliding : sliding_layers) types.push_back(sliding ? "sliding_attention" : "full_attention");
     j["layer_types"] = types;
   }
-  if (sliding_window && family->window == Family::Window::FromLayer)
-    j["use_sliding_window"] = true, j["max_window_layers"] = sliding_window_from;
+  if (sliding_window && (family->window == Family::Window::FromLayer || family->window == Family::Window::AllWhenUsed))
+    j["use_sliding_window"] = true;
+  if (sliding_window && family->window == Family::Window::FromLayer) j["max_window_layers"] = sliding_window_from;
   if (family->gemma2) {
     j["attn_logit_softcapping"] = attn_logit_softcapping ? json(attn_logit_softcapping) : json();
     j["final_logit_softcapping"] = final_logit_softcapping ? json(final_logit_softcapping) : json();

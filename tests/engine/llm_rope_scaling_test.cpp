@@ -1,5 +1,5 @@
-// rope_scaling through LLM, on the tiny Phi-3 of ../shared/testdata/hf-tiny-arch with its config.json
-// given each scaling: the context that yarn extends, and longrope's switch to its long factors, which
+// rope_scaling through LLM, on the tiny Phi-3 (Qwen2 for yarn) of ../shared/testdata/hf-tiny-arch with its
+// config.json given each scaling: the context that yarn extends, and longrope's switch to its long factors, which
 // recomputes the cached positions as transformers' Phi-3 generation does (its cache is dropped there).
 // And the same settings as transformers 5 writes them (rope_parameters), per layer type on Gemma 2.
 #include <gtest/gtest.h>
@@ -48,14 +48,19 @@ GenerationOutput greedy(LLM& llm, const std::vector<int32_t>& prompt, uint64_t m
 
 TEST(LlmRopeScaling, YarnExtendsTheContextByItsFactor) {
   WL_REQUIRE_TESTDATA();
-  test::TempDir plain_dir, yarn_dir;
+  test::TempDir plain_dir, yarn_dir, phi3_dir;
   const std::vector<int32_t> prompt(20, 5);  // longer than max_position_embeddings 16
-  LLM plain(options(phi3_with(plain_dir, nlohmann::json::object())));
+  LLM plain(options(family_with("qwen2", plain_dir, nlohmann::json::object())));
   test::expect_error(ErrorCode::InvalidArgument, [&] { greedy(plain, prompt, 1); });
-  LLM yarn(options(phi3_with(yarn_dir, {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 2.0}}}})));
+  LLM yarn(options(family_with("qwen2", yarn_dir, {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 2.0}}}})));
   EXPECT_EQ(yarn.config().context_length(), 32u);
   const GenerationOutput out = greedy(yarn, prompt, 4);
   EXPECT_EQ(out.logits.size(), 23u);
+  // Phi-3's legacy yarn is its longrope (transformers reads it so), which needs its factors.
+  const std::string msg = test::expect_error(ErrorCode::ConfigInvalid, [&] {
+    LLM phi3(options(phi3_with(phi3_dir, {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 2.0}}}})));
+  });
+  EXPECT_NE(msg.find("'rope_scaling.short_factor'"), std::string::npos) << msg;
 }
 
 TEST(LlmRopeScaling, LongropeRecomputesTheCacheWhenItSwitchesToItsLongFactors) {

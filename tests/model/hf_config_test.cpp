@@ -278,8 +278,8 @@ TEST(HfConfig, RopeParametersTheEngineCannotFollowAreRefusedByName) {
       // Gemma 2's sliding layers need their type's settings; the engine turns the same dimensions on every layer.
       {gemma2(R"("rope_parameters": {"full_attention": {"rope_theta": 1.0}})"), "'rope_parameters.sliding_attention'"},
       {gemma2(R"("rope_parameters": {"sliding_attention": {"rope_theta": 1.0}})"), "'rope_parameters.full_attention'"},
-      {gemma2(R"("rope_parameters": {"full_attention": {"partial_rotary_factor": 0.5}, "sliding_attention": {}})"),
-       "'rope_parameters.sliding_attention.partial_rotary_factor'"},
+      {fmt::format(R"({{"model_type": "phi3", {}, "sliding_window": 8, "rope_parameters": {{"full_attention": {{"partial_rotary_factor": 0.5}},
+           "sliding_attention": {{}}}}}})", kSizes), "'rope_parameters.sliding_attention.partial_rotary_factor'"},
   };
   for (const auto& [json, field] : cases) {
     const std::string msg = refusal(json);
@@ -295,8 +295,6 @@ TEST(HfConfig, LegacyFieldsThatDisagreeWithRopeParametersAreRefused) {
       {llama(R"("rope_scaling": {"type": "linear", "factor": 2.0}, "rope_parameters": {"rope_type": "linear", "factor": 4.0})"),
        "'rope_scaling'"},
       {llama(R"("rope_scaling": {"type": "linear", "factor": 2.0}, "rope_parameters": {"rope_theta": 10000.0})"), "'rope_scaling'"},
-      {llama(R"("partial_rotary_factor": 0.5, "rope_parameters": {"partial_rotary_factor": 0.75})"),
-       "'rope_parameters.partial_rotary_factor'"},
       {llama(R"("original_max_position_embeddings": 4096, "max_position_embeddings": 131072, "rope_parameters": {"rope_type": "longrope",
           "short_factor": [1, 1, 1, 1], "long_factor": [2, 2, 2, 2], "original_max_position_embeddings": 8192})"),
        "'rope_parameters.original_max_position_embeddings'"},
@@ -313,6 +311,38 @@ TEST(HfConfig, LegacyFieldsThatDisagreeWithRopeParametersAreRefused) {
       "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "linear", "factor": 2.0})"));
   EXPECT_DOUBLE_EQ(both.rope_theta, 1000000.0);
   EXPECT_EQ(both.rope_scaling.type, "linear");
+}
+
+// Where config.json gives no rotary settings, each family's config class's: Mixtral's base 1e6, Gemma 3's
+// 1e6 and 1e4 for its local layers (which transformers 4's rope_scaling does not reach), gpt-oss's yarn.
+TEST(HfConfig, RotaryDefaultsOfEachFamily) {
+  EXPECT_DOUBLE_EQ(read(fmt::format(R"({{"model_type": "mixtral", {}}})", kSizes)).rope_theta, 1e6);
+  const LlamaConfig gemma3 = read(fmt::format(R"({{"model_type": "gemma3_text", {}, "sliding_window_pattern": 2,
+      "rope_scaling": {{"rope_type": "linear", "factor": 8.0}}}})", kSizes));
+  EXPECT_DOUBLE_EQ(gemma3.rope_theta, 1e6);
+  EXPECT_EQ(gemma3.rope_scaling.type, "linear");
+  EXPECT_DOUBLE_EQ(gemma3.sliding_rope_theta, 1e4);
+  EXPECT_TRUE(gemma3.sliding_rope_scaling.type.empty());
+  const LlamaConfig gpt_oss = read(fmt::format(R"({{"model_type": "gpt_oss", {}}})", kSizes));
+  EXPECT_EQ(gpt_oss.rope_scaling.type, "yarn");
+  EXPECT_DOUBLE_EQ(gpt_oss.rope_scaling.factor, 32.0);
+  EXPECT_FALSE(gpt_oss.rope_scaling.truncate);
+}
+
+// partial_rotary_factor as transformers 5 reads it: rope_parameters' over the top-level one (GLM-4's
+// config class writes its default there beside the one given), an odd part rounded up to pairs;
+// families that turn whole heads ignore it with the default rope, and refuse it with a scaled one.
+TEST(HfConfig, PartialRotaryAsTransformers5ReadsIt) {
+  const LlamaConfig glm = read(fmt::format(R"({{"model_type": "glm4", {}, "partial_rotary_factor": 0.5,
+      "rope_parameters": {{"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}}}})", kSizes));
+  EXPECT_EQ(glm.rotary_dims(), 2u);
+  const LlamaConfig odd = read(fmt::format(R"({{"model_type": "phi3", {}, "head_dim": 12, "partial_rotary_factor": 0.75}})", kSizes));
+  EXPECT_EQ(odd.rotary_dims(), 9u);
+  EXPECT_EQ(odd.rotary_pairs(), 5u);
+  const LlamaConfig whole = read(llama(R"("rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})"));
+  EXPECT_EQ(whole.rotary_dims(), whole.head_dim);
+  EXPECT_NE(refusal(llama(R"("partial_rotary_factor": 0.5, "rope_scaling": {"type": "linear", "factor": 2.0})")).find("'partial_rotary_factor'"),
+            std::string::npos);
 }
 
 // num_hidden_layers is untrusted until validated: reading uniform widths allocates nothing per layer
@@ -461,13 +491,10 @@ TEST(HfConfig, DeepseekFieldsTheEngineCannotFollowAreRefusedByName) {
       {deepseek("deepseek_v3", R"("n_group": 8, "topk_group": 1)"), "'n_group'"},  // groups of one: no best two
       {deepseek("deepseek_v3", R"("n_group": 4, "topk_group": 5)"), "'topk_group'"},
       {deepseek("deepseek_v3", R"("n_group": 4, "topk_group": 1, "num_experts_per_tok": 3)"), "'num_experts_per_tok'"},
-      {deepseek("deepseek_v3", R"("scoring_func": "softmax")"), "'scoring_func'"},
       {deepseek("deepseek_v3", R"("n_group": 1, "topk_group": 1, "num_key_value_heads": 2)"), "'num_key_value_heads'"},
       {deepseek("deepseek_v2", R"("topk_method": "noaux_tc")"), "'topk_method'"},
-      {deepseek("deepseek_v2", R"("norm_topk_prob": true)"), "'norm_topk_prob'"},
       {deepseek("deepseek_v2", R"("q_lora_rank": 0)"), "'q_lora_rank'"},
       {deepseek("deepseek_v2", R"("kv_lora_rank": 0)"), "'kv_lora_rank'"},
-      {deepseek("deepseek_v2", R"("moe_layer_freq": 2)"), "'moe_layer_freq'"},
       {deepseek("deepseek_v2", R"("routed_scaling_factor": 0)"), "'routed_scaling_factor'"},
       {llama(R"("kv_lora_rank": 8)"), "'kv_lora_rank'"},
   };
@@ -519,7 +546,7 @@ TEST(HfConfig, GptOssFieldsTheEngineCannotFollowAreRefusedByName) {
       {gpt_oss(R"("swiglu_limit": 0)"), "'swiglu_limit'"},
       {gpt_oss(R"("swiglu_alpha": -1)"), "'swiglu_alpha'"},
       {gpt_oss(R"("num_experts_per_tok": 5)"), "'num_experts_per_tok'"},
-      {gpt_oss(R"("layer_types": ["full_attention", "sliding_attention"])"), "'layer_types[0]'"},
+      {gpt_oss(R"("layer_types": ["full_attention", "chunked_attention"])"), "'layer_types[1]'"},
   };
   for (const auto& [json, field] : cases) {
     const std::string msg = refusal(json);

@@ -130,11 +130,9 @@ def test_deepseek_v2_with_q_lora_and_attention_bias(tmp_path):
 
 
 @pytest.mark.parametrize("key, value, match", [
-    ("norm_topk_prob", True, "norm_topk_prob.*does not renormalise"),
-    ("topk_method", "noaux_tc", "topk_method.*not supported"),
+    ("topk_method", "noaux_tc", "topk_method.*not supported"),  # transformers' V2 fails on it
     ("num_key_value_heads", 2, "num_key_value_heads.*every head"),
     ("n_group", 3, "n_group.*does not divide"),
-    ("moe_layer_freq", 2, "moe_layer_freq"),
 ])
 def test_deepseek_v2_what_transformers_would_run_otherwise_is_refused(tmp_path, key, value, match):
     model = deepseek(transformers.DeepseekV2Config, **V2, topk_method="group_limited_greedy", n_group=4, topk_group=2)
@@ -144,6 +142,28 @@ def test_deepseek_v2_what_transformers_would_run_otherwise_is_refused(tmp_path, 
     with pytest.raises(wl.Error, match=match) as e:
         wl.LLM(str(tmp_path))
     assert e.value.code == "ConfigInvalid"
+
+
+@pytest.mark.parametrize("cls, sizes, key, value", [
+    (transformers.DeepseekV2Config, V2, "norm_topk_prob", True),
+    (transformers.DeepseekV2Config, V2, "scoring_func", "sigmoid"),
+    (transformers.DeepseekV2Config, V2, "moe_layer_freq", 2),
+    (transformers.DeepseekV3Config, V3, "topk_method", "greedy"),
+    (transformers.DeepseekV3Config, V3, "scoring_func", "softmax"),
+    (transformers.DeepseekV3Config, V3, "moe_layer_freq", 2),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_deepseek_fields_transformers_ignores_are_ignored(tmp_path, cls, sizes, key, value):
+    """Fields the original DeepSeek code read and transformers 5 does not: it runs the model as
+    without them (its own logits from the edited config.json are unchanged), and so does the engine."""
+    model = deepseek(cls, **sizes)
+    model.save_pretrained(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, key: value}))
+    ids = sequence(19, seed=19)
+    want = reference(model, ids)
+    again = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32, attn_implementation="eager").eval()
+    assert error(reference(again, ids), want) < TOLERANCE
+    assert error(engine_logits(wl.LLM(str(tmp_path)), ids), want) < TOLERANCE
 
 
 def test_a_deepseek_field_on_another_family_is_refused(tmp_path):

@@ -112,15 +112,12 @@ def test_gpt_oss_tp4_shares_kv_heads(tmp_path):
     run_both(gpt_oss(), tmp_path, 4, lengths=(7,))
 
 
-def test_gpt_oss_layer_types_it_cannot_follow_are_refused(tmp_path):
-    model = gpt_oss()
-    model.save_pretrained(tmp_path)
-    cfg = json.loads((tmp_path / "config.json").read_text())
-    cfg["layer_types"] = ["full_attention", "sliding_attention"] * 2
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(wl.Error, match=r"layer_types\[0\]") as e:
-        wl.LLM(str(tmp_path))
-    assert e.value.code == "ConfigInvalid"
+def test_gpt_oss_layer_types_other_than_every_other_slide_as_listed(tmp_path):
+    """The odd layers sliding instead of the even ones: transformers attends as layer_types says, and so does the engine."""
+    model = gpt_oss(layer_types=["full_attention", "sliding_attention"] * 2)
+    llm, _ = run_both(model, tmp_path, 1)
+    assert "sliding window 3 (2 of 4 layers, as listed)" in llm.config["features"]
+    assert changed(model, layer_types=["sliding_attention", "full_attention"] * 2) > CHANGED
 
 
 def mxfp4(dense_shape, seed):

@@ -200,6 +200,9 @@ struct WL_API LlamaConfig {
   uint64_t layer_intermediate_size(uint64_t l) const { return layer_widths.empty() ? intermediate_size : layer_widths[l].intermediate_size; }
   uint64_t layer_kv_heads(uint64_t l) const { return layer_widths.empty() ? num_kv_heads : layer_widths[l].num_kv_heads; }
   uint64_t rotary_dims() const { return rotary_dim ? rotary_dim : head_dim; }
+  // The rotary frequencies: an odd rotary_dims() rounds up (transformers' arange(0, dims, 2)), each
+  // turning a pair of the head's leading 2 * rotary_pairs() dimensions.
+  uint64_t rotary_pairs() const { return (rotary_dims() + 1) / 2; }
   bool latent_attention() const { return mla.kv_lora_rank != 0; }
   // The longest sequence the model runs: max_position_embeddings, or what yarn and dynamic scaling
   // extend it to (factor times the context they scale).
