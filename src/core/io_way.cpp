@@ -166,8 +166,8 @@ PreparedReads prepare_reads(const std::vector<ReadRequest>& requests, const Sour
   }
   if (!params.chunk_bytes) params.chunk_bytes = 8ull << 20;
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  // Direct reads wait on the device, not the CPU: keep at least 4 requests in flight (io=uring keeps
-  // kUringDepth in flight per thread).
+  // Direct reads wait on the device, not the CPU: keep at least 4 requests in flight. io=uring keeps
+  // many in flight from each thread's ring: one thread per core, for the copies and conversions.
   params.threads = options.concurrency ? options.concurrency
                    : preferred         ? preferred
                    : params.mode == IoMode::Direct ? std::max(4u, hw)
