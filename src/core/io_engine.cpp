@@ -2,6 +2,8 @@
 // capabilities, into a destination.
 #include "core/io_engine.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -29,6 +31,7 @@ namespace wl {
 namespace {
 
 constexpr uint64_t kAlign = ByteSource::direct_alignment();
+constexpr uint64_t kHugePage = 2u << 20;
 
 // A thread's scratch memory: staged stored bytes (aligned, so O_DIRECT can read into it), decoded
 // blocks when the decoder's output still needs converting, and final values for destinations that
@@ -37,6 +40,13 @@ struct Scratch {
   struct Free {
     void operator()(std::byte* p) const { std::free(p); }
   };
+  // O_DIRECT reads into the buffer (direct and uring modes) reach the device as requests cut at its
+  // physical pages: a virtio disk takes at most 254 segments a request, so on 4 KiB pages they stay
+  // under 1 MiB (about 500 KiB here), on 2 MiB pages they grow to the device's limit (4 MiB here).
+  // So there the buffer's whole 2 MiB pages are advised huge (it is the thread's own, at most its
+  // share of staging_bytes): a cold 1 GB load took 0.57 s instead of 0.88 (README, issue 33).
+  explicit Scratch(bool huge_pages) : huge_pages(huge_pages) {}
+  const bool huge_pages;
   std::unique_ptr<std::byte, Free> buf;
   uint64_t capacity = 0;
   std::vector<std::byte> decoded;
@@ -50,8 +60,11 @@ struct Scratch {
   std::byte* reserve(uint64_t bytes) {
     if (bytes > capacity) {
       const uint64_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-      buf.reset(static_cast<std::byte*>(std::aligned_alloc(kAlign, rounded)));
+      const bool huge = huge_pages && rounded >= kHugePage;
+      void* p = nullptr;
+      buf.reset(posix_memalign(&p, huge ? kHugePage : kAlign, rounded) == 0 ? static_cast<std::byte*>(p) : nullptr);
       if (!buf) throw Error(ErrorCode::Io, fmt::format("cannot allocate {} bytes of staging", rounded));
+      if (huge) ::madvise(p, rounded / kHugePage * kHugePage, MADV_HUGEPAGE);  // a hint: refused, 4 KiB pages stay
       capacity = rounded;
     }
     return buf.get();
@@ -483,7 +496,7 @@ void Executor::run_item(size_t i, Scratch& scratch) {
 // Background prefaulting (direct mode, network sources) is left to its own thread; otherwise every reader takes a
 // share of the prefault pass and all wait for it, so that no copy takes a page fault.
 void Executor::worker() {
-  Scratch scratch;
+  Scratch scratch(reads_direct(mode_));
   try {
     if (!background_prefault_ && !plan_.prefaults.empty()) {
       for (size_t i = next_prefault_++; i < plan_.prefaults.size(); i = next_prefault_++)
