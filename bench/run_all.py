@@ -345,8 +345,9 @@ class Suite:
     def io_ways(self):
         """io=auto beside each explicit way (io mode x prefault), warm and cold, F32 and BF16: auto
         against the best of them, every way taking its turn in each round (so drift in the machine
-        hits them alike; prefault matters to pread and mmap, direct faults in the background)."""
-        ways = [("auto", None), ("pread", "true"), ("pread", "false"), ("mmap", "true"), ("mmap", "false"), ("direct", None)]
+        hits them alike; prefault matters to pread and mmap, direct and uring fault in the background)."""
+        ways = [("auto", None), ("pread", "true"), ("pread", "false"), ("mmap", "true"), ("mmap", "false"), ("direct", None),
+                ("uring", None)]
         self.auto_vs_best = []
         for dtype in ("f32", "bf16"):
             for state in ("warm", "cold"):

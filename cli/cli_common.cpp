@@ -31,8 +31,8 @@ void add_name_map_option(CLI::App& app, std::string& name_map) {
 }  // namespace
 
 void ReadOptions::add_to(CLI::App& app) {
-  app.add_option("--io", io, "auto, mmap, pread or direct (O_DIRECT); same as --kw io=")
-      ->check(CLI::IsMember({"auto", "mmap", "pread", "direct"}));
+  app.add_option("--io", io, "auto, mmap, pread, direct (O_DIRECT) or uring (O_DIRECT on io_uring); same as --kw io=")
+      ->check(CLI::IsMember({"auto", "mmap", "pread", "direct", "uring"}));
   app.add_option("--staging-bytes", staging, "staging memory bound for conversion, all threads; same as --kw staging_bytes=");
   app.add_option("--device", device,
                  "where the parameters live: cpu (default), cuda or cuda:N (read and converted on the host, copied "

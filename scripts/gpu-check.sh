@@ -36,10 +36,12 @@ fi
 prepare() {
   rm -rf "$deps"
   mkdir -p "$deps/include" "$deps/lib"
-  for d in fmt nlohmann hwy gtest openssl; do cp -r "/usr/include/$d" "$deps/include/"; done
+  for d in fmt nlohmann hwy gtest openssl liburing; do cp -r "/usr/include/$d" "$deps/include/"; done
+  cp /usr/include/liburing.h "$deps/include/"
   cp /usr/include/x86_64-linux-gnu/openssl/* "$deps/include/openssl/"  # the multiarch configuration headers
   cp -a /usr/lib/x86_64-linux-gnu/libhwy.so* /usr/lib/x86_64-linux-gnu/libgtest.a \
-    /usr/lib/x86_64-linux-gnu/libgtest_main.a /usr/lib/x86_64-linux-gnu/libcrypto.so* "$deps/lib/"
+    /usr/lib/x86_64-linux-gnu/libgtest_main.a /usr/lib/x86_64-linux-gnu/libcrypto.so* /usr/lib/x86_64-linux-gnu/liburing.a \
+    "$deps/lib/"
   echo "prepared $deps ($(du -sh "$deps" | cut -f1)); carry shared/gpu-deps with the run"
 }
 

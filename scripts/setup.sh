@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 packages=(g++ cmake ninja-build pkg-config git
           libhwy-dev libopenblas-dev nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
           libsentencepiece-dev libicu-dev libcurl4-openssl-dev libssl-dev nginx  # nginx: the remote tests serve files with it
+          liburing-dev  # io=uring: O_DIRECT reads kept in flight on an io_uring
           openmpi-bin libopenmpi-dev  # MPI tensor parallelism (weightloader_mpi) and its tests
           python3 python3-dev pybind11-dev python3-venv  # the Python module (its PyPI packages: below)
           clang-14 libclang-rt-14-dev)  # clang: scripts/build-asan.sh (sanitizers, fuzzing)

@@ -18,6 +18,8 @@
 
 namespace wl {
 
+class UringQueue;  // a reader thread's io_uring, the I/O engine's own (io=uring)
+
 // Hints a source may act on; sources without the matching capability ignore them.
 enum class AccessHint {
   Sequential,    // the whole source will be read front to back (posix_fadvise SEQUENTIAL)
@@ -82,6 +84,9 @@ class WL_API ByteSource {
   virtual bool supports_direct() const { return false; }
   static constexpr uint64_t direct_alignment() { return 4096; }
   virtual uint64_t read_direct(uint64_t offset, void* dst, uint64_t length) const;
+  // The same read queued on a reader thread's io_uring (io=uring), its completion (bytes or -errno)
+  // tagged `tag`; the engine waits for it. Only when supports_direct(); the default throws.
+  virtual void queue_direct(UringQueue& queue, uint64_t offset, void* dst, uint64_t length, uint64_t tag) const;
   // The whole source as memory (a file mapping, a memory region), or nullptr. For a file, touching
   // a page past its current end raises SIGBUS: copy out of it under a SigbusGuard.
   virtual const std::byte* mapping() const { return nullptr; }

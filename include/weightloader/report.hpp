@@ -51,7 +51,7 @@ struct WL_API LoadReport {
   unsigned concurrency = 0;               // reader threads
   uint64_t staging_bytes = 0;             // staging memory used for conversion, at most
   uint64_t staging_bound = 0;             // the staging_bytes setting it stayed within
-  std::string io_mode;                    // "pread", "direct", "mmap" (what ran, never "auto")
+  std::string io_mode;                    // "pread", "direct", "uring", "mmap" (what ran, never "auto")
   std::string io_mode_reason;             // when io=auto chose: why
   std::vector<std::string> zero_copy;     // parameters backed by the file mapping (zero_copy=true)
   std::optional<NameMatch> names;         // name_map=auto: what it matched

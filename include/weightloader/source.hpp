@@ -128,8 +128,9 @@ enum class IoMode {
   Mmap,    // copy (and convert) straight out of a read-only mapping of the file
   Pread,   // buffered positioned reads: straight into the destination, or through staging
   Direct,  // O_DIRECT reads through aligned buffers: cold reads that leave the page cache alone
+  Uring,   // the same O_DIRECT reads, many in flight per thread on an io_uring (Linux 5.1+, liburing)
 };
-WL_API std::string_view io_mode_name(IoMode mode);                 // "auto", "mmap", "pread", "direct"
+WL_API std::string_view io_mode_name(IoMode mode);                 // "auto", "mmap", "pread", "direct", "uring"
 WL_API std::optional<IoMode> parse_io_mode(std::string_view name);  // the inverse; nullopt if unknown
 
 // How the I/O engine runs: how many reader threads and how much staging memory they may use.

@@ -49,6 +49,10 @@ uint64_t ByteSource::read_direct(uint64_t, void*, uint64_t) const {
   throw Error(ErrorCode::Io, "this source has no O_DIRECT reads (use io=pread)", name());
 }
 
+void ByteSource::queue_direct(UringQueue&, uint64_t, void*, uint64_t, uint64_t) const {
+  throw Error(ErrorCode::Io, "this source has no O_DIRECT reads to queue on io_uring (use io=pread)", name());
+}
+
 std::string Opener::join(const std::string& directory, const std::string& relative) const {
   if (directory.empty() || directory == ".") return relative;
   return directory.back() == '/' ? directory + relative : directory + "/" + relative;

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "core/uring_queue.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/tensor.hpp"
 
@@ -105,6 +106,12 @@ uint64_t File::read_direct(uint64_t offset, void* dst, uint64_t length) const {
   const int fd = direct_fd();
   if (fd < 0) throw Error(ErrorCode::Io, "the file system does not support O_DIRECT reads (use io=pread)", path_);
   return pread_fully(fd, offset, dst, length, path_, "O_DIRECT read", direct_alignment());
+}
+
+void File::queue_direct(UringQueue& queue, uint64_t offset, void* dst, uint64_t length, uint64_t tag) const {
+  const int fd = direct_fd();
+  if (fd < 0) throw Error(ErrorCode::Io, "the file system does not support O_DIRECT reads (use io=pread)", path_);
+  queue.queue_read(fd, offset, dst, length, tag);
 }
 
 const std::byte* File::mapping() const {

@@ -14,8 +14,8 @@ namespace wl {
 
 class Storage;
 
-// A local file as a byte source: pread, O_DIRECT through a second descriptor, a lazily made
-// read-only mapping, page-cache residency. Thread-safe.
+// A local file as a byte source: pread, O_DIRECT through a second descriptor (read, or queued on a
+// reader thread's io_uring), a lazily made read-only mapping, page-cache residency. Thread-safe.
 class File final : public ByteSource {
  public:
   // Opens for reading; FileNotFound / Io errors name the path.
@@ -34,6 +34,7 @@ class File final : public ByteSource {
   // False if the file system refuses O_DIRECT (the second descriptor is opened once, on first ask).
   bool supports_direct() const override;
   uint64_t read_direct(uint64_t offset, void* dst, uint64_t length) const override;
+  void queue_direct(UringQueue& queue, uint64_t offset, void* dst, uint64_t length, uint64_t tag) const override;
   // A mapping of the whole file as it was opened (made once, advised sequential).
   const std::byte* mapping() const override;
   // A fresh writable copy-on-write mapping of the whole file as it is now (MAP_PRIVATE: writes stay

@@ -52,7 +52,7 @@ uint64_t gather_bytes(const ReadRequest& r, bool in_place) {
 }  // namespace
 
 uint64_t engine_host_bytes(const IoPlan& plan, const PlanParams& params, const EngineMemory& extra) {
-  const bool direct = params.mode == IoMode::Direct, mmap = params.mode == IoMode::Mmap;
+  const bool direct = reads_direct(params.mode), mmap = params.mode == IoMode::Mmap;
   const uint64_t staged_at = direct ? kBounceBytes + kAlign : 0;  // the bounce area before staged bytes
   ThreadPeak peak;
   for (const Extent& e : plan.extents) {

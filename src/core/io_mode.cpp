@@ -9,12 +9,13 @@ std::string_view io_mode_name(IoMode mode) {
     case IoMode::Mmap: return "mmap";
     case IoMode::Pread: return "pread";
     case IoMode::Direct: return "direct";
+    case IoMode::Uring: return "uring";
   }
   return "?";
 }
 
 std::optional<IoMode> parse_io_mode(std::string_view name) {
-  for (IoMode m : {IoMode::Auto, IoMode::Mmap, IoMode::Pread, IoMode::Direct})
+  for (IoMode m : {IoMode::Auto, IoMode::Mmap, IoMode::Pread, IoMode::Direct, IoMode::Uring})
     if (io_mode_name(m) == name) return m;
   return std::nullopt;
 }

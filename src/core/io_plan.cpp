@@ -96,7 +96,7 @@ void plan_request(const ReadRequest& r, size_t source, bool side, const PlanPara
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("destination stride {} is shorter than the slice's runs of {} elements", stride, run_elems), {}, t.name);
   const uint64_t dst_bytes = ((g.outer - 1) * stride + run_elems) * out_size;  // the span, other blocks' gaps included
-  if (p.prefault || p.mode == IoMode::Direct)
+  if (p.prefault || reads_direct(p.mode))
     for (uint64_t at = 0; at < dst_bytes; at += kPrefaultPieceBytes)
       plan.prefaults.push_back({dst + at, std::min(kPrefaultPieceBytes, dst_bytes - at)});
 
@@ -179,7 +179,7 @@ void plan_fillers(const std::vector<ReadRequest>& requests, const std::vector<si
 // what staging allows (for buffered reads, a cache-sized chunk).
 void merge_extents(const PlanParams& p, uint64_t staging_room, unsigned threads, IoPlan& plan) {
   const uint64_t staged_limit =
-      std::min(staging_room, p.mode == IoMode::Direct ? p.chunk_bytes : std::min(p.chunk_bytes, kStagedChunkBytes));
+      std::min(staging_room, reads_direct(p.mode) ? p.chunk_bytes : std::min(p.chunk_bytes, kStagedChunkBytes));
   const uint64_t in_place_limit = std::min(p.chunk_bytes, std::max<uint64_t>(kMinExtentBytes, plan.total_bytes / threads));
   constexpr size_t kMaxMerged = 256;  // well under IOV_MAX, for sources read without gaps (preadv)
   const std::vector<Chunk>& chunks = plan.chunks;
@@ -216,7 +216,7 @@ bool reads_slice(const TensorInfo& tensor, const Slice& slice) {
 }
 
 bool staged_chunk(const Chunk& c, const PlanParams& p) {
-  return p.mode == IoMode::Direct || c.needs_transform() || !p.in_place || c.filler();
+  return reads_direct(p.mode) || c.needs_transform() || !p.in_place || c.filler();
 }
 
 bool gap_worth_reading(uint64_t gap, const RequestCost& cost) {
@@ -241,7 +241,7 @@ IoPlan plan_reads(const std::vector<ReadRequest>& requests, const std::vector<si
   // What a staged chunk may use of the share: decoded pieces, and in direct mode a bounce area
   // and one block of slack.
   const uint64_t reserved =
-      kDecodedPieceBytes + (p.mode == IoMode::Direct ? kBounceBytes + ByteSource::direct_alignment() : 0);
+      kDecodedPieceBytes + (reads_direct(p.mode) ? kBounceBytes + ByteSource::direct_alignment() : 0);
   const uint64_t staging_room = plan.thread_staging > reserved ? plan.thread_staging - reserved : 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const size_t s = source_of[i];

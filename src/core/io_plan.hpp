@@ -87,7 +87,7 @@ struct IoPlan {
   uint64_t total_bytes = 0;           // stored bytes to read
   unsigned threads = 1;               // threads worth running for this much work
   uint64_t thread_staging = 0;        // each thread's share of the staging bound
-  uint64_t bounce_bytes = 0;          // direct mode: a thread's bounce buffer for unaligned pieces
+  uint64_t bounce_bytes = 0;          // direct and uring modes: a thread's bounce buffer for unaligned pieces
   // Sources read whole: the bytes no request reads (a header, gaps, the aux parts and strided
   // spans read apart) as staged chunks of a U8 "tensor" per source with no destination.
   std::vector<std::shared_ptr<const TensorInfo>> fillers;
@@ -95,10 +95,14 @@ struct IoPlan {
   size_t work_items() const { return gathers.size() + extents.size(); }
 };
 
+// O_DIRECT reads, one at a time per reader thread (io=direct) or many in flight on its io_uring
+// (io=uring): planned alike, with the same chunks, staging and bounce areas.
+inline bool reads_direct(IoMode mode) { return mode == IoMode::Direct || mode == IoMode::Uring; }
+
 // Chunk size of staged buffered reads: small enough for the staging to stay in the cache until
 // the conversion drains it.
 constexpr uint64_t kStagedChunkBytes = 1u << 20;
-// Direct mode's bounce area for the unaligned heads and tails of staged reads.
+// Direct and uring modes' bounce area for the unaligned heads and tails of staged reads.
 constexpr uint64_t kBounceBytes = 16 * ByteSource::direct_alignment();
 // Blocks decoded per piece when a decoder's output still needs converting: about this many bytes.
 constexpr uint64_t kDecodedPieceBytes = 64u << 10;

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_output.hpp"
+#include "core/uring_queue.hpp"
 #include "weightloader/error.hpp"
 #include "weightloader/source.hpp"
 
@@ -111,22 +112,25 @@ void drop_cached(const std::string& path, uint64_t offset, uint64_t n) {
   ::close(fd);
 }
 
-// Six regions around the file's middle (a twelfth of the file each, at most kMaxRegion),
-// alternating direct and buffered, each dropped from the page cache first; the best of three each
-// (a machine's noise only ever slows a read down).
+// Regions around the file's middle (a twelfth of the file each, at most kMaxRegion), each way in
+// turn (direct, buffered, and uring where the kernel allows io_uring), each dropped from the page
+// cache first; the best of three each (a machine's noise only ever slows a read down).
 std::optional<StorageProbe> measure_storage(const std::string& path, uint64_t size) {
+  const bool uring = uring_refusal() == 0;
+  const std::vector<IoMode> ways = uring ? std::vector<IoMode>{IoMode::Direct, IoMode::Pread, IoMode::Uring}
+                                         : std::vector<IoMode>{IoMode::Direct, IoMode::Pread};
+  const uint64_t regions = 3 * ways.size();
   const uint64_t region = std::min(kMaxRegion, size / 12 / kHuge * kHuge);
-  const uint64_t start = (size / 2 - 3 * region) / kHuge * kHuge;
-  double best[2] = {1e9, 1e9};
-  for (int i = 0; i < 6; ++i) {
-    const uint64_t offset = start + static_cast<uint64_t>(i) * region;
+  const uint64_t start = (size / 2 - regions * region / 2) / kHuge * kHuge;
+  std::vector<double> best(ways.size(), 1e9);
+  for (uint64_t i = 0; i < regions; ++i) {
+    const uint64_t offset = start + i * region;
     drop_cached(path, offset, region);
-    const std::optional<double> s = timed_engine_read(path, offset, region, i % 2 ? IoMode::Pread : IoMode::Direct,
-                                                      false);
+    const std::optional<double> s = timed_engine_read(path, offset, region, ways[i % ways.size()], false);
     if (!s) return std::nullopt;
-    best[i % 2] = std::min(best[i % 2], *s);
+    best[i % ways.size()] = std::min(best[i % ways.size()], *s);
   }
-  return StorageProbe{region / best[0] / 1e9, region / best[1] / 1e9};
+  return StorageProbe{region / best[0] / 1e9, region / best[1] / 1e9, uring ? region / best[2] / 1e9 : 0};
 }
 
 // The file's first bytes (at most kMaxRegion, cached by a first read) into fresh memory each of
@@ -183,11 +187,14 @@ std::optional<StorageProbe> storage_probe(const ByteSource& file, bool measure) 
     return std::nullopt;
   const std::string device = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
   std::lock_guard lock(profile_mutex);
-  if (auto j = recall(profile, "storage", device))
-    return StorageProbe{j->value("direct_gbps", 0.0), j->value("buffered_gbps", 0.0)};
+  // A profile from before io=uring (no uring_gbps) is measured again.
+  if (auto j = recall(profile, "storage", device); j && j->is_object() && j->contains("uring_gbps"))
+    return StorageProbe{j->value("direct_gbps", 0.0), j->value("buffered_gbps", 0.0), j->value("uring_gbps", 0.0)};
   if (!measure) return std::nullopt;
   const std::optional<StorageProbe> p = measure_storage(file.name(), file.size());
-  if (p) remember(profile, "storage", device, {{"direct_gbps", p->direct_gbps}, {"buffered_gbps", p->buffered_gbps}});
+  if (p)
+    remember(profile, "storage", device,
+             {{"direct_gbps", p->direct_gbps}, {"buffered_gbps", p->buffered_gbps}, {"uring_gbps", p->uring_gbps}});
   return p;
 }
 

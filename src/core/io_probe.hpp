@@ -11,10 +11,11 @@
 
 namespace wl {
 
-// One cold read of a device, both ways, on the same kind of regions of one file.
+// One cold read of a device, each way, on the same kind of regions of one file.
 struct StorageProbe {
-  double direct_gbps = 0;    // O_DIRECT reads
+  double direct_gbps = 0;    // O_DIRECT reads, one at a time per thread (io=direct)
   double buffered_gbps = 0;  // positioned reads through the page cache (with its read-ahead)
+  double uring_gbps = 0;     // O_DIRECT reads on io_uring (io=uring); 0: the kernel refused io_uring then
 };
 
 // Reads of page-cached bytes into fresh memory, each way a warm load can take: pread or mmap,
@@ -38,10 +39,12 @@ struct MemoryProbe {
 std::string io_profile_path();
 
 // The storage profile of the device holding `file` (a local file), measured now if the profile
-// does not remember that device: the I/O engine reads six regions around the file's middle (a
-// twelfth of the file each, at most 64 MiB; each dropped from the page cache first), alternately
-// O_DIRECT and buffered, the best of three each; nullopt when probing is off, the file is under
-// 32 MiB or refuses O_DIRECT. measure=false: only what the profile remembers (a plan reads nothing).
+// does not remember that device (or remembers it from before io=uring): the I/O engine reads nine
+// regions around the file's middle (a twelfth of the file each, at most 64 MiB; each dropped from
+// the page cache first), taking turns O_DIRECT, buffered and io_uring (six regions, without
+// io_uring, where the kernel refuses it), the best of three each; nullopt when probing is off, the
+// file is under 32 MiB or refuses O_DIRECT. measure=false: only what the profile remembers (a plan
+// reads nothing).
 std::optional<StorageProbe> storage_probe(const ByteSource& file, bool measure = true);
 
 // The profile's key for this machine's memory: what changes the memory probe's answer (the kernel

@@ -121,7 +121,7 @@ void apply_common(WeightLoader& loader, const Kwargs& kw) {
   if (kw.count("io")) {
     const std::string name = kwarg_string(kw, "io", "auto");
     const auto mode = parse_io_mode(name);
-    if (!mode) throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'io': unknown mode '{}' (auto, mmap, pread, direct)", name));
+    if (!mode) throw Error(ErrorCode::InvalidKwarg, fmt::format("kwarg 'io': unknown mode '{}' (auto, mmap, pread, direct, uring)", name));
     options.io.mode = *mode;
   }
   const int64_t staging = kwarg_int(kw, "staging_bytes", static_cast<int64_t>(options.io.staging_bytes));
@@ -168,7 +168,7 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
        "wrapper prefixes module./_orig_mod./model./transformer./language_model.) and map between them; explicit (default): only the "
        "rules above"},
       {"concurrency", KwType::Int, "reader threads (0 = one per core)"},
-      {"io", KwType::String, "how to read: auto (pread if mostly cached, else direct), mmap, pread, direct (O_DIRECT)"},
+      {"io", KwType::String, "how to read: auto (pread if mostly cached, else direct or uring, whichever measured faster), mmap, pread, direct (O_DIRECT), uring (O_DIRECT on io_uring)"},
       {"staging_bytes", KwType::Int, "staging memory for conversion and O_DIRECT, all threads together (default 32 MiB)"},
       {"device", KwType::String, "where the model's parameters live: cpu (default), cuda or cuda:N (pinned staging of staging_bytes)"},
       {"prefault", KwType::Bool, "fault the parameters' pages in, in parallel, before reading (default: what io=auto's probe measured faster here, else true)"},

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/refused_io_uring.hpp"
 #include "test_util.hpp"
 
 namespace wl {
@@ -29,7 +30,8 @@ TEST(CliIo, EveryModeLoadsAndTheReportSaysWhichRan) {
   int status = 0;
   cli_stdout("synth " + dir.path().string() + " --preset tiny", status);
   ASSERT_EQ(status, 0);
-  for (const std::string mode : {"pread", "mmap", "direct", "auto"}) {
+  for (const std::string mode : {"pread", "mmap", "direct", "uring", "auto"}) {
+    if (mode == "uring" && !test::io_uring_allowed()) continue;  // refused in this process (seccomp)
     const std::string out =
         cli_stdout("load " + dir.path().string() + " --io " + mode + " --staging-bytes 1048576 --dtype bf16 --json -q", status);
     ASSERT_EQ(status, 0) << out;

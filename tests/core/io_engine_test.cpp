@@ -1,4 +1,4 @@
-// The I/O engine's modes (pread, direct, mmap, auto), the staging bound, prefaulting, and the
+// The I/O engine's modes (pread, direct, uring, mmap, auto), the staging bound, prefaulting, and the
 // SIGBUS guard that turns a file shrinking under a mapping into ErrorCode::Truncated.
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/io_plan.hpp"
 #include "core/sigbus_guard.hpp"
+#include "support/refused_io_uring.hpp"
 #include "test_util.hpp"
 #include "weightloader/checkpoint_names.hpp"
 #include "weightloader/dtype_convert.hpp"
@@ -72,13 +74,18 @@ struct Buffer {
   std::byte* data;
 };
 
-class IoModes : public ::testing::TestWithParam<IoMode> {};
+class IoModes : public ::testing::TestWithParam<IoMode> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == IoMode::Uring && !test::io_uring_allowed()) GTEST_SKIP() << "io_uring is refused in this process";
+  }
+};
 
 TEST_P(IoModes, EveryModeReadsTheSameValuesWhateverTheAlignment) {
   test::TempDir dir;
   for (uint64_t head : {0u, 13u, 4096u, 4099u}) {
     const std::string path = write_raw(dir, head);
-    if (GetParam() == IoMode::Direct && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+    if (reads_direct(GetParam()) && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
     WeightSource src("raw", path, Catalogue{{path}, {raw_tensor(head)}, {}});
     const TensorInfo& t = src.tensors()[0];
     // Same dtype, into a buffer at the file offset's phase and at another phase; then to BF16; then a column slice.
@@ -111,7 +118,7 @@ TEST_P(IoModes, EveryModeReadsTheSameValuesWhateverTheAlignment) {
 TEST_P(IoModes, BackToBackTensorsReadTogetherLandInTheirOwnDestinations) {
   test::TempDir dir;
   const std::string path = write_raw(dir, 13);
-  if (GetParam() == IoMode::Direct && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  if (reads_direct(GetParam()) && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
   // Many small tensors back to back: rows of the raw file, every third one converted to BF16.
   std::vector<TensorInfo> tensors;
   for (uint64_t r = 0; r < kRows; ++r) {
@@ -149,7 +156,7 @@ TEST_P(IoModes, QuantisedGgufDecodesTheSameInEveryMode) {
   TensorView x = TensorView::empty(DType::F32, {64, 96});
   for (uint64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(float(i) * 0.01f) * 3;
   write_gguf(path, {{"q", x, GgmlType::Q8_0}, {"f", x, GgmlType::F16}});
-  if (GetParam() == IoMode::Direct && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  if (reads_direct(GetParam()) && !direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
   auto src = open_files(*find_file_format("gguf"), {path}, path);
   for (const TensorInfo& t : src->tensors()) {
     std::vector<float> want(t.numel()), got(t.numel());
@@ -233,7 +240,8 @@ TEST(IoEngine, AStridedSliceOfAPricedSourceComesInOneRequestWithoutItsGaps) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, IoModes, ::testing::Values(IoMode::Pread, IoMode::Direct, IoMode::Mmap, IoMode::Auto),
+INSTANTIATE_TEST_SUITE_P(Modes, IoModes,
+                         ::testing::Values(IoMode::Pread, IoMode::Direct, IoMode::Uring, IoMode::Mmap, IoMode::Auto),
                          [](const auto& info) { return std::string(io_mode_name(info.param)); });
 
 TEST(IoEngine, StagingStaysWithinTheBound) {
@@ -247,16 +255,20 @@ TEST(IoEngine, StagingStaysWithinTheBound) {
   t.nbytes = 3 << 20;
   WeightSource src("raw", path, Catalogue{{path}, {t}, {}});
   std::vector<uint16_t> out(3 << 18);
-  for (IoMode mode : {IoMode::Pread, IoMode::Direct, IoMode::Mmap}) {
-    if (mode == IoMode::Direct && !direct_supported(path)) continue;
-    IoOptions io;
-    io.mode = mode;
-    io.concurrency = 2;
-    io.staging_bytes = 512 << 10;
-    const ReadStats s = src.read_all({{&src.tensors()[0], Slice{}, DType::BF16, out.data()}}, io);
-    EXPECT_LE(s.staging_bytes, io.staging_bytes) << io_mode_name(mode);
-    if (mode != IoMode::Mmap) {  // mmap converts straight out of the mapping
-      EXPECT_GT(s.staging_bytes, 0u) << io_mode_name(mode);
+  for (IoMode mode : {IoMode::Pread, IoMode::Direct, IoMode::Uring, IoMode::Mmap}) {
+    if (reads_direct(mode) && !direct_supported(path)) continue;
+    if (mode == IoMode::Uring && !test::io_uring_allowed()) continue;
+    // 6 MiB: O_DIRECT staging of 2 MiB and more per thread, on huge pages, is still counted and bounded.
+    for (const uint64_t staging : {uint64_t{512} << 10, uint64_t{6} << 20}) {
+      IoOptions io;
+      io.mode = mode;
+      io.concurrency = 2;
+      io.staging_bytes = staging;
+      const ReadStats s = src.read_all({{&src.tensors()[0], Slice{}, DType::BF16, out.data()}}, io);
+      EXPECT_LE(s.staging_bytes, io.staging_bytes) << io_mode_name(mode);
+      if (mode != IoMode::Mmap) {  // mmap converts straight out of the mapping
+        EXPECT_GT(s.staging_bytes, 0u) << io_mode_name(mode);
+      }
     }
   }
 }
@@ -302,6 +314,113 @@ TEST(IoEngine, MmapOfAFileTruncatedWhileLoadingIsTruncatedNamingFileAndTensor) {
   test::expect_error(ErrorCode::Truncated, [&] {
     src.read_all({{&src.tensors()[0], Slice{}, DType::BF16, bf16.data()}}, options(IoMode::Mmap, 2));
   });
+}
+
+TEST(IoEngine, DirectAndUringReadsOfAFileTruncatedWhileLoadingAreTruncatedNamingFileAndTensor) {
+  for (const IoMode mode : {IoMode::Direct, IoMode::Uring}) {
+    SCOPED_TRACE(io_mode_name(mode));
+    if (mode == IoMode::Uring && !test::io_uring_allowed()) continue;
+    test::TempDir dir;
+    const std::string path = write_raw(dir, 13);
+    if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+    WeightSource src("raw", path, Catalogue{{path}, {raw_tensor(13)}, {}});
+    for (const DType to : {DType::F32, DType::BF16}) {  // in place, then staged
+      test::write_bytes(path, test::read_bytes(path).substr(0, 13) + std::string(kRows * kCols * 4 + 5, 'x'));
+      std::vector<float> out(kRows * kCols);
+      IoOptions io = options(mode, 1);
+      bool truncated = false;
+      io.progress = [&](uint64_t, uint64_t) {
+        if (!truncated) std::filesystem::resize_file(path, 100);  // after the first chunk
+        truncated = true;
+        return true;
+      };
+      const std::string msg = test::expect_error(ErrorCode::Truncated, [&] {
+        src.read_all({{&src.tensors()[0], Slice{}, to, out.data()}}, io);
+      });
+      EXPECT_NE(msg.find(path), std::string::npos) << msg;
+      EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(IoEngine, UringReadsManyFilesWithLittleStagingAsPreadDoes) {
+  if (!test::io_uring_allowed()) GTEST_SKIP() << "io_uring is refused in this process";
+  test::TempDir dir;
+  // Twelve files, each one tensor at an odd offset, of a size that is no multiple of a block.
+  constexpr uint64_t kFiles = 12, kElems = 600001;
+  std::vector<std::string> paths;
+  std::vector<TensorInfo> tensors;
+  for (uint64_t f = 0; f < kFiles; ++f) {
+    const uint64_t head = 8 + 997 * f;
+    std::string bytes(head, '\x11');
+    for (uint64_t i = 0; i < kElems; ++i) {
+      const float v = float(i % 4099) * 0.25f + float(f);
+      bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+    paths.push_back(dir.file("shard" + std::to_string(f) + ".bin"));
+    test::write_bytes(paths.back(), bytes);
+    TensorInfo t;
+    t.name = "t" + std::to_string(f);
+    t.shape = {kElems};
+    t.offset = head;
+    t.nbytes = kElems * 4;
+    t.source = f;
+    tensors.push_back(t);
+  }
+  if (!direct_supported(paths[0])) GTEST_SKIP() << "no O_DIRECT on " << paths[0];
+  WeightSource src("raw", paths[0], Catalogue{paths, tensors, {}});
+  for (const DType to : {DType::F32, DType::BF16}) {
+    const size_t size = dtype_size(to);
+    std::vector<std::byte> want(kFiles * kElems * size), got(kFiles * kElems * size + 8);
+    auto requests = [&](std::byte* base) {
+      std::vector<ReadRequest> r;
+      for (uint64_t f = 0; f < kFiles; ++f) r.push_back({&src.tensors()[f], Slice{}, to, base + f * kElems * size});
+      return r;
+    };
+    IoOptions pread;
+    pread.mode = IoMode::Pread;
+    src.read_all(requests(want.data()), pread);
+    IoOptions io;
+    io.mode = IoMode::Uring;
+    io.concurrency = 3;
+    io.staging_bytes = 1 << 20;
+    for (const uint64_t phase : {uint64_t{0}, uint64_t{2}}) {  // destinations at other phases than the files'
+      const ReadStats s = src.read_all(requests(got.data() + phase), io);
+      EXPECT_EQ(s.mode, IoMode::Uring);
+      EXPECT_LE(s.staging_bytes, io.staging_bytes);
+      ASSERT_EQ(std::memcmp(got.data() + phase, want.data(), want.size()), 0) << "to " << dtype_name(to) << " phase " << phase;
+    }
+  }
+}
+
+// Death tests in their own process: a seccomp filter refusing io_uring cannot be undone.
+TEST(IoEngineDeathTest, ExplicitUringWhereTheKernelRefusesItIsAnIoErrorNamingTheFileAndErrno) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  test::TempDir dir;
+  const std::string path = write_raw(dir, 13);
+  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  for (const int err : {EPERM, ENOSYS}) {
+    EXPECT_EXIT(
+        {
+          if (!test::refuse_io_uring(err)) std::_Exit(2);
+          WeightSource src("raw", path, Catalogue{{path}, {raw_tensor(13)}, {}});
+          std::vector<float> out(kRows * kCols);
+          try {
+            src.read_all({{&src.tensors()[0], Slice{}, DType::F32, out.data()}}, options(IoMode::Uring));
+            std::_Exit(3);
+          } catch (const Error& e) {
+            const std::string what = e.what();
+            if (e.code() != ErrorCode::Io || e.os_errno() != err || e.file() != path ||
+                what.find(std::strerror(err)) == std::string::npos || what.find("io=uring") == std::string::npos)
+              std::_Exit(4);
+          }
+          // io=auto reads on, by the rule (no probe for so small a file): O_DIRECT one read at a time.
+          const ReadStats s = src.read_all({{&src.tensors()[0], Slice{}, DType::F32, out.data()}}, IoOptions{});
+          std::_Exit(s.mode != IoMode::Uring && out.back() == float(kRows * kCols - 1) * 0.5f ? 0 : 5);
+        },
+        ::testing::ExitedWithCode(0), "")
+        << std::strerror(err);
+  }
 }
 
 TEST(IoEngine, ViewChecksTheFileSizeBeforeMapping) {

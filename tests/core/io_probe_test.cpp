@@ -1,6 +1,6 @@
 // io=auto's probes: taken once per device (and per kernel for memory), remembered in the profile
-// file, off with WL_IO_PROFILE=off, re-taken when the profile is damaged; and the engine's auto
-// choices following what the profile says.
+// file, off with WL_IO_PROFILE=off, re-taken when the profile is damaged or older; and the engine's
+// auto choices following what the profile says (io_uring only where the kernel allows it).
 #include "core/io_probe.hpp"
 
 #include <fcntl.h>
@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.hpp"
+#include "support/refused_io_uring.hpp"
 #include "test_util.hpp"
 #include "weightloader/source.hpp"
 
@@ -77,6 +79,11 @@ std::string device_key(const std::string& path) {
   return fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
 }
 
+// A storage profile for the device holding `path`: GB/s of O_DIRECT, buffered and io_uring reads.
+nlohmann::json storage_profile(const std::string& path, double direct, double buffered, double uring) {
+  return {{"storage", {{device_key(path), {{"direct_gbps", direct}, {"buffered_gbps", buffered}, {"uring_gbps", uring}}}}}};
+}
+
 // A cold (or warm) auto read of the whole file as one F32 tensor.
 ReadStats auto_read(const std::string& path, bool cold) {
   if (cold) evict(path);
@@ -112,8 +119,12 @@ TEST(IoProbe, MeasuresOncePerDeviceAndRemembers) {
   ASSERT_TRUE(first);
   EXPECT_GT(first->direct_gbps, 0);
   EXPECT_GT(first->buffered_gbps, 0);
+  if (test::io_uring_allowed()) {
+    EXPECT_GT(first->uring_gbps, 0);
+  }
   const nlohmann::json saved = read_json(profile);
   EXPECT_EQ(saved["storage"][device_key(path)]["direct_gbps"].get<double>(), first->direct_gbps);
+  EXPECT_EQ(saved["storage"][device_key(path)]["uring_gbps"].get<double>(), first->uring_gbps);
   // Remembered: a second probe measures nothing and returns what the profile says.
   nlohmann::json edited = saved;
   edited["storage"][device_key(path)]["direct_gbps"] = 123.0;
@@ -150,13 +161,66 @@ TEST(IoProbe, AutoReadsColdFilesTheWayTheDeviceMeasuredFaster) {
   const ProfileEnv env(profile);
   const std::string path = big_file(dir);
   if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
-  write_json(profile, {{"storage", {{device_key(path), {{"direct_gbps", 1.0}, {"buffered_gbps", 2.5}}}}}});
+  write_json(profile, storage_profile(path, 1.0, 2.5, 1.2));
   ReadStats s = auto_read(path, true);
   EXPECT_EQ(s.mode, IoMode::Pread) << s.mode_reason;
-  EXPECT_NE(s.mode_reason.find("measured O_DIRECT 1.00 GB/s, buffered 2.50 GB/s"), std::string::npos) << s.mode_reason;
-  write_json(profile, {{"storage", {{device_key(path), {{"direct_gbps", 3.0}, {"buffered_gbps", 2.5}}}}}});
+  EXPECT_NE(s.mode_reason.find("measured O_DIRECT 1.00 GB/s, buffered 2.50 GB/s, O_DIRECT on io_uring 1.20 GB/s"),
+            std::string::npos)
+      << s.mode_reason;
+  write_json(profile, storage_profile(path, 3.0, 2.5, 3.1));  // io_uring within 5%: one read at a time stays
   s = auto_read(path, true);
   EXPECT_EQ(s.mode, IoMode::Direct) << s.mode_reason;
+  if (!test::io_uring_allowed()) return;
+  write_json(profile, storage_profile(path, 3.0, 2.5, 3.5));
+  s = auto_read(path, true);
+  EXPECT_EQ(s.mode, IoMode::Uring) << s.mode_reason;
+  write_json(profile, storage_profile(path, 3.0, 4.0, 3.5));  // buffered clearly faster than either
+  s = auto_read(path, true);
+  EXPECT_EQ(s.mode, IoMode::Pread) << s.mode_reason;
+}
+
+TEST(IoProbe, AStorageProfileFromBeforeUringIsMeasuredAgain) {
+  test::TempDir dir;
+  const std::string profile = dir.file("io-profile.json");
+  const ProfileEnv env(profile);
+  const std::string path = big_file(dir);
+  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  write_json(profile, {{"storage", {{device_key(path), {{"direct_gbps", 123.0}, {"buffered_gbps", 2.5}}}}}});
+  File file(path);
+  const std::optional<StorageProbe> p = storage_probe(file);
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->direct_gbps, 123.0);
+  EXPECT_TRUE(read_json(profile)["storage"][device_key(path)].contains("uring_gbps"));
+}
+
+// Death test in its own process: a seccomp filter refusing io_uring cannot be undone.
+TEST(IoProbeDeathTest, AutoNeverPicksUringWhereTheKernelRefusesIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  test::TempDir dir;
+  const std::string profile = dir.file("io-profile.json");
+  const ProfileEnv env(profile);
+  const std::string path = big_file(dir);
+  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  write_json(profile, storage_profile(path, 1.0, 0.5, 3.0));  // io_uring measured fastest, elsewhere
+  EXPECT_EXIT(
+      {
+        if (!test::refuse_io_uring(EPERM)) std::_Exit(2);
+        const ReadStats s = auto_read(path, true);
+        const bool passed_by = s.mode == IoMode::Direct &&
+                               s.mode_reason.find("but io_uring is refused now: Operation not permitted") != std::string::npos;
+        std::_Exit(passed_by && !::testing::Test::HasFailure() ? 0 : 3);
+      },
+      ::testing::ExitedWithCode(0), "");
+  // Measured where the kernel refuses io_uring: the two other ways only, io_uring remembered as 0.
+  ::unlink(profile.c_str());
+  EXPECT_EXIT(
+      {
+        if (!test::refuse_io_uring(ENOSYS)) std::_Exit(2);
+        File file(path);
+        const std::optional<StorageProbe> p = storage_probe(file);
+        std::_Exit(p && p->direct_gbps > 0 && p->uring_gbps == 0 && read_json(profile)["storage"][device_key(path)]["uring_gbps"] == 0.0 ? 0 : 3);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // A memory profile: GB/s of pread prefaulted, pread, mmap prefaulted, mmap; the same for straight

@@ -1,6 +1,8 @@
 """load_into: a torch module filled in place from a checkpoint, as load_state_dict would leave it."""
-import subprocess
+import errno
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -185,3 +187,59 @@ def test_keyboard_interrupt_cancels_a_load_cleanly(checkpoint):
     model = TinyLlama()  # the library is still usable afterwards
     wl.load_into(model, directory)
     assert torch.equal(model.norm, reference.norm)
+
+
+def _io_uring_refused(err):
+    return isinstance(err, wl.IoError) and err.errno in (errno.EPERM, errno.ENOSYS)
+
+
+@pytest.mark.parametrize("io", ["pread", "direct", "uring"])
+def test_every_io_mode_fills_the_module_alike(checkpoint, io):
+    reference, directory = checkpoint
+    for dtype in (torch.float32, torch.bfloat16):  # straight, then converted on the way
+        model = TinyLlama().to(dtype)
+        try:
+            result = wl.load_into(model, directory, io=io)
+        except wl.IoError as e:
+            if io == "uring" and _io_uring_refused(e):
+                pytest.skip(f"io_uring is refused in this process: {e}")
+            raise
+        assert result.report.io_mode == io
+        for name, t in reference.state_dict().items():
+            assert torch.equal(model.state_dict()[name], t.to(dtype)), name
+
+
+# io_uring refused as a container's seccomp profile refuses it (EPERM for io_uring_setup), in a child
+# process: io=uring is an IoError naming the file and the errno; io=auto still loads.
+_REFUSED_IO_URING = r"""
+import ctypes, errno, struct, sys, torch, weightloader as wl
+sys.path.insert(0, sys.argv[2])
+from test_load_into import TinyLlama
+libc = ctypes.CDLL(None, use_errno=True)
+program = [(0x20, 0, 0, 0),  # load the syscall number
+           (0x15, 0, 1, 425),  # io_uring_setup (425 on every architecture)?
+           (0x06, 0, 0, 0x00050000 | errno.EPERM),  # then fail it with EPERM
+           (0x06, 0, 0, 0x7fff0000)]  # else allow
+code = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *op) for op in program))
+class Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+assert libc.prctl(22, 2, ctypes.byref(Program(len(program), ctypes.addressof(code))), 0, 0) == 0  # seccomp filter
+try:
+    wl.load_into(TinyLlama(), sys.argv[1], io="uring")
+    sys.exit("io=uring loaded")
+except wl.IoError as e:
+    print(f"{type(e).__name__} errno={e.errno}: {e}")
+print("auto:", wl.load_into(TinyLlama(), sys.argv[1]).report.io_mode)
+"""
+
+
+def test_io_uring_refused_is_an_io_error_naming_the_file_and_auto_reads_on(checkpoint):
+    _, directory = checkpoint
+    out = subprocess.run([sys.executable, "-c", _REFUSED_IO_URING, str(directory), os.path.dirname(__file__)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.strip().splitlines()
+    assert first.startswith("PermissionDeniedError errno=1: ") and str(directory / "pytorch_model.bin") in first, first
+    assert "io_uring_setup: Operation not permitted" in first and "use io=direct or io=auto" in first, first
+    assert second in ("auto: pread", "auto: direct"), second
