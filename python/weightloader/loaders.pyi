@@ -19,7 +19,7 @@ _WeightsLike = Union["Weights", Mapping[str, _TensorLike], Iterable[tuple[str, _
 _Progress = Union[Callable[[int, int], Union[bool, None]], bool, None]
 # A name list: one string (';'-separated) or a sequence of strings.
 _Names = Union[str, Sequence[str]]
-_IoMode = Literal["auto", "mmap", "pread", "direct"]
+_IoMode = Literal["auto", "mmap", "pread", "direct", "uring"]
 _L = TypeVar("_L", bound=type["BaseWeightLoader"])
 
 class _TensorInfo(TypedDict):

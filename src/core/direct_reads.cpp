@@ -36,7 +36,9 @@ class RangeReader {
         queue_(queue),
         bounce_(bounce),
         bounce_bytes_(bounce_bytes),
-        slot_bytes_(queue ? std::max(2 * kAlign, std::min(kUringPieceBytes, bounce_bytes / 4 / kAlign * kAlign)) : bounce_bytes),
+        // io=uring: slots of at most a piece, at least 4 where the area allows, each at least 2 blocks
+        slot_bytes_(queue ? std::max(2 * kAlign, std::min(kUringPieceBytes, bounce_bytes / 4 / kAlign * kAlign))
+                          : bounce_bytes),
         in_place_limit_(queue ? kUringPieceBytes : UINT64_MAX),
         same_phase_((reinterpret_cast<uintptr_t>(out) - offset) % kAlign == 0),
         offset_(offset),
@@ -100,10 +102,11 @@ bool RangeReader::cut(Piece& p) {
 // Reads piece i from where it got to: queued (io=uring) or made now (io=direct).
 void RangeReader::issue(size_t i) {
   Piece& p = pieces_[i];
+  const uint64_t offset = p.offset + p.got, length = p.span - p.got;
   if (queue_)
-    source_.queue_direct(*queue_, p.offset + p.got, p.into + p.got, p.span - p.got, i);
+    source_.queue_direct(*queue_, offset, p.into + p.got, length, i);
   else
-    done_ = UringQueue::Completion{i, static_cast<int64_t>(source_.read_direct(p.offset + p.got, p.into + p.got, p.span - p.got))};
+    done_ = UringQueue::Completion{i, static_cast<int64_t>(source_.read_direct(offset, p.into + p.got, length))};
   ++in_flight_;
 }
 

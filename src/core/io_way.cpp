@@ -192,7 +192,9 @@ std::optional<double> measured_rate(const PreparedReads& r, std::string& from) {
   }
   const std::optional<StorageProbe> probe = storage_probe(*largest, false);
   if (!probe) return std::nullopt;
-  const double gbps = mode == IoMode::Direct ? probe->direct_gbps : mode == IoMode::Uring ? probe->uring_gbps : probe->buffered_gbps;
+  const double gbps = mode == IoMode::Direct  ? probe->direct_gbps
+                      : mode == IoMode::Uring ? probe->uring_gbps
+                                              : probe->buffered_gbps;
   if (gbps <= 0) return std::nullopt;  // io_uring refused when the probe measured
   from = mode == IoMode::Direct  ? "storage probe: O_DIRECT reads"
          : mode == IoMode::Uring ? "storage probe: O_DIRECT reads on io_uring"

@@ -168,7 +168,9 @@ const std::vector<KwargSpec>& WeightLoaderRegistry::common_kwargs() {
        "wrapper prefixes module./_orig_mod./model./transformer./language_model.) and map between them; explicit (default): only the "
        "rules above"},
       {"concurrency", KwType::Int, "reader threads (0 = one per core)"},
-      {"io", KwType::String, "how to read: auto (pread if mostly cached, else direct or uring, whichever measured faster), mmap, pread, direct (O_DIRECT), uring (O_DIRECT on io_uring)"},
+      {"io", KwType::String,
+       "how to read: auto (pread if mostly cached, else direct or uring, as measured faster), mmap, pread, "
+       "direct (O_DIRECT), uring (O_DIRECT on io_uring)"},
       {"staging_bytes", KwType::Int, "staging memory for conversion and O_DIRECT, all threads together (default 32 MiB)"},
       {"device", KwType::String, "where the model's parameters live: cpu (default), cuda or cuda:N (pinned staging of staging_bytes)"},
       {"prefault", KwType::Bool, "fault the parameters' pages in, in parallel, before reading (default: what io=auto's probe measured faster here, else true)"},

@@ -346,24 +346,29 @@ TEST(IoEngine, DirectAndUringReadsOfAFileTruncatedWhileLoadingAreTruncatedNaming
 TEST(IoEngine, UringReadsManyFilesWithLittleStagingAsPreadDoes) {
   if (!test::io_uring_allowed()) GTEST_SKIP() << "io_uring is refused in this process";
   test::TempDir dir;
-  // Twelve files, each one tensor at an odd offset, of a size that is no multiple of a block.
+  // Twelve files, each one tensor at an odd offset, of a size that is no multiple of a block: F32
+  // in the even ones, BF16 in the odd ones (read as F32 and BF16 each: converted both ways).
   constexpr uint64_t kFiles = 12, kElems = 600001;
   std::vector<std::string> paths;
   std::vector<TensorInfo> tensors;
   for (uint64_t f = 0; f < kFiles; ++f) {
     const uint64_t head = 8 + 997 * f;
+    const DType stored = f % 2 ? DType::BF16 : DType::F32;
     std::string bytes(head, '\x11');
     for (uint64_t i = 0; i < kElems; ++i) {
       const float v = float(i % 4099) * 0.25f + float(f);
-      bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+      char value[4];
+      convert(DType::F32, &v, stored, value, 1);
+      bytes.append(value, dtype_size(stored));
     }
     paths.push_back(dir.file("shard" + std::to_string(f) + ".bin"));
     test::write_bytes(paths.back(), bytes);
     TensorInfo t;
     t.name = "t" + std::to_string(f);
     t.shape = {kElems};
+    t.dtype = stored;
     t.offset = head;
-    t.nbytes = kElems * 4;
+    t.nbytes = kElems * dtype_size(stored);
     t.source = f;
     tensors.push_back(t);
   }
@@ -380,6 +385,16 @@ TEST(IoEngine, UringReadsManyFilesWithLittleStagingAsPreadDoes) {
     IoOptions pread;
     pread.mode = IoMode::Pread;
     src.read_all(requests(want.data()), pread);
+    for (uint64_t f = 0; f < kFiles && to == DType::F32; ++f)  // the reference itself, at a few places
+      for (const uint64_t i : {uint64_t{0}, uint64_t{4100}, kElems - 1}) {
+        const float v = float(i % 4099) * 0.25f + float(f);
+        char stored[4];
+        float expected, got_value;
+        convert(DType::F32, &v, tensors[f].dtype, stored, 1);
+        convert(tensors[f].dtype, stored, DType::F32, &expected, 1);
+        std::memcpy(&got_value, want.data() + (f * kElems + i) * 4, 4);
+        ASSERT_EQ(got_value, expected) << "file " << f << " element " << i;
+      }
     IoOptions io;
     io.mode = IoMode::Uring;
     io.concurrency = 3;
