@@ -74,6 +74,16 @@ def engine_logits(llm, ids):
     return np.array(out.logits)
 
 
+def refused_after(folder, edit, match):
+    """config.json in `folder` changed by `edit(cfg)`: the engine refuses it, ConfigInvalid matching `match`."""
+    cfg = json.loads((folder / "config.json").read_text())
+    edit(cfg)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(wl.Error, match=match) as e:
+        wl.LLM(str(folder))
+    assert e.value.code == "ConfigInvalid"
+
+
 def changed_logits(model, other, edit=None):
     """How far transformers' logits of `other` (another model: other config values), given `model`'s
     weights through `edit(name, tensor)`, are from `model`'s own: a control's measure."""
