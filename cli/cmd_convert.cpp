@@ -15,7 +15,7 @@ void add_convert_command(CLI::App& app) {
       "extension says which (.safetensors one file, .gguf, .bin llama2.c, a directory: safetensors + config.json)");
   struct Args {
     SourceOptions source;
-    std::string out, to, dtype, gguf_type = "f16", tokenizer, shard_size, quantize;
+    std::string out, to, dtype, gguf_type, gguf_mxfp4, tokenizer, shard_size, quantize;
     int64_t quantize_group = 128;
     bool no_tokenizer = false, quiet = false;
     int version = 1;
@@ -37,10 +37,15 @@ void add_convert_command(CLI::App& app) {
   std::string gguf_types;
   for (const GgufOutputType& t : gguf_output_types()) gguf_types += fmt::format("\n  {:<6} {}", t.name, t.about);
   cmd->add_option("--gguf-type", a->gguf_type,
-                  "gguf: type of the matrices (vectors stay f32; a matrix whose rows are not whole blocks of a block "
-                  "type is written f16, as llama.cpp's converter does); the block types are quantised byte for byte as "
-                  "gguf-py's gguf.quants.quantize does:" + gguf_types)
-      ->capture_default_str();
+                  "gguf: type of the matrices (default f16; vectors stay f32; a matrix whose rows are not whole blocks of a "
+                  "block type is written f16, as llama.cpp's converter does; naming a type also decodes MXFP4 experts to it, "
+                  "see --gguf-mxfp4); the block types are quantised byte for byte as gguf-py's gguf.quants.quantize does:" +
+                      gguf_types);
+  cmd->add_option("--gguf-mxfp4", a->gguf_mxfp4,
+                  "gguf: a checkpoint's MXFP4 experts (gpt-oss's _blocks/_scales): keep (written as GGUF MXFP4, the blocks "
+                  "repacked as llama.cpp's converter repacks them) or decode (written as --gguf-type); default: keep "
+                  "unless --gguf-type names a type other than mxfp4")
+      ->check(CLI::IsMember({"keep", "decode"}));
   cmd->add_option("--llama2c-version", a->version, "llama2c: 0 (original), 1 (ak42 float32) or 2 (int8 groups)")->capture_default_str();
   cmd->add_option("--group-size", a->group, "llama2c v2: values per quantisation group")->capture_default_str();
   cmd->add_option("--heads", a->heads, "attention heads, when the source does not say (gguf, llama2c)");
@@ -69,6 +74,7 @@ void add_convert_command(CLI::App& app) {
     }
     o.max_host_memory = loader->options().max_host_memory;  // --kw max_host_memory=
     o.gguf_type = a->gguf_type;
+    if (!a->gguf_mxfp4.empty()) o.gguf_keep_mxfp4 = a->gguf_mxfp4 == "keep";
     o.llama2c_version = a->version;
     o.llama2c_group = a->group;
     o.heads = {a->heads, a->kv_heads, a->seq_len};
@@ -82,9 +88,14 @@ void add_convert_command(CLI::App& app) {
       source = quantize_checkpoint(*source, {parse_quantize_method(a->quantize), a->quantize_group});
       o.dtype.reset();  // packed integers and scales are written as the method stores them
     }
+    const ConvertScope scope = convert_scope(*source, o);
     const uint64_t bytes = convert_checkpoint(*source, a->out, o);
-    fmt::print("converted {} tensors ({}) from {} to {} at {}\n", source->tensors().size(), human_bytes(bytes),
-               source->format(), checkpoint_format_name(o.to), a->out);
+    fmt::print("converted {} tensors ({}) from {} to {} at {}\n", scope.tensors, human_bytes(bytes), source->format(),
+               checkpoint_format_name(o.to), a->out);
+    if (scope.left_out)
+      fmt::print("left out the vision model's {} tensors (outside language_model.; llama.cpp's converter writes them to a "
+                 "separate mmproj file)\n",
+                 scope.left_out);
     if (!o.tokenizer.empty()) fmt::print("embedded the tokenizer of {}\n", o.tokenizer);
   });
 }

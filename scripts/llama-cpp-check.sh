@@ -25,14 +25,16 @@
 #     llama.cpp's logits equal our engine's (which equals transformers' on them:
 #     tests/python/test_families_gguf.py);
 #   - where the source knows them (a row marked skip otherwise): tiny gpt-oss, Llama 4 text and
-#     Granite-MoE-Shared, as the same tiny OLMo 2 and the others above.
+#     Granite-MoE-Shared, as the same tiny OLMo 2 and the others above; and a tiny gpt-oss whose
+#     experts are MXFP4 as released, converted with the defaults (experts GGUF MXFP4, the rest F16),
+#     against our engine on the same file within 5e-2.
 # Sources newer than c392e509 (flash_attn_type in llama.h) run with flash attention off: on the CPU it
 # rounds the queries to F16. ggml types the pinned gguf-py cannot dequantise (Q1_0) are compared with
 # ggml's own values alone.
 # Usage: scripts/llama-cpp-check.sh LLAMA_CPP_SOURCE [BUILD_DIR]   (BUILD_DIR default: /tmp/llama.cpp-build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { sed -n '2,32p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,34p' "$0" >&2; exit 2; }
 src=$(realpath "$1")
 build=${2:-/tmp/llama.cpp-build}
 data=../shared/testdata/llama2c-stories260K
@@ -216,6 +218,18 @@ for family in olmo2 granite granitemoe deepseek_v2 "deepseek_v2 lite" "deepseek_
   logits_row "tiny ${family^} (transformers'), F32" "$work/$family-tiny.gguf" "$work/$family-tiny-ref.txt" \
     "$family as GGUF; logits at position 4 = our engine's" 5 17 33 61 8
 done
+# gpt-oss as released: its experts MXFP4 (_blocks and _scales), written as llama.cpp's converter
+# writes them by default (convert without --gguf-type): ffn_*_exps GGUF MXFP4, repacked, the rest F16.
+# llama.cpp's MXFP4 and F16 products round the activations (to Q8_0, to F16): within 5e-2.
+if lacks gpt_oss; then
+  report "tiny Gpt_oss, MXFP4 experts" skip "this llama.cpp source does not have it"
+else
+  inputs tiny gpt_oss "$work/gpt_oss-mxfp4" num_key_value_heads=4 mxfp4=true 2>/dev/null
+  build/weightloader convert "$work/gpt_oss-mxfp4" "$work/gpt_oss-mxfp4.gguf" --no-tokenizer -q >/dev/null
+  PYTHONPATH=build/python inputs engine "$work/gpt_oss-mxfp4.gguf" 5 17 33 61 8 >"$work/gpt_oss-mxfp4-ref.txt"
+  tolerance=5e-2 logits_row "tiny Gpt_oss, MXFP4 experts" "$work/gpt_oss-mxfp4.gguf" "$work/gpt_oss-mxfp4-ref.txt" \
+    "ffn_*_exps MXFP4 from the checkpoint's blocks; logits at position 4 = our engine's on the same file" 5 17 33 61 8
+fi
 # TQ1_0 and TQ2_0 (blocks of 256): a tiny Granite 256 wide, ternary-quantised as gguf-py does.
 inputs tiny granite "$work/granite-256" hidden_size=256 intermediate_size=512 num_key_value_heads=4 2>/dev/null
 for type in tq1_0 tq2_0; do

@@ -15,7 +15,9 @@
                               values and gguf-py's dequantize; a line per type, "ok" or what differs
   tiny FAMILY DST [KEY=JSON]  a tiny random model of a family the pinned transformers builds (olmo2,
                               granite; tests/python/test_families_gguf.py's, with these sizes set),
-                              saved by it into DST
+                              saved by it into DST; gpt_oss with mxfp4=true: its experts saved as
+                              the released checkpoints store them, MXFP4 _blocks and _scales
+                              (tests/python/test_families_gpt_oss.py's save_mxfp4)
 """
 import json
 import os
@@ -100,7 +102,14 @@ def tiny(family, dst, assignments):
     from test_transformers5_configs import build
     cls, rope, sizes, _ = FAMILIES[family]
     sizes = {**sizes, **{a.split("=", 1)[0]: json.loads(a.split("=", 1)[1]) for a in assignments}}
-    BUILDERS.get(family, build)(cls, rope, **sizes).save_pretrained(dst)
+    mxfp4 = sizes.pop("mxfp4", False)
+    model = BUILDERS.get(family, build)(cls, rope, **sizes)
+    if mxfp4:
+        import pathlib
+        from test_families_gpt_oss import save_mxfp4
+        save_mxfp4(model, pathlib.Path(dst))
+    else:
+        model.save_pretrained(dst)
 
 
 def blocks(folder):

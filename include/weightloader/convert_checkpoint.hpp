@@ -47,9 +47,15 @@ struct ConvertOptions {
   // save_pretrained splits (model-00001-of-0000N.safetensors + model.safetensors.index.json);
   // 0: one model.safetensors
   uint64_t shard_bytes = 0;
-  std::string gguf_type = "f16"; // gguf: the matrices' type, one of gguf_output_types() (vectors
+  std::string gguf_type;         // gguf: the matrices' type, one of gguf_output_types() (vectors
                                  // stay F32; matrices whose rows are not whole blocks of a block
-                                 // type are written F16)
+                                 // type are written F16); empty: f16
+  // gguf: a checkpoint's MXFP4 experts (gpt-oss's _blocks and _scales) written as GGUF MXFP4, their
+  // blocks repacked as llama.cpp's converter repacks them (general.file_type MOSTLY_MXFP4_MOE when
+  // the other matrices are f32, f16 or bf16); false: decoded and written as the other matrices.
+  // Unset: kept when gguf_type is empty (llama.cpp's converter's default) or "mxfp4", decoded when
+  // it names another type.
+  std::optional<bool> gguf_keep_mxfp4;
   int llama2c_version = 1;      // llama2.c: 0, 1 or 2
   uint64_t llama2c_group = 64;  // llama2.c v2 group size
   LlamaHeads heads;             // overrides for GGUF / llama2.c
@@ -69,6 +75,17 @@ struct GgufOutputType {
   std::string about;
 };
 WL_API std::vector<GgufOutputType> gguf_output_types();
+
+// What convert_checkpoint reads and writes of `source`: every tensor, except that a multimodal
+// checkpoint (Gemma 3, Llama 4, Mistral 3 ...ForConditionalGeneration) written as GGUF is its
+// language model alone, as llama.cpp's converter writes it (the vision model goes to a separate
+// mmproj file, which this does not write). The progress callback's total is `bytes`.
+struct ConvertScope {
+  size_t tensors = 0;   // the source's tensors converted
+  uint64_t bytes = 0;   // their stored bytes
+  size_t left_out = 0;  // the source's tensors not written (a multimodal checkpoint's vision model)
+};
+WL_API ConvertScope convert_scope(const WeightSource& source, const ConvertOptions& options);
 
 // The most host memory a conversion holds at once: for safetensors and GGUF, the largest tensor as
 // read (stored bytes, staged) and as written (or as F32, quantized from); for llama2.c and the

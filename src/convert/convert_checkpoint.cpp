@@ -208,7 +208,7 @@ uint64_t convert_checkpoint(const WeightSource& s, const std::string& out, const
     throw Error(ErrorCode::InvalidArgument,
                 fmt::format("--shard-size applies to safetensors, not {}", checkpoint_format_name(o.to)), out);
   if (o.to != CheckpointFormat::Safetensors && o.to != CheckpointFormat::CustomBinary) refuse_overwriting_input(s, out);
-  Tally tally(s, o.progress);
+  Tally tally(s, o.progress, convert_scope(s, o).bytes);
   switch (o.to) {
     case CheckpointFormat::Safetensors:
       return write_safetensors_output(s, out, o, tally);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "convert/gguf_keys.hpp"
+#include "convert/mxfp4_experts.hpp"
 #include "convert/split_part.hpp"
 #include "families/family.hpp"
 #include "model/language_model_names.hpp"
@@ -51,10 +52,12 @@ const GgufTarget& gguf_target(const std::string& name) {
   throw Error(ErrorCode::InvalidArgument, fmt::format("gguf type '{}' is not one of {}", name, names));
 }
 
-// A part of a split source tensor: which, and how the naming scheme splits it.
+// A part of a split source tensor: which, and how the naming scheme splits it; the checkpoint's
+// MXFP4 blocks where it is written as GGUF MXFP4 from them.
 struct SplitPart {
   StoredParts how;
   size_t index = 0;
+  std::optional<quant::Mxfp4Stored> mxfp4{};
 };
 
 // One stored tensor and the source tensors it is written from: one, or a stack's slots in order.
@@ -91,14 +94,16 @@ Output single(const TensorInfo& t, GgmlType target, const GgufModel& m, const st
 
 // A tensor stored as parts, each under its part's name, as llama.cpp's converter splits it
 // (granitemoe's shared input_linear as ffn_gate_shexp, then ffn_up_shexp; gpt-oss's gate_up_proj
-// as ffn_gate_exps and ffn_up_exps, transposed).
-void add_split(const TensorInfo& t, const StoredParts& how, GgmlType target, const GgufModel& m, const std::string& origin,
-               std::vector<Output>& outputs) {
+// as ffn_gate_exps and ffn_up_exps, transposed). MXFP4 experts stay MXFP4 where `keep_mxfp4`.
+void add_split(const TensorInfo& t, const StoredParts& how, GgmlType target, bool keep_mxfp4, const GgufModel& m,
+               const std::string& origin, std::vector<Output>& outputs) {
   const Shape shape = stored_part_shape(t.shape, how, origin, t.name);
+  const std::optional<quant::Mxfp4Stored> mxfp4 = keep_mxfp4 ? mxfp4_part_blocks(t, how) : std::nullopt;
   for (size_t i = 0; i < how.names.size(); ++i) {
-    Output o{{from_canonical("gguf", how.names[i], m.arch).value_or(how.names[i]), shape, stored_type(shape, target), {}}, {&t}};
+    const GgmlType type = mxfp4 ? GgmlType::MXFP4 : stored_type(shape, target);
+    Output o{{from_canonical("gguf", how.names[i], m.arch).value_or(how.names[i]), shape, type, {}}, {&t}};
     o.copy = i > 0;
-    o.split = SplitPart{how, i};
+    o.split = SplitPart{how, i, mxfp4};
     outputs.push_back(std::move(o));
   }
 }
@@ -125,14 +130,14 @@ uint64_t write_split_part(const WeightSource& s, const TensorInfo& t, const Spli
 // Every stored tensor in the source's order; a stack where its first slot comes. lm_head is left
 // out where llama.cpp ties it (Gemma; its converter skips it); a tied head gets output.weight, a
 // copy of the embedding, where llama.cpp requires one (Phi-3).
-std::vector<Output> plan_outputs(const WeightSource& s, const GgufModel& m, GgmlType target, const std::string& out) {
+std::vector<Output> plan_outputs(const WeightSource& s, const GgufModel& m, GgmlType target, bool keep_mxfp4, const std::string& out) {
   const GgufArchitecture* arch = m.configured ? &family_by_type(m.config.architecture)->gguf : nullptr;
   std::vector<Output> outputs;
   std::map<std::string, size_t> stacks;  // stored name -> index in outputs
   for (const TensorInfo& t : s.tensors()) {
     if (arch && arch->tied_head && t.name == "lm_head.weight") continue;
     if (const StoredParts parts = stored_parts("gguf", t.name, m.arch); !parts.names.empty()) {
-      add_split(t, parts, target, m, s.origin(), outputs);
+      add_split(t, parts, target, keep_mxfp4, m, s.origin(), outputs);
       continue;
     }
     const auto slot = stack_slot("gguf", t.name, m.arch);
@@ -179,25 +184,41 @@ std::vector<GgufOutputType> gguf_output_types() {
   return types;
 }
 
+std::unique_ptr<WeightSource> gguf_language_model(const WeightSource& checkpoint) {
+  try {
+    if (llama_config_from_source(checkpoint).multimodal.empty()) return nullptr;
+  } catch (const Error&) {
+    return nullptr;  // no configuration the engine reads: a Llama of the tensors' shapes (gguf_model says what is wrong)
+  }
+  return language_model_of(checkpoint);
+}
+
 uint64_t write_gguf_output(const WeightSource& checkpoint, const std::string& out, const ConvertOptions& o, Tally& tally) {
   const LlamaHeads h = llama_heads_from_metadata(checkpoint, o.heads);
   if (!h.heads) throw Error(ErrorCode::InvalidArgument, "the number of attention heads is unknown: pass --heads", checkpoint.origin());
-  const GgufTarget& target = gguf_target(o.gguf_type);
+  const GgufTarget& target = gguf_target(o.gguf_type.empty() ? "f16" : o.gguf_type);
+  const bool keep_mxfp4 = o.gguf_keep_mxfp4.value_or(o.gguf_type.empty() || o.gguf_type == "mxfp4");
   const GgufModel m = gguf_model(checkpoint, h);
-  // A multimodal model's language model alone, as llama.cpp's converter writes it (the vision model
-  // goes to a separate mmproj file, which this does not write).
-  const std::unique_ptr<WeightSource> language_model = m.config.multimodal.empty() ? nullptr : language_model_of(checkpoint);
+  const std::unique_ptr<WeightSource> language_model = gguf_language_model(checkpoint);
   const WeightSource& s = language_model ? *language_model : checkpoint;
-  const GgufMetadata meta = gguf_model_metadata(m, s, target.file_type, o.tokenizer);
-  const std::vector<Output> outputs = plan_outputs(s, m, target.type, out);
+  const std::vector<Output> outputs = plan_outputs(s, m, target.type, keep_mxfp4, out);
   std::vector<GgufWriteEntry> entries;
-  for (const Output& x : outputs) entries.push_back(x.entry);
+  bool kept_mxfp4 = false;
+  for (const Output& x : outputs) {
+    entries.push_back(x.entry);
+    kept_mxfp4 |= x.split && x.split->mxfp4;
+  }
+  // llama.cpp's converter records MOSTLY_MXFP4_MOE for a float output whose experts stayed MXFP4.
+  const bool float_target = target.type == GgmlType::F32 || target.type == GgmlType::F16 || target.type == GgmlType::BF16;
+  const uint32_t file_type = kept_mxfp4 && float_target ? gguf_target("mxfp4").file_type : target.file_type;
+  const GgufMetadata meta = gguf_model_metadata(m, s, file_type, o.tokenizer);
   GgufStreamWriter writer(out, std::move(entries), meta);
   uint64_t written = 0;
   for (const Output& x : outputs)
     for (const TensorInfo* part : x.parts) {  // a stack: one expert in memory at a time
       if (x.split) {
-        written += write_split_part(s, *part, *x.split, writer);
+        written += x.split->mxfp4 ? write_mxfp4_part(s, *x.split->mxfp4, x.split->how, x.split->index, writer)
+                                  : write_split_part(s, *part, *x.split, writer);
         if (!x.copy) tally.add(*part);
         continue;
       }

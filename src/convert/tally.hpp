@@ -8,7 +8,8 @@ namespace wl {
 
 class Tally {
  public:
-  Tally(const WeightSource& s, const ProgressCallback& progress) : source_(s), progress_(progress), total_(s.total_bytes()) {}
+  // `total`: the stored bytes the conversion reads (convert_scope), which add() counts up to.
+  Tally(const WeightSource& s, const ProgressCallback& progress, uint64_t total) : source_(s), progress_(progress), total_(total) {}
   void add(const TensorInfo& t) {
     done_ += t.nbytes;
     if (progress_ && !progress_(done_, total_))

@@ -228,9 +228,9 @@ def test_quantised_gguf_runs_as_transformers_runs_the_values_it_holds(tmp_path, 
 
 
 def test_gpt_oss_mxfp4_experts_are_written_decoded(tmp_path):
-    """The released checkpoints' MXFP4 experts, decoded on load, written as F32 stacks (llama.cpp's
-    converter keeps them MXFP4): the engine on the GGUF computes transformers' logits of the weights
-    they decode to."""
+    """The released checkpoints' MXFP4 experts, decoded to the type --gguf-type names (here F32
+    stacks; without it they stay MXFP4, as below): the engine on the GGUF computes transformers'
+    logits of the weights they decode to."""
     cls, rope, sizes, _ = FAMILIES["gpt_oss"]
     model = gpt_oss(rope, **sizes)
     save_mxfp4(model, tmp_path / "hf")
@@ -239,6 +239,73 @@ def test_gpt_oss_mxfp4_experts_are_written_decoded(tmp_path):
     for n in (1, 11):
         ids = sequence(n, seed=n)
         assert error(engine_logits(llm, ids), reference(model, ids)) < TOLERANCE
+
+
+def mxfp4_gguf_oracle(folder):
+    """Each expert tensor of the GGUF of the checkpoint in `folder`, as transformers decodes the
+    checkpoint's blocks and scales (convert_moe_packed_tensors: [E, in, out]) and llama.cpp's
+    converter splits them (gate and up the even and odd columns) and transposes them."""
+    from safetensors.torch import load_file
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+    stored, oracle = load_file(str(folder / "model.safetensors")), {}
+    for name in stored:
+        if not name.endswith("_blocks"):
+            continue
+        stem = name[:-len("_blocks")]
+        dense = convert_moe_packed_tensors(stored[name], stored[stem + "_scales"], dtype=torch.float32).transpose(-1, -2)
+        layer = stem.split(".")[2]
+        if stem.endswith("gate_up_proj"):
+            oracle[f"blk.{layer}.ffn_gate_exps.weight"], oracle[f"blk.{layer}.ffn_up_exps.weight"] = dense[:, ::2], dense[:, 1::2]
+        else:
+            oracle[f"blk.{layer}.ffn_down_exps.weight"] = dense
+    return oracle
+
+
+def test_gpt_oss_mxfp4_experts_stay_mxfp4_as_llama_cpp_writes_them(tmp_path):
+    """Without --gguf-type, as llama.cpp's converter writes the released checkpoints: each expert
+    stack is GGUF MXFP4 (ggml type 39), its blocks repacked from the checkpoint's, the other matrices
+    F16, general.file_type MOSTLY_MXFP4_MOE. gguf-py's dequantize of every expert tensor is exactly
+    what transformers decodes from the checkpoint's blocks and scales (values equal; gguf-py's table
+    has no -0), the engine on the file computes transformers' logits on the weights gguf-py reads from
+    it, and with --gguf-type f32 --gguf-mxfp4 keep those of the original; --gguf-type f16 decodes them."""
+    cls, rope, sizes, _ = FAMILIES["gpt_oss"]
+    model = gpt_oss(rope, **sizes)
+    save_mxfp4(model, tmp_path / "hf")
+    path = convert(tmp_path / "hf", tmp_path / "mxfp4.gguf", "--no-tokenizer")
+    reader = gguf.GGUFReader(path)
+    oracle = mxfp4_gguf_oracle(tmp_path / "hf")
+    assert len(oracle) == 3 * sizes.get("num_hidden_layers", 4)
+    types = {t.name: t.tensor_type for t in reader.tensors}
+    assert {types[n] for n in oracle} == {gguf.GGMLQuantizationType.MXFP4} and gguf.GGMLQuantizationType.MXFP4 == 39
+    assert types["blk.0.attn_q.weight"] == gguf.GGMLQuantizationType.F16
+    field = reader.fields["general.file_type"]
+    assert int(field.parts[field.data[0]][0]) == gguf.LlamaFileType.MOSTLY_MXFP4_MOE
+    for t in reader.tensors:
+        if t.name in oracle:
+            got = np.array(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32).reshape([int(n) for n in reversed(t.shape)])
+            want = oracle[t.name].numpy()
+            assert got.shape == want.shape and np.array_equal(got, want), t.name
+            assert np.array_equal((got + 0.0).view(np.uint32), (want + 0.0).view(np.uint32)), t.name
+    peer = copy.deepcopy(model)
+    peer.load_state_dict(transformers_state(path, "gpt_oss"))
+    llm = wl.LLM(str(path))
+    for n in (1, 11):
+        ids = sequence(n, seed=n)
+        assert error(engine_logits(llm, ids), reference(peer, ids)) < TOLERANCE
+    exact = convert(tmp_path / "hf", tmp_path / "f32-mxfp4.gguf", "--gguf-type", "f32", "--gguf-mxfp4", "keep", "--no-tokenizer")
+    types = {t.name: t.tensor_type for t in gguf.GGUFReader(exact).tensors}
+    assert types["blk.1.ffn_down_exps.weight"] == gguf.GGMLQuantizationType.MXFP4 and types["blk.1.attn_q.weight"] == gguf.GGMLQuantizationType.F32
+    llm = wl.LLM(str(exact))
+    for n in (1, 11):
+        ids = sequence(n, seed=n)
+        assert error(engine_logits(llm, ids), reference(model, ids)) < TOLERANCE
+    dense = convert(tmp_path / "hf", tmp_path / "f16.gguf", "--gguf-type", "f16", "--no-tokenizer")
+    types = {t.name: t.tensor_type for t in gguf.GGUFReader(dense).tensors}
+    assert types["blk.1.ffn_down_exps.weight"] == gguf.GGMLQuantizationType.F16
+    expert_bytes = {p: sum(int(t.n_bytes) for t in gguf.GGUFReader(p).tensors if t.name in oracle) for p in (path, dense)}
+    print(f"tiny gpt-oss: experts {expert_bytes[dense]} bytes F16, {expert_bytes[path]} MXFP4; files {dense.stat().st_size} "
+          f"and {path.stat().st_size} bytes")
+    assert expert_bytes[dense] * 17 == expert_bytes[path] * 64  # 32 values: 64 bytes F16, 17 MXFP4
 
 
 def refused(tmp_path, model_type, named, **change):

@@ -106,6 +106,15 @@ def test_a_multimodal_checkpoint_converts_to_its_language_models_gguf(tmp_path):
     assert done.returncode == 0, done.stderr
     reader = gguf.GGUFReader(str(out))
     names = {t.name for t in reader.tensors}
+    # The summary counts what was written (one GGUF tensor per language-model tensor here) and the
+    # vision tensors left out, by safetensors' own listing of the checkpoint.
+    from safetensors import safe_open
+    with safe_open(str(tmp_path / "hf" / "model.safetensors"), "pt") as f:
+        stored = list(f.keys())
+    vision = [n for n in stored if "vision_tower." in n or "multi_modal_projector." in n]
+    assert vision and len(stored) - len(vision) == len(names), (len(stored), len(vision), len(names))
+    assert f"converted {len(names)} tensors " in done.stdout, done.stdout
+    assert f"left out the vision model's {len(vision)} tensors" in done.stdout, done.stdout
     llama = {gguf.TENSOR_NAMES[t] for t in gguf.MODEL_TENSORS[gguf.MODEL_ARCH.LLAMA]}
     assert {"token_embd.weight", "output.weight", "blk.1.attn_q.weight"} <= names
     assert all(n.rsplit(".", 1)[0].replace("blk.0.", "blk.{bid}.").replace("blk.1.", "blk.{bid}.") in llama for n in names), names

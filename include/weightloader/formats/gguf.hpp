@@ -186,6 +186,10 @@ class WL_API GgufStreamWriter {
   // with a smaller dim 0, or the entry's without dim 0 (one slice). The entry is complete when its
   // dim 0 is covered. An entry with a row_order is written whole. Throws as write_tensor.
   void write_part(const TensorView& part);
+  // Writes the next entry's next slices along dim 0 already in its stored type (a block type's
+  // blocks as another writer laid them out, copied as they are): `bytes` is whole slices, and no
+  // more than the entry has left. Not for an entry with a row_order. Throws InvalidArgument.
+  void write_stored(std::span<const std::byte> bytes);
   void finish();
 
  private:

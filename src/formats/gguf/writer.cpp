@@ -335,6 +335,29 @@ void GgufStreamWriter::write_part(const TensorView& part) {
   ++s.next;
 }
 
+void GgufStreamWriter::write_stored(std::span<const std::byte> bytes) {
+  State& s = *state_;
+  if (s.finished) throw Error(ErrorCode::InvalidArgument, "write_stored() after finish()", s.path);
+  if (s.next >= s.entries.size())
+    throw Error(ErrorCode::InvalidArgument, "write_stored() after every declared tensor was written", s.path);
+  const GgufWriteEntry& entry = s.entries[s.next];
+  const Planned& plan = s.plan[s.next];
+  const uint64_t rows = entry.shape.empty() ? 1 : entry.shape[0];
+  const uint64_t slice = rows == 0 ? 0 : plan.nbytes / rows;
+  if (!entry.row_order.empty() || slice == 0 || bytes.size() % slice != 0 || s.rows_done + bytes.size() / slice > rows)
+    throw Error(ErrorCode::InvalidArgument,
+                fmt::format("{} stored bytes are not whole slices of {} bytes among the {} of {} rows left{}", bytes.size(), slice,
+                            rows - s.rows_done, rows, entry.row_order.empty() ? "" : " (a row order is written through write_part)"),
+                s.path, entry.name);
+  s.out.write(bytes.data(), bytes.size());
+  s.data_written += bytes.size();
+  s.rows_done += bytes.size() / slice;
+  if (s.rows_done < rows) return;
+  s.write_padded_to((plan.offset + plan.nbytes + s.alignment - 1) / s.alignment * s.alignment);
+  s.rows_done = 0;
+  ++s.next;
+}
+
 void GgufStreamWriter::finish() {
   State& s = *state_;
   if (s.finished) throw Error(ErrorCode::InvalidArgument, "finish() called twice", s.path);

@@ -6,6 +6,7 @@
 // i = 2·B·g + 2·byte + nibble, exact as torch.ldexp is (s = 255 is no NaN: ±6 · 2^128 overflows to
 // ±inf, 0.5 · 2^128 is 2^127).
 #include "formats/quantized/layer_kind.hpp"
+#include "formats/mxfp4_stored.hpp"
 
 #include <array>
 
@@ -23,10 +24,12 @@ constexpr std::array<float, 16> kDoubled = [] {  // E2M1 values times 2, -0 kept
   return t;
 }();
 
+constexpr const char* kName = "MXFP4";
+
 class Mxfp4Decoder final : public LayerDecoder {
  public:
   Mxfp4Decoder(const TensorInfo& blocks, std::vector<SideRead> side)
-      : LayerDecoder("MXFP4", blocks, blocks.shape[0] * blocks.shape[2] * blocks.shape[3] * 2, blocks.shape[1], std::move(side)),
+      : LayerDecoder(kName, blocks, blocks.shape[0] * blocks.shape[2] * blocks.shape[3] * 2, blocks.shape[1], std::move(side)),
         rows_(blocks.shape[1]), groups_(blocks.shape[2]), bytes_(blocks.shape[3]) {}
 
  private:
@@ -65,6 +68,22 @@ QuantLayer mxfp4_layer(const RawSource& raw, const std::string& prefix) {
 }
 
 }  // namespace
+
+std::optional<Mxfp4Stored> mxfp4_stored(const TensorInfo& dense) {
+  // The view's dense entry (mxfp4_layer): the blocks' bytes, the decoder's one side read the scales.
+  if (!dense.decoder || dense.decoder->name() != kName || dense.decoder->side_reads().size() != 1 || dense.shape.size() != 3)
+    return std::nullopt;
+  const TensorInfo& scales = dense.decoder->side_reads()[0].tensor;
+  if (scales.dtype != DType::U8 || scales.shape.size() != 3) return std::nullopt;
+  const uint64_t experts = scales.shape[0], rows = scales.shape[1], groups = scales.shape[2];
+  if (dense.shape != Shape{experts, groups * 32, rows} || dense.nbytes != experts * rows * groups * 16) return std::nullopt;
+  Mxfp4Stored m{dense, scales};
+  m.blocks.name = dense.name + "_blocks";
+  m.blocks.dtype = DType::U8;
+  m.blocks.shape = {experts, rows, groups, 16};
+  m.blocks.decoder = nullptr;
+  return m;
+}
 
 // gpt-oss's experts: <prefix>_blocks beside <prefix>_scales.
 extern const LayerKind kMxfp4Kind{
