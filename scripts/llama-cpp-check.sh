@@ -26,8 +26,8 @@
 #     tests/python/test_families_gguf.py);
 #   - where the source knows them (a row marked skip otherwise): tiny gpt-oss, Llama 4 text and
 #     Granite-MoE-Shared, as the same tiny OLMo 2 and the others above; and a tiny gpt-oss whose
-#     experts are MXFP4 as released, converted with the defaults (experts GGUF MXFP4, the rest F16),
-#     against our engine on the same file within 5e-2.
+#     experts are MXFP4 as released, its experts written GGUF MXFP4 (the rest F32), against our
+#     engine on the same file within 5e-2.
 # Sources newer than c392e509 (flash_attn_type in llama.h) run with flash attention off: on the CPU it
 # rounds the queries to F16. ggml types the pinned gguf-py cannot dequantise (Q1_0) are compared with
 # ggml's own values alone.
@@ -218,14 +218,16 @@ for family in olmo2 granite granitemoe deepseek_v2 "deepseek_v2 lite" "deepseek_
   logits_row "tiny ${family^} (transformers'), F32" "$work/$family-tiny.gguf" "$work/$family-tiny-ref.txt" \
     "$family as GGUF; logits at position 4 = our engine's" 5 17 33 61 8
 done
-# gpt-oss as released: its experts MXFP4 (_blocks and _scales), written as llama.cpp's converter
-# writes them by default (convert without --gguf-type): ffn_*_exps GGUF MXFP4, repacked, the rest F16.
-# llama.cpp's MXFP4 and F16 products round the activations (to Q8_0, to F16): within 5e-2.
+# gpt-oss as released: its experts MXFP4 (_blocks and _scales), ffn_*_exps written GGUF MXFP4 from
+# the checkpoint's blocks, the rest F32 (--gguf-mxfp4 keep: our default's F16 puts the experts' 2-D
+# biases in F16, which ggml's add_id refuses). llama.cpp's MXFP4 products round the activations to
+# Q8_0: within 5e-2.
 if lacks gpt_oss; then
   report "tiny Gpt_oss, MXFP4 experts" skip "this llama.cpp source does not have it"
 else
   inputs tiny gpt_oss "$work/gpt_oss-mxfp4" num_key_value_heads=4 mxfp4=true 2>/dev/null
-  build/weightloader convert "$work/gpt_oss-mxfp4" "$work/gpt_oss-mxfp4.gguf" --no-tokenizer -q >/dev/null
+  build/weightloader convert "$work/gpt_oss-mxfp4" "$work/gpt_oss-mxfp4.gguf" --gguf-type f32 --gguf-mxfp4 keep --no-tokenizer \
+    -q >/dev/null
   PYTHONPATH=build/python inputs engine "$work/gpt_oss-mxfp4.gguf" 5 17 33 61 8 >"$work/gpt_oss-mxfp4-ref.txt"
   tolerance=5e-2 logits_row "tiny Gpt_oss, MXFP4 experts" "$work/gpt_oss-mxfp4.gguf" "$work/gpt_oss-mxfp4-ref.txt" \
     "ffn_*_exps MXFP4 from the checkpoint's blocks; logits at position 4 = our engine's on the same file" 5 17 33 61 8
