@@ -155,7 +155,9 @@ def listed_block_types():
     if not CLI.is_file():
         pytest.skip(f"no CLI at {CLI}")
     text = subprocess.run([str(CLI), "convert", "--help"], capture_output=True, text=True, check=True).stdout
-    listed = text[text.index("--gguf-type"):text.index("--llama2c-version")].split("\n")[1:]
+    listed = text[text.index("--gguf-type"):].split("\n")[1:]
+    # the type lines, up to the next option's
+    listed = listed[:next(i for i, line in enumerate(listed) if line.lstrip().startswith("-"))]
     names = [line.split()[0] for line in listed if line.strip()]
     assert names[:3] == ["f32", "f16", "bf16"]
     return names[3:]
