@@ -218,16 +218,15 @@ for family in olmo2 granite granitemoe deepseek_v2 "deepseek_v2 lite" "deepseek_
   logits_row "tiny ${family^} (transformers'), F32" "$work/$family-tiny.gguf" "$work/$family-tiny-ref.txt" \
     "$family as GGUF; logits at position 4 = our engine's" 5 17 33 61 8
 done
-# gpt-oss as released: its experts MXFP4 (_blocks and _scales), ffn_*_exps written GGUF MXFP4 from
-# the checkpoint's blocks, the rest F32 (--gguf-mxfp4 keep: our default's F16 puts the experts' 2-D
-# biases in F16, which ggml's add_id refuses). llama.cpp's MXFP4 products round the activations to
-# Q8_0: within 5e-2.
+# gpt-oss as released: its experts MXFP4 (_blocks and _scales), written as convert does by default
+# (and llama.cpp's converter): ffn_*_exps GGUF MXFP4 from the checkpoint's blocks, the other
+# matrices F16, biases and routers F32. llama.cpp's MXFP4 products round the activations to Q8_0:
+# within 5e-2.
 if lacks gpt_oss; then
   report "tiny Gpt_oss, MXFP4 experts" skip "this llama.cpp source does not have it"
 else
   inputs tiny gpt_oss "$work/gpt_oss-mxfp4" num_key_value_heads=4 mxfp4=true 2>/dev/null
-  build/weightloader convert "$work/gpt_oss-mxfp4" "$work/gpt_oss-mxfp4.gguf" --gguf-type f32 --gguf-mxfp4 keep --no-tokenizer \
-    -q >/dev/null
+  build/weightloader convert "$work/gpt_oss-mxfp4" "$work/gpt_oss-mxfp4.gguf" --no-tokenizer -q >/dev/null
   PYTHONPATH=build/python inputs engine "$work/gpt_oss-mxfp4.gguf" 5 17 33 61 8 >"$work/gpt_oss-mxfp4-ref.txt"
   tolerance=5e-2 logits_row "tiny Gpt_oss, MXFP4 experts" "$work/gpt_oss-mxfp4.gguf" "$work/gpt_oss-mxfp4-ref.txt" \
     "ffn_*_exps MXFP4 from the checkpoint's blocks; logits at position 4 = our engine's on the same file" 5 17 33 61 8

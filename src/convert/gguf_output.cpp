@@ -69,11 +69,14 @@ struct Output {
   std::optional<SplitPart> split{};  // the part of its source it holds; none: all
 };
 
-// Matrices and stacks take the requested type; vectors stay F32; a tensor of a block type whose
-// rows are not whole blocks (32 elements, 256 for TQ1_0 / TQ2_0) falls back to F16, as llama.cpp's
-// converter does when gguf-py's quantize refuses it.
-GgmlType stored_type(const Shape& shape, GgmlType target) {
-  if (shape.size() < 2) return GgmlType::F32;
+// Weight matrices and stacks take the requested type. As llama.cpp's converter stores them (and its
+// graphs require: gpt-oss's expert biases go through ggml_add_id, F32 only), vectors, every tensor
+// that is not a .weight (biases, sinks) and the routers (ffn_gate_inp) stay F32. A tensor of a
+// block type whose rows are not whole blocks (32 elements, 256 for TQ1_0 / TQ2_0) falls back to F16,
+// as the converter does when gguf-py's quantize refuses it.
+GgmlType stored_type(std::string_view gguf_name, const Shape& shape, GgmlType target) {
+  if (shape.size() < 2 || !gguf_name.ends_with(".weight") || gguf_name.find(".ffn_gate_inp.") != std::string_view::npos)
+    return GgmlType::F32;
   return shape.back() % ggml_block_elems(target) == 0 ? target : GgmlType::F16;
 }
 
@@ -81,7 +84,8 @@ GgmlType stored_type(const Shape& shape, GgmlType target) {
 // interleaved where llama.cpp's converter permutes them (llama; the others run NEOX-style on
 // Hugging Face's halves) and Gemma's norms as 1 + w.
 Output single(const TensorInfo& t, GgmlType target, const GgufModel& m, const std::string& out) {
-  Output o{{from_canonical("gguf", t.name, m.arch).value_or(t.name), t.shape, stored_type(t.shape, target), {}}, {&t}};
+  const std::string name = from_canonical("gguf", t.name, m.arch).value_or(t.name);
+  Output o{{name, t.shape, stored_type(name, t.shape, target), {}}, {&t}};
   o.offset = norm_offset("gguf", t.name, m.arch);
   const auto canonical = to_canonical("hf", t.name);
   if (interleaved_rotary("gguf", m.arch) && canonical && canonical->rotary && t.numel() > 0) {
@@ -100,8 +104,9 @@ void add_split(const TensorInfo& t, const StoredParts& how, GgmlType target, boo
   const Shape shape = stored_part_shape(t.shape, how, origin, t.name);
   const std::optional<quant::Mxfp4Stored> mxfp4 = keep_mxfp4 ? mxfp4_part_blocks(t, how) : std::nullopt;
   for (size_t i = 0; i < how.names.size(); ++i) {
-    const GgmlType type = mxfp4 ? GgmlType::MXFP4 : stored_type(shape, target);
-    Output o{{from_canonical("gguf", how.names[i], m.arch).value_or(how.names[i]), shape, type, {}}, {&t}};
+    const std::string name = from_canonical("gguf", how.names[i], m.arch).value_or(how.names[i]);
+    const GgmlType type = mxfp4 ? GgmlType::MXFP4 : stored_type(name, shape, target);
+    Output o{{name, shape, type, {}}, {&t}};
     o.copy = i > 0;
     o.split = SplitPart{how, i, mxfp4};
     outputs.push_back(std::move(o));
@@ -152,7 +157,7 @@ std::vector<Output> plan_outputs(const WeightSource& s, const GgufModel& m, Ggml
     if (added) {
       Shape shape{n};
       shape.insert(shape.end(), t.shape.begin(), t.shape.end());
-      outputs.push_back({{slot->stack, shape, stored_type(shape, target), {}}, std::vector<const TensorInfo*>(n)});
+      outputs.push_back({{slot->stack, shape, stored_type(slot->stack, shape, target), {}}, std::vector<const TensorInfo*>(n)});
     }
     Output& stack = outputs[it->second];
     if (Shape(stack.entry.shape.begin() + 1, stack.entry.shape.end()) != t.shape)
