@@ -1,5 +1,7 @@
 #include "engine/tensor_parallel.hpp"
 
+#include <optional>
+#include <span>
 #include <tuple>
 #include <utility>
 
@@ -28,156 +30,151 @@ std::pair<uint64_t, uint64_t> unit_range(uint64_t units, unsigned rank, unsigned
   return {begin, granule * (blocks * (rank + 1) / size) - begin};
 }
 
-ParameterShard rows(std::string from, uint64_t begin, uint64_t count, uint64_t at) {
-  return ParameterShard{std::move(from), Slice{0, begin, begin + count}, at};
-}
-
-ParameterShard columns(std::string from, uint64_t begin, uint64_t count) {
-  return ParameterShard{std::move(from), Slice{1, begin, begin + count}, 0};
-}
-
-// An MLP's gate_up_proj (gate rows then up rows of units [ff0, ff0 + ff) of `units`) and down_proj.
-// `gate`/`up`/`down` name the checkpoint's tensors; a fused checkpoint's gate_up holds gate then up.
-struct MlpTensors {
-  std::string gate, up, down, fused;  // fused: non-empty when the checkpoint stores gate_up_proj
+// A quantity's whole size and the rank's range of it.
+struct Range {
+  uint64_t full = 0, begin = 0, count = 0;
 };
 
-void declare_mlp(Model& m, const std::string& at, const MlpTensors& from, uint64_t units, uint64_t ff0, uint64_t ff,
-                 uint64_t D, DType dtype, bool bias, bool rank0) {
-  for (const char* kind : {"weight", "bias"}) {
-    const bool is_bias = std::string(kind) == "bias";
-    if (is_bias && !bias) continue;
-    const Shape shape = is_bias ? Shape{2 * ff} : Shape{2 * ff, D};
-    std::vector<ParameterShard> parts;
-    if (!from.fused.empty())
-      parts = {rows(from.fused + "." + kind, ff0, ff, 0), rows(from.fused + "." + kind, units + ff0, ff, ff)};
-    else
-      parts = {rows(from.gate + "." + kind, ff0, ff, 0), rows(from.up + "." + kind, ff0, ff, ff)};
-    m.add_parameter(at + "gate_up_proj." + kind, shape, is_bias ? DType::F32 : dtype, std::move(parts));
-  }
-  m.add_parameter(at + "down_proj.weight", {D, ff}, dtype, {columns(from.down + ".weight", ff0, ff)});
-  if (bias && rank0) m.add_parameter(at + "down_proj.bias", {D}, DType::F32);
-}
-
-void declare_attention(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_t l, const std::string& attn, DType dtype) {
-  const uint64_t D = c.hidden_size, hd = c.head_dim;
-  const LayerPartition& lp = p.layers[l];
-  const uint64_t q_rows = p.q_heads * hd, kv_rows = lp.kv_heads * hd, kv_dim = c.layer_kv_heads(l) * hd;
-  for (const char* kind : {"weight", "bias"}) {
-    const bool bias = std::string(kind) == "bias";
-    if (bias && !c.qkv_bias) continue;
-    const Shape shape = bias ? Shape{q_rows + 2 * kv_rows} : Shape{q_rows + 2 * kv_rows, D};
-    // A fused checkpoint's qkv_proj holds all q rows, then all k rows, then all v rows.
-    const std::string fused = attn + "qkv_proj." + kind;
-    auto from = [&](const char* split) { return c.fused_checkpoint ? fused : attn + split + "." + kind; };
-    const uint64_t k_at = c.fused_checkpoint ? c.q_dim() : 0, v_at = c.fused_checkpoint ? c.q_dim() + kv_dim : 0;
-    m.add_parameter(fused, shape, bias ? DType::F32 : dtype,
-                    {rows(from("q_proj"), p.q_head0 * hd, q_rows, 0), rows(from("k_proj"), k_at + lp.kv_head0 * hd, kv_rows, q_rows),
-                     rows(from("v_proj"), v_at + lp.kv_head0 * hd, kv_rows, q_rows + kv_rows)});
-  }
-  if (c.qk_norm)  // one weight per head dimension, the same for every head: every rank holds it
-    for (const char* norm : {"q_norm.weight", "k_norm.weight"}) m.add_parameter(attn + norm, {hd}, DType::F32);
-  if (c.qk_norm_whole) {  // one weight per row of the projection: each rank its heads' rows
-    m.add_parameter(attn + "q_norm.weight", {q_rows}, DType::F32, {rows(attn + "q_norm.weight", p.q_head0 * hd, q_rows, 0)});
-    m.add_parameter(attn + "k_norm.weight", {kv_rows}, DType::F32, {rows(attn + "k_norm.weight", lp.kv_head0 * hd, kv_rows, 0)});
-  }
-  m.add_parameter(attn + "o_proj.weight", {D, q_rows}, dtype, {columns(attn + "o_proj.weight", p.q_head0 * hd, q_rows)});
-  if (c.o_bias && p.rank == 0) m.add_parameter(attn + "o_proj.bias", {D}, DType::F32);
-  if (c.attention_sinks)  // one per query head: each rank its heads'
-    m.add_parameter(attn + "sinks", {p.q_heads}, DType::F32, {rows(attn + "sinks", p.q_head0, p.q_heads, 0)});
-}
-
-// gpt-oss's stacked experts (transformers 5's tensors, read in place): split inside, each rank
-// holds its units of every expert (gate_up's columns 2 x [ff0, ff0 + ff): a unit's gate and up are
-// adjacent; down's rows; down's bias on rank 0, added once), or with expert parallelism whole
-// experts (the stacks' slots [expert0, expert0 + experts), biases included).
-void declare_stacked_experts(Model& m, const LlamaConfig& c, const RankPartition& p, const std::string& at, DType dtype) {
-  const uint64_t D = c.hidden_size, E = p.experts, ff = p.expert_ff;
-  const bool whole = p.experts != c.moe.num_experts;
-  const std::string ex = at + "experts.";
-  auto stack = [&](const std::string& name, Shape shape, size_t unit_dim, uint64_t unit0, DType type) {
-    const Slice slice = whole ? Slice{0, p.expert0, p.expert0 + E} : Slice{unit_dim, unit0, unit0 + shape[unit_dim]};
-    m.add_parameter(ex + name, std::move(shape), type, {ParameterShard{ex + name, slice, 0}});
-  };
-  stack("gate_up_proj", {E, D, 2 * ff}, 2, 2 * p.expert_ff0, dtype);
-  stack("gate_up_proj_bias", {E, 2 * ff}, 1, 2 * p.expert_ff0, DType::F32);
-  stack("down_proj", {E, ff, D}, 1, p.expert_ff0, dtype);
-  if (whole)
-    stack("down_proj_bias", {E, D}, 0, 0, DType::F32);
-  else if (p.rank == 0)
-    m.add_parameter(ex + "down_proj_bias", {E, D}, DType::F32);
-}
-
-// Llama 4's stacked experts (gate_up_proj [experts, hidden, 2 x units]: every unit's gate, then every
-// unit's up; down_proj [experts, units, hidden]; no biases): split inside, each rank reads its units'
-// gate columns and up columns as two stacks (experts.gate_proj, experts.up_proj [experts, hidden,
-// units]) and down's rows; with expert parallelism its whole experts' slots.
-void declare_stacked_halves(Model& m, const LlamaConfig& c, const RankPartition& p, const std::string& at, DType dtype) {
-  const uint64_t D = c.hidden_size, E = p.experts, U = c.moe.expert_intermediate_size, ff = p.expert_ff;
-  const std::string ex = at + "experts.";
-  if (p.experts != c.moe.num_experts) {
-    for (const char* stack : {"gate_up_proj", "down_proj"}) {
-      const bool gate_up = std::string(stack) == "gate_up_proj";
-      m.add_parameter(ex + stack, gate_up ? Shape{E, D, 2 * U} : Shape{E, U, D}, dtype,
-                      {ParameterShard{ex + stack, Slice{0, p.expert0, p.expert0 + E}, 0}});
-    }
-    return;
-  }
-  m.add_parameter(ex + "gate_proj", {E, D, ff}, dtype, {ParameterShard{ex + "gate_up_proj", Slice{2, p.expert_ff0, p.expert_ff0 + ff}, 0}});
-  m.add_parameter(ex + "up_proj", {E, D, ff}, dtype, {ParameterShard{ex + "gate_up_proj", Slice{2, U + p.expert_ff0, U + p.expert_ff0 + ff}, 0}});
-  m.add_parameter(ex + "down_proj", {E, ff, D}, dtype, {ParameterShard{ex + "down_proj", Slice{1, p.expert_ff0, p.expert_ff0 + ff}, 0}});
-}
-
-// Latent attention: the low-rank projections into the latents (q_a_proj, kv_a_proj_with_mqa) and
-// their norms whole on every rank (each computes the latents itself); q_b_proj (or q_proj) and
-// kv_b_proj column-parallel by head, o_proj row-parallel.
-void declare_latent_attention(Model& m, const LlamaConfig& c, const RankPartition& p, const std::string& attn, DType dtype) {
+Range range(Extent e, const LlamaConfig& c, const RankPartition& p, uint64_t l) {
+  const uint64_t hd = c.head_dim, U = c.moe.expert_intermediate_size;
   const LatentAttention& a = c.mla;
-  const uint64_t D = c.hidden_size, H = p.q_heads, qk = a.qk_head_dim(), kv = a.qk_nope_head_dim + a.v_head_dim;
-  auto whole = [&](const std::string& name, Shape shape, DType type) { m.add_parameter(attn + name, std::move(shape), type); };
-  if (a.q_lora_rank) {
-    whole("q_a_proj.weight", {a.q_lora_rank, D}, dtype);
-    if (c.qkv_bias) whole("q_a_proj.bias", {a.q_lora_rank}, DType::F32);
-    whole("q_a_layernorm.weight", {a.q_lora_rank}, DType::F32);
-    m.add_parameter(attn + "q_b_proj.weight", {H * qk, a.q_lora_rank}, dtype, {rows(attn + "q_b_proj.weight", p.q_head0 * qk, H * qk, 0)});
-  } else {
-    m.add_parameter(attn + "q_proj.weight", {H * qk, D}, dtype, {rows(attn + "q_proj.weight", p.q_head0 * qk, H * qk, 0)});
+  auto whole = [](uint64_t n) { return Range{n, 0, n}; };
+  auto heads = [&](uint64_t per_head) { return Range{c.num_heads * per_head, p.q_head0 * per_head, p.q_heads * per_head}; };
+  switch (e) {
+    case Extent::None:
+    case Extent::Parts: break;
+    case Extent::One: return whole(1);
+    case Extent::Hidden: return whole(c.hidden_size);
+    case Extent::HeadDim: return whole(hd);
+    case Extent::Vocab: return {c.vocab_size, p.vocab0, p.vocab};
+    case Extent::QueryHeads: return heads(1);
+    case Extent::QueryRows: return heads(hd);
+    case Extent::KvRows: return {c.layer_kv_heads(l) * hd, p.layers[l].kv_head0 * hd, p.layers[l].kv_heads * hd};
+    case Extent::Units: return {c.layer_intermediate_size(l), p.layers[l].ff0, p.layers[l].ff};
+    case Extent::ExpertUnits: return {U, p.expert_ff0, p.expert_ff};
+    case Extent::PairedExpertUnits: return {2 * U, 2 * p.expert_ff0, 2 * p.expert_ff};
+    case Extent::SharedUnits: return {c.moe.shared_expert_intermediate_size, p.shared_ff0, p.shared_ff};
+    case Extent::Experts: return {c.moe.num_experts, p.expert0, p.experts};
+    case Extent::QLoraRank: return whole(a.q_lora_rank);
+    case Extent::KvLoraRank: return whole(a.kv_lora_rank);
+    case Extent::KvLatentRows: return whole(a.kv_lora_rank + a.qk_rope_head_dim);
+    case Extent::LatentQueryRows: return heads(a.qk_head_dim());
+    case Extent::LatentKvRows: return heads(a.qk_nope_head_dim + a.v_head_dim);
+    case Extent::LatentValueRows: return heads(a.v_head_dim);
   }
-  whole("kv_a_proj_with_mqa.weight", {a.kv_lora_rank + a.qk_rope_head_dim, D}, dtype);
-  if (c.qkv_bias) whole("kv_a_proj_with_mqa.bias", {a.kv_lora_rank + a.qk_rope_head_dim}, DType::F32);
-  whole("kv_a_layernorm.weight", {a.kv_lora_rank}, DType::F32);
-  m.add_parameter(attn + "kv_b_proj.weight", {H * kv, a.kv_lora_rank}, dtype, {rows(attn + "kv_b_proj.weight", p.q_head0 * kv, H * kv, 0)});
-  m.add_parameter(attn + "o_proj.weight", {D, H * a.v_head_dim}, dtype,
-                  {columns(attn + "o_proj.weight", p.q_head0 * a.v_head_dim, H * a.v_head_dim)});
-  if (c.o_bias && p.rank == 0) m.add_parameter(attn + "o_proj.bias", {D}, DType::F32);
+  return {};
 }
 
-void declare_moe(Model& m, const LlamaConfig& c, const RankPartition& p, uint64_t l, DType dtype) {
-  const MlpNames& names = mlp_names(c.architecture);
-  const std::string at = moe_prefix(c, l);
-  const uint64_t D = c.hidden_size;
-  const std::string router = router_prefix(c, l);
-  m.add_parameter(router + "weight", {c.moe.num_experts, D}, DType::F32);
-  if (c.moe.router_bias) m.add_parameter(router + "bias", {c.moe.num_experts}, DType::F32);
-  if (c.moe.stacks == MoeConfig::Stacks::Interleaved) return declare_stacked_experts(m, c, p, at, dtype);
-  if (c.moe.stacks == MoeConfig::Stacks::Halves) declare_stacked_halves(m, c, p, at, dtype);
-  if (c.moe.score_correction_bias) m.add_parameter(at + "gate.e_score_correction_bias", {c.moe.num_experts}, DType::F32);
-  // One tensor per expert; biases (gpt-oss's GGUF) as a dense MLP's, down's added by one rank: the
-  // one holding the whole expert, or rank 0 where experts are split inside.
-  const bool down_bias = p.experts != c.moe.num_experts || p.rank == 0;
-  if (!c.moe.stacked())
-    for (uint64_t e = p.expert0; e < p.expert0 + p.experts; ++e) {
-      const std::string ex = fmt::format("{}experts.{}.", at, e);
-      declare_mlp(m, ex, {ex + std::string(names.gate), ex + std::string(names.up), ex + std::string(names.down), ""},
-                  c.moe.expert_intermediate_size, p.expert_ff0, p.expert_ff, D, dtype, c.moe.expert_bias, down_bias);
-    }
-  if (!c.moe.shared_expert_intermediate_size) return;
-  const std::string sh = shared_expert_prefix(c, l);
-  declare_mlp(m, sh,
-              {sh + "gate_proj", sh + "up_proj", sh + std::string(names.shared_down), c.fused_shared_gate_up ? sh + std::string(names.shared_gate_up) : ""},
-              c.moe.shared_expert_intermediate_size, p.shared_ff0, p.shared_ff, D, dtype, c.mlp_bias, p.rank == 0);
-  if (c.moe.shared_expert_gated) m.add_parameter(at + std::string(names.shared_gate) + ".weight", {1, D}, DType::F32);
+bool holds(When w, const LlamaConfig& c, const RankPartition& p) {
+  switch (w) {
+    case When::Always: return true;
+    case When::Never: return false;
+    case When::QkvBias: return c.qkv_bias;
+    case When::OBias: return c.o_bias;
+    case When::MlpBias: return c.mlp_bias;
+    case When::QkNorm: return c.qk_norm;
+    case When::QkNormWhole: return c.qk_norm_whole;
+    case When::Sinks: return c.attention_sinks;
+    case When::Untied: return !c.tie_word_embeddings;
+    case When::QLora: return c.mla.q_lora_rank != 0;
+    case When::NoQLora: return c.mla.q_lora_rank == 0;
+    case When::RouterBias: return c.moe.router_bias;
+    case When::ExpertBias: return c.moe.expert_bias;
+    case When::ScoreCorrectionBias: return c.moe.score_correction_bias;
+    case When::SharedExpert: return c.moe.shared_expert_intermediate_size != 0;
+    case When::SharedExpertGated: return c.moe.shared_expert_gated;
+    case When::PerExpertTensors: return !c.moe.stacked();
+    case When::InterleavedStacks: return c.moe.stacks == MoeConfig::Stacks::Interleaved;
+    case When::HalvesStacks: return c.moe.stacks == MoeConfig::Stacks::Halves;
+    case When::ExpertsSplit: return p.experts == c.moe.num_experts;
+    case When::ExpertsWhole: return p.experts != c.moe.num_experts;
+    case When::FusedQkv: return c.fused_checkpoint;
+    case When::FusedGateUp: return c.fused_gate_up;
+    case When::FusedSharedGateUp: return c.fused_shared_gate_up;
+  }
+  return false;
 }
+
+// Declares rank p's parameters of a split table, walking its rows (src/families/tensor_splits.hpp).
+class SplitWalk {
+ public:
+  SplitWalk(Model& m, const LlamaConfig& c, const RankPartition& p, DType dtype)
+      : m_(m), c_(c), p_(p), dtype_(dtype), names_(mlp_names(c.architecture)) {}
+
+  // The table's rows under `at` on layer l (0 for the top-level ones).
+  void declare(const SplitTable& table, const std::string& at, uint64_t l) {
+    for (const TensorSplit& row : table.rows) declare(row, at, l, table.module == Module::Expert);
+  }
+
+ private:
+  void declare(const TensorSplit& row, const std::string& at, uint64_t l, bool expert) {
+    for (When w : row.when)
+      if (!holds(w, c_, p_)) return;
+    size_t experts_dim = row.dims.size();  // the dim of whole experts, when the rank holds some of them
+    for (size_t d = 0; d < row.dims.size(); ++d)
+      if (row.dims[d] == Extent::Experts && p_.experts != c_.moe.num_experts) experts_dim = d;
+    // An expert's row-parallel bias is added by the rank holding the whole expert, or else by rank 0.
+    const bool whole_experts = expert ? p_.experts != c_.moe.num_experts : experts_dim < row.dims.size();
+    if (row.placement == Placement::RankZero && p_.rank != 0 && !whole_experts) return;
+    const std::string name = at + named(row.name);
+    const DType type = row.f32 ? DType::F32 : dtype_;
+    Shape shape;
+    for (Extent e : row.dims) {
+      if (e == Extent::None) break;
+      if (e == Extent::Parts) {
+        uint64_t rows = 0;
+        for (const SplitPart& part : row.parts)
+          if (part.rows != Extent::None) rows += range(part.rows, c_, p_, l).count;
+        shape.push_back(rows);
+      } else {
+        const Range r = range(e, c_, p_, l);
+        shape.push_back(row.placement == Placement::Whole ? r.full : r.count);
+      }
+    }
+    if (row.placement == Placement::Whole) {
+      m_.add_parameter(name, std::move(shape), type);
+    } else if (experts_dim < row.dims.size()) {  // expert parallel: the rank's block of whole experts
+      const std::string from = row.parts[0].from.empty() ? name : at + named(row.parts[0].from);
+      m_.add_parameter(name, std::move(shape), type, {ParameterShard{from, Slice{experts_dim, p_.expert0, p_.expert0 + p_.experts}, 0}});
+    } else if (row.placement == Placement::RankZero) {
+      m_.add_parameter(name, std::move(shape), type);
+    } else {
+      m_.add_parameter(name, std::move(shape), type, shards(row, at, name, l));
+    }
+  }
+
+  // Each part's rank range along the split dim, one after another; a fused checkpoint tensor holds
+  // every part's whole rows in order.
+  std::vector<ParameterShard> shards(const TensorSplit& row, const std::string& at, const std::string& name, uint64_t l) {
+    const bool fused = holds(row.fused, c_, p_);
+    const std::string fused_from = row.fused_from.empty() ? name : at + named(row.fused_from);
+    std::vector<SplitPart> parts;
+    for (const SplitPart& part : row.parts)
+      if (part.rows != Extent::None) parts.push_back(part);
+    if (parts.empty()) parts.push_back({row.name, row.dims[row.split]});
+    std::vector<ParameterShard> out;
+    uint64_t in_fused = 0, offset = 0;
+    for (const SplitPart& part : parts) {
+      const Range r = range(part.rows, c_, p_, l);
+      const uint64_t begin = (fused ? in_fused : part.after * r.full) + r.begin;
+      out.push_back(ParameterShard{fused ? fused_from : at + named(part.from), Slice{row.split, begin, begin + r.count}, offset});
+      in_fused += r.full;
+      offset += r.count;
+    }
+    return out;
+  }
+
+  std::string named(std::string_view name) const {
+    if (std::optional<std::string> resolved = split_name(name, names_)) return *resolved;
+    throw Error(ErrorCode::ConfigInvalid, fmt::format("tensor split '{}' names no MLP name of {}", name, c_.architecture));
+  }
+
+  Model& m_;
+  const LlamaConfig& c_;
+  const RankPartition& p_;
+  DType dtype_;
+  const MlpNames& names_;
+};
 
 Error refuse_split(unsigned size, const std::string& why) {
   return Error(ErrorCode::ConfigInvalid, fmt::format("field 'tensor_parallel_size': {} {}", size, why));
@@ -255,35 +252,34 @@ RankPartition partition_rank(const LlamaConfig& c, unsigned rank, unsigned size,
 
 Model declare_rank_parameters(const LlamaConfig& c, const RankPartition& p, DType dtype) {
   Model m;
-  const uint64_t D = c.hidden_size;
-  auto whole = [&](const std::string& name, uint64_t n) { m.add_parameter(name, {n}, DType::F32); };
-
-  m.add_parameter("model.embed_tokens.weight", {p.vocab, D}, dtype, {rows("model.embed_tokens.weight", p.vocab0, p.vocab, 0)});
+  SplitWalk walk(m, c, p, dtype);
+  const std::span<const SplitTable> tables = tensor_splits(c.architecture);
+  auto declare_all = [&](Module module, const std::string& at, uint64_t l) {
+    for (const SplitTable& t : tables)
+      if (t.module == module && holds(t.when, c, p)) walk.declare(t, at, l);
+  };
+  declare_all(Module::ModelStart, "", 0);
   for (uint64_t l = 0; l < c.num_layers; ++l) {
     const std::string at = fmt::format("model.layers.{}.", l);
     // A pruned layer's skipped sub-block has no tensors, its norm included.
-    const bool attention = c.layer_kv_heads(l) != 0, ffn = c.moe_layer(l) || c.layer_intermediate_size(l) != 0;
-    const LayerNorms norms = layer_norms(c);
+    const bool attention = c.layer_kv_heads(l) != 0, sparse = c.moe_layer(l), dense = !sparse && c.layer_intermediate_size(l) != 0;
+    const LayerNorms norms = layer_norms(c);  // every norm whole on every rank
     for (const char* norm : {norms.attn_in, norms.attn_out})
-      if (norm && attention) whole(at + norm + ".weight", D);
+      if (norm && attention) m.add_parameter(at + norm + ".weight", {c.hidden_size}, DType::F32);
     for (const char* norm : {norms.ffn_in, norms.ffn_out})
-      if (norm && ffn) whole(at + norm + ".weight", D);
-    if (attention && c.latent_attention())
-      declare_latent_attention(m, c, p, at + "self_attn.", dtype);
-    else if (attention)
-      declare_attention(m, c, p, l, at + "self_attn.", dtype);
-    if (c.moe_layer(l)) {
-      declare_moe(m, c, p, l, dtype);
-    } else if (ffn) {
-      const std::string mlp = mlp_prefix(c, l);
-      const LayerPartition& lp = p.layers[l];
-      declare_mlp(m, mlp, {mlp + "gate_proj", mlp + "up_proj", mlp + "down_proj", c.fused_gate_up ? mlp + "gate_up_proj" : ""},
-                  c.layer_intermediate_size(l), lp.ff0, lp.ff, D, dtype, c.mlp_bias, p.rank == 0);
+      if (norm && (sparse || dense)) m.add_parameter(at + norm + ".weight", {c.hidden_size}, DType::F32);
+    // The layer's tables in the family's order, each where its module is.
+    for (const SplitTable& t : tables) {
+      if (!holds(t.when, c, p)) continue;
+      if (t.module == Module::Attention && attention) walk.declare(t, at + "self_attn.", l);
+      if (t.module == Module::Mlp && dense) walk.declare(t, mlp_prefix(c, l), l);
+      if (t.module == Module::Moe && sparse) walk.declare(t, moe_prefix(c, l), l);
+      if (t.module == Module::Shared && sparse) walk.declare(t, shared_expert_prefix(c, l), l);
+      if (t.module == Module::Expert && sparse)
+        for (uint64_t e = p.expert0; e < p.expert0 + p.experts; ++e) walk.declare(t, fmt::format("{}experts.{}.", moe_prefix(c, l), e), l);
     }
   }
-  whole("model.norm.weight", D);
-  if (!c.tie_word_embeddings)
-    m.add_parameter("lm_head.weight", {p.vocab, D}, dtype, {rows("lm_head.weight", p.vocab0, p.vocab, 0)});
+  declare_all(Module::ModelEnd, "", 0);
   return m;
 }
 

@@ -10,6 +10,8 @@
 // the stacks (Llama 4's gate and up halves as two stacks of its units);
 // its attention sinks split with their heads.
 // Latent attention (DeepSeek) splits by head as q/k/v do; its latents are computed on every rank.
+// Which tensor splits how is each family's data (Family::tensor_splits, src/families/tensor_splits.hpp):
+// declare_rank_parameters walks its rows with the ranges partition_rank computes.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,12 @@
 
 namespace wl {
 
+namespace {
+// Latent attention; dense first layers, then experts beside shared experts.
+constexpr SplitTable kDeepseekV2Splits[] = {splits::kEmbedding, splits::kLatentAttention, splits::kMlp, splits::kRouter,
+    splits::kExperts, splits::kSharedExpert, splits::kHead};
+}  // namespace
+
 // DeepSeek-V2: multi-head latent attention (queries through q_proj, or q_a_proj and q_b_proj when
 // q_lora_rank is set; keys and values from one normalised latent, the rotary dimensions turning in
 // adjacent pairs), experts chosen from softmax scores (greedy, or group_limited_greedy: the best
@@ -14,6 +20,7 @@ namespace wl {
 extern const Family kDeepseekV2{.model_type = "deepseek_v2", .architecture = "DeepseekV2ForCausalLM",
                                 .experts = Family::Experts::DeepseekV2, .mlp_bias = true, .latent_attention = true,
                                 .mlp = {.shared = "mlp.shared_experts", .stacks = kTransformers5Stacks},
+                                .tensor_splits = kDeepseekV2Splits,
                                 .gguf = kDeepseek2Gguf};
 
 }  // namespace wl

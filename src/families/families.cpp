@@ -1,5 +1,7 @@
 #include "families/family.hpp"
 
+#include <utility>
+
 namespace wl {
 
 extern const Family kLlama, kMistral, kMixtral, kQwen2, kQwen2Moe, kQwen3, kQwen3Moe, kGemma, kGemma2, kGemma3Text,
@@ -24,6 +26,23 @@ const MlpNames& mlp_names(std::string_view model_type) {
   static const MlpNames kLlamas{};
   const Family* f = family_by_type(model_type);
   return f ? f->mlp : kLlamas;
+}
+
+std::span<const SplitTable> tensor_splits(std::string_view model_type) {
+  const Family* f = family_by_type(model_type);
+  return (f ? f : family_by_type("llama"))->tensor_splits;
+}
+
+std::optional<std::string> split_name(std::string_view name, const MlpNames& names) {
+  if (!name.starts_with('{')) return std::string(name);
+  static constexpr std::pair<std::string_view, std::string_view MlpNames::*> kFields[] = {
+      {"router", &MlpNames::router}, {"gate", &MlpNames::gate}, {"up", &MlpNames::up}, {"down", &MlpNames::down},
+      {"shared_gate_up", &MlpNames::shared_gate_up}, {"shared_down", &MlpNames::shared_down}, {"shared_gate", &MlpNames::shared_gate}};
+  const size_t close = name.find('}');
+  if (close == std::string_view::npos) return std::nullopt;
+  for (const auto& [field, member] : kFields)
+    if (name.substr(1, close - 1) == field) return std::string(names.*member) + std::string(name.substr(close + 1));
+  return std::nullopt;
 }
 
 const Family* family_by_architecture(std::string_view architecture) {

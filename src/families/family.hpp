@@ -8,8 +8,11 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
+
+#include "families/tensor_splits.hpp"
 
 namespace wl {
 
@@ -264,6 +267,9 @@ struct Family {
                                     // attn_temperature_tuning, as Llama 4 reads them
   double rms_norm_eps_default = 0;  // 0: 1e-6
   MlpNames mlp{};                   // where its MLP and experts live (Llama's mlp.gate_proj / up_proj / down_proj)
+  // How each of its tensors splits across tensor- and expert-parallel ranks: the shared tables it has
+  // (src/families/tensor_splits.hpp), in the order a layer declares them.
+  std::span<const SplitTable> tensor_splits{};
   // The multimodal model (transformers' ...ForConditionalGeneration) whose language model this family
   // is: its config.json keeps this family's fields in text_config, its checkpoint the language model's
   // tensors under language_model. (the wrapper prefix), beside vision tensors the engine does not read.
@@ -279,6 +285,11 @@ const std::vector<const Family*>& families();
 const Family* family_by_type(std::string_view model_type);
 // The MLP names of model_type's family (Llama's when there is none).
 const MlpNames& mlp_names(std::string_view model_type);
+// The tensor splits of model_type's family (Llama's when there is none).
+std::span<const SplitTable> tensor_splits(std::string_view model_type);
+// A split row's name (TensorSplit::name, SplitPart::from) with its leading {placeholder} replaced by
+// the MlpNames field of that name ({router}.weight: gate.weight); nullopt for an unknown placeholder.
+std::optional<std::string> split_name(std::string_view name, const MlpNames& names);
 const Family* family_by_architecture(std::string_view architecture);
 // The family whose language model a multimodal model_type (Family::multimodal) wraps; null when none.
 const Family* family_by_multimodal_type(std::string_view model_type);

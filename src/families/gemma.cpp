@@ -12,6 +12,7 @@ constexpr GgufKey kGemmaGgufKeys[] = {{.suffix = "attention.key_length", .quanti
 // "gelu" meaning tanh too; hidden_activation, which transformers 5 no longer reads, ignored), tied head.
 extern const Family kGemma{.model_type = "gemma", .architecture = "GemmaForCausalLM", .gemma_norms = true, .gelu_is_tanh = true,
                            .tied_by_default = true,
+                           .tensor_splits = splits::kDense,
                            .gguf = {.name = "gemma", .norm_offset = 1, .keys = kGemmaGgufKeys, .tied_head = true}};
 
 }  // namespace wl

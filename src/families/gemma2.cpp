@@ -25,6 +25,7 @@ constexpr GgufKey kGemma2GgufKeys[] = {
 extern const Family kGemma2{.model_type = "gemma2", .architecture = "Gemma2ForCausalLM",
                             .window = Family::Window::EveryOther, .follows_layer_types = true, .gemma_norms = true,
                             .activation_key = "hidden_activation", .gemma2 = true, .attn_softcap = true, .tied_by_default = true,
+                            .tensor_splits = splits::kDense,
                             .gguf = {.name = "gemma2", .layer_stems = kGemma2GgufStems, .norm_offset = 1, .keys = kGemma2GgufKeys,
                                      .tied_head = true, .hidden_query_scale_layers = 46}};
 

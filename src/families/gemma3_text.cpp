@@ -28,6 +28,7 @@ extern const Family kGemma3Text{.model_type = "gemma3_text", .architecture = "Ge
                                 .activation_key = "hidden_activation", .gemma2 = true,
                                 .unsupported_flags = kGemma3Unsupported, .qk_norm = true, .tied_by_default = true,
                                 .rope_theta_default = 1e6, .sliding_rope_theta_default = 1e4,
+                                .tensor_splits = splits::kDenseQkNorm,
                                 .multimodal = {"gemma3", "Gemma3ForConditionalGeneration"},
                                 .gguf = {.name = "gemma3", .layer_stems = kGemma3GgufStems, .norm_offset = 1, .keys = kGemma3GgufKeys,
                                          .tied_head = true, .global_every = 6, .hidden_query_scale_layers = 62}};

@@ -20,6 +20,7 @@ constexpr GgufKey kGlm4GgufKeys[] = {{.suffix = "rope.dimension_count", .quantit
 extern const Family kGlm4{.model_type = "glm4", .architecture = "Glm4ForCausalLM", .biases = Family::Biases::QkvDefault,
                           .glm_norms = true, .rope_adjacent_pairs = true, .partial_rotary = true,
                           .partial_rotary_factor = 0.5,
+                          .tensor_splits = splits::kDense,
                           .gguf = {.name = "glm4", .layer_stems = kGlm4GgufStems, .keys = kGlm4GgufKeys}};
 
 }  // namespace wl

@@ -27,6 +27,9 @@ constexpr GgufKey kGptOssGgufKeys[] = {
     {.suffix = "expert_count", .quantity = GgufQuantity::ExpertCount, .required = true},
     {.suffix = "expert_used_count", .quantity = GgufQuantity::ExpertUsedCount, .required = true},
     {.suffix = "expert_feed_forward_length", .quantity = GgufQuantity::ExpertFeedForwardLength, .required = true}};
+// Sinks split with their heads; experts stacked (transformers 5) or one tensor each (its GGUF).
+constexpr SplitTable kGptOssSplits[] = {splits::kEmbedding, splits::kAttention, splits::kSinks, splits::kRouter,
+    splits::kInterleavedStacks, splits::kExperts, splits::kHead};
 }  // namespace
 
 // gpt-oss: q/k/v/o with biases (attention_bias true by default), a learned sink logit per head in
@@ -45,6 +48,7 @@ extern const Family kGptOss{.model_type = "gpt_oss", .architecture = "GptOssForC
                             .rope_scaling_default = R"({"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
                                                         "truncate": false, "original_max_position_embeddings": 4096})",
                             .mlp = {.router = "router"},
+                            .tensor_splits = kGptOssSplits,
                             .gguf = {.name = "gpt-oss", .layer_stems = kGptOssGgufStems, .stacks = kGptOssGgufStacks,
                                      .splits = kGptOssGgufSplits, .keys = kGptOssGgufKeys, .head_required = true,
                                      .attention_biases = GgufArchitecture::Biases::Always,

@@ -6,6 +6,7 @@ namespace wl {
 // logits divided by logits_scaling. llama.cpp's granite is its llama (q/k rows interleaved) with
 // the multipliers as {embedding,residual,logit}_scale and attention.scale.
 extern const Family kGranite{.model_type = "granite", .architecture = "GraniteForCausalLM", .mlp_bias = true,
-                             .multipliers = true, .gguf = {.name = "granite", .interleaved_rotary = true, .keys = kGraniteGgufKeys}};
+                             .multipliers = true, .tensor_splits = splits::kDense,
+                             .gguf = {.name = "granite", .interleaved_rotary = true, .keys = kGraniteGgufKeys}};
 
 }  // namespace wl

@@ -11,6 +11,7 @@ namespace wl {
 extern const Family kGraniteMoe{.model_type = "granitemoe", .architecture = "GraniteMoeForCausalLM",
                                 .experts = Family::Experts::Mixtral, .multipliers = true, .stacked_experts = true,
                                 .mlp = kGraniteMoeMlp,
+                                .tensor_splits = splits::kSparse,
                                 .gguf = kGraniteMoeGguf};
 
 }  // namespace wl

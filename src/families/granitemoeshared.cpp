@@ -9,6 +9,9 @@ constexpr MlpNames kNames = [] {
   names.shared = "shared_mlp", names.shared_gate_up = "input_linear", names.shared_down = "output_linear";
   return names;
 }();
+// Granite-MoE's, with the shared MLP (shared_mlp).
+constexpr SplitTable kGraniteMoeSharedSplits[] = {splits::kEmbedding, splits::kAttention, splits::kMlp, splits::kRouter,
+    splits::kExperts, splits::kSharedExpert, splits::kHead};
 }  // namespace
 
 // Granite-MoE-Shared (Granite 3.1 MoE): Granite-MoE (granitemoe.cpp) with an ungated MLP of
@@ -17,6 +20,6 @@ constexpr MlpNames kNames = [] {
 // input_linear split into ffn_gate_shexp and ffn_up_shexp (the engine reads either).
 extern const Family kGraniteMoeShared{.model_type = "granitemoeshared", .architecture = "GraniteMoeSharedForCausalLM",
                                       .experts = Family::Experts::Mixtral, .multipliers = true, .shared_mlp = true,
-                                      .stacked_experts = true, .mlp = kNames, .gguf = kGraniteMoeGguf};
+                                      .stacked_experts = true, .mlp = kNames, .tensor_splits = kGraniteMoeSharedSplits, .gguf = kGraniteMoeGguf};
 
 }  // namespace wl

@@ -36,6 +36,9 @@ constexpr GgufKey kLlama4GgufKeys[] = {
      .write = GgufKey::Write::Never, .absent_as = GgufQuantity::ExpertFeedForwardLength},
     {.suffix = "attention.sliding_window", .quantity = GgufQuantity::SlidingWindow, .write = GgufKey::Write::Never, .absent = 8192,
      .absent_only = true}};
+// Dense layers, and sparse ones with stacked experts (transformers 5; one tensor each in its GGUF) and an ungated shared expert.
+constexpr SplitTable kLlama4Splits[] = {splits::kEmbedding, splits::kAttention, splits::kMlp, splits::kRouter,
+    splits::kHalvesStacks, splits::kExperts, splits::kSharedExpert, splits::kHead};
 }  // namespace
 
 // Llama 4's text model (Llama4ForCausalLM): rope in adjacent pairs (rope_theta 500000 unless set)
@@ -57,6 +60,7 @@ extern const Family kLlama4Text{.model_type = "llama4_text", .architecture = "Ll
                                 .llama4_attention = true, .rms_norm_eps_default = 1e-5,
                                 .mlp = {.dense = "feed_forward", .moe = "feed_forward", .router = "router",
                                         .shared = "feed_forward.shared_expert"},
+                                .tensor_splits = kLlama4Splits,
                                 .multimodal = {"llama4", "Llama4ForConditionalGeneration"},
                                 .gguf = {.name = "llama4", .layer_stems = kLlama4GgufStems, .stacks = kLlama4GgufStacks,
                                          .splits = kLlama4GgufSplits, .keys = kLlama4GgufKeys, .renormalises_top_k = false,

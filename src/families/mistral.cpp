@@ -11,7 +11,8 @@ constexpr GgufKey kMistralGgufKeys[] = {{.suffix = "rope.dimension_count", .quan
 // window over every layer when set. Mistral Small 3.1 and later are Mistral3ForConditionalGeneration:
 // this language model beside a Pixtral vision encoder.
 extern const Family kMistral{.model_type = "mistral", .architecture = "MistralForCausalLM", .window = Family::Window::All,
-                           .biases = Family::Biases::None, .multimodal = {"mistral3", "Mistral3ForConditionalGeneration"},
+                           .biases = Family::Biases::None, .tensor_splits = splits::kDense,
+                           .multimodal = {"mistral3", "Mistral3ForConditionalGeneration"},
                            .gguf = {.name = "llama", .interleaved_rotary = true, .keys = kMistralGgufKeys}};
 
 }  // namespace wl

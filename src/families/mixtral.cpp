@@ -17,6 +17,7 @@ constexpr GgufKey kMixtralGgufKeys[] = {
 extern const Family kMixtral{.model_type = "mixtral", .architecture = "MixtralForCausalLM", .window = Family::Window::All,
                              .experts = Family::Experts::Mixtral, .biases = Family::Biases::None, .rope_theta_default = 1e6,
                              .mlp = kBlockSparseMoe,
+                             .tensor_splits = splits::kSparse,
                              .gguf = {.name = "llama", .interleaved_rotary = true, .stacks = kBlockSparseMoeGgufStacks,
                                       .keys = kMixtralGgufKeys}};
 

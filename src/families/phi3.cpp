@@ -15,6 +15,7 @@ constexpr GgufKey kPhi3GgufKeys[] = {{.suffix = "rope.dimension_count", .quantit
 // legacy su and yarn too, as transformers reads them), a window on every layer.
 extern const Family kPhi3{.model_type = "phi3", .architecture = "Phi3ForCausalLM", .window = Family::Window::All,
                           .biases = Family::Biases::None, .rope_types_as_longrope = true, .partial_rotary = true,
+                          .tensor_splits = splits::kDense,
                           .gguf = {.name = "phi3", .layer_stems = kPhi3GgufStems, .keys = kPhi3GgufKeys, .head_required = true}};
 
 }  // namespace wl

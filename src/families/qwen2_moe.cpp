@@ -21,6 +21,9 @@ constexpr GgufKey kQwen2MoeGgufKeys[] = {
      .absent_as = GgufQuantity::FeedForwardLength, .absent_per = GgufQuantity::ExpertUsedCount},
     {.suffix = "expert_shared_feed_forward_length", .quantity = GgufQuantity::ExpertSharedFeedForwardLength,
      .absent_as = GgufQuantity::FeedForwardLength}};
+// Experts with a shared expert behind its sigmoid gate (replicated).
+constexpr SplitTable kQwen2MoeSplits[] = {splits::kEmbedding, splits::kAttention, splits::kMlp, splits::kRouter,
+    splits::kExperts, splits::kSharedExpert, splits::kSharedExpertGate, splits::kHead};
 }  // namespace
 
 // Qwen2-MoE: Qwen2's attention (its q/k/v biases unless qkv_bias is false), experts with a sigmoid-gated
@@ -29,6 +32,7 @@ extern const Family kQwen2Moe{.model_type = "qwen2_moe", .architecture = "Qwen2M
                               .window = Family::Window::FromLayer, .experts = Family::Experts::Qwen2Moe,
                               .biases = Family::Biases::QkvDefault, .qkv_bias_key = "qkv_bias", .follows_layer_types = true,
                               .mlp = {.shared = "mlp.shared_expert", .shared_gate = "shared_expert_gate", .stacks = kTransformers5Stacks},
+                              .tensor_splits = kQwen2MoeSplits,
                               .gguf = {.name = "qwen2moe", .layer_stems = kQwen2MoeGgufStems, .stacks = kQwen2MoeGgufStacks,
                                        .keys = kQwen2MoeGgufKeys, .renormalises_top_k = false}};
 

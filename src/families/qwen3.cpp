@@ -10,6 +10,7 @@ constexpr GgufArchitecture::Stem kQwen3GgufStems[] = {{"self_attn.q_norm", "attn
 // (off in every released model); Qwen2's sliding rule.
 extern const Family kQwen3{.model_type = "qwen3", .architecture = "Qwen3ForCausalLM", .window = Family::Window::FromLayer,
                            .follows_layer_types = true, .qk_norm = true,
+                           .tensor_splits = splits::kDenseQkNorm,
                            .gguf = {.name = "qwen3", .layer_stems = kQwen3GgufStems}};
 
 }  // namespace wl

@@ -15,6 +15,9 @@ constexpr GgufKey kQwen3MoeGgufKeys[] = {
     {.suffix = "expert_used_count", .quantity = GgufQuantity::ExpertUsedCount, .required = true},
     {.suffix = "expert_feed_forward_length", .quantity = GgufQuantity::ExpertFeedForwardLength,
      .absent_as = GgufQuantity::FeedForwardLength}};
+// Qwen3's attention with its per-head q/k norms; experts beside any dense layers.
+constexpr SplitTable kQwen3MoeSplits[] = {splits::kEmbedding, splits::kAttention, splits::kQkNorm, splits::kMlp, splits::kRouter,
+    splits::kExperts, splits::kHead};
 }  // namespace
 
 // Qwen3-MoE: Qwen3's attention, experts without a shared one (top-k renormalised when norm_topk_prob);
@@ -22,6 +25,7 @@ constexpr GgufKey kQwen3MoeGgufKeys[] = {
 extern const Family kQwen3Moe{.model_type = "qwen3_moe", .architecture = "Qwen3MoeForCausalLM",
                               .window = Family::Window::AllWhenUsed, .experts = Family::Experts::Qwen3Moe,
                               .qk_norm = true,
+                              .tensor_splits = kQwen3MoeSplits,
                               .gguf = {.name = "qwen3moe", .layer_stems = kQwen3MoeGgufStems, .stacks = kQwen3MoeGgufStacks,
                                        .keys = kQwen3MoeGgufKeys}};
 

@@ -6,6 +6,7 @@ namespace wl {
 // head; sliding layers only where layer_types lists them; rope_theta 2e6 unless set.
 extern const Family kSmolLM3{.model_type = "smollm3", .architecture = "SmolLM3ForCausalLM",
                              .window = Family::Window::Listed, .mlp_bias = true, .follows_layer_types = true,
-                             .tied_by_default = true, .no_rope_layers = true, .rope_theta_default = 2e6};
+                             .tied_by_default = true, .no_rope_layers = true, .rope_theta_default = 2e6,
+                             .tensor_splits = splits::kDense};
 
 }  // namespace wl
