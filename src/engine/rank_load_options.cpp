@@ -33,9 +33,14 @@ void drop_unused_by_engine(NameMapping& names, const LlamaConfig& config) {
 }
 
 LoadOptions rank_load_options(LoadOptions base, const LlamaConfig& config, const RankPartition& part) {
-  if (part.rank > 0) base.names.drop(R"(.*\.(o_proj|down_proj)\.bias)");
-  // gpt-oss's stacked down biases: rank 0's when the experts split inside (each rank's own slots when whole).
-  if (part.rank > 0 && part.experts == config.moe.num_experts) base.names.drop(R"(.*\.experts\.down_proj_bias)");
+  // Row-parallel biases are added once, after the all-reduce: rank 0's, but for the experts' down
+  // biases under expert parallelism (stacked, or one per expert as gpt-oss's GGUF has them): each
+  // rank's own experts' (the tensor splits' RankZero placement).
+  const bool experts_whole = part.experts != config.moe.num_experts;
+  if (part.rank > 0) {
+    base.names.drop(experts_whole ? R"((?!.*\.experts\.).*\.(o_proj|down_proj)\.bias)" : R"(.*\.(o_proj|down_proj)\.bias)");
+    if (!experts_whole) base.names.drop(R"(.*\.experts\.down_proj_bias)");
+  }
   std::vector<std::string> others;
   for (uint64_t e = 0; e < config.moe.num_experts; ++e)
     if (e < part.expert0 || e >= part.expert0 + part.experts) others.push_back(std::to_string(e));

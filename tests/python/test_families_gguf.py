@@ -227,6 +227,19 @@ def test_quantised_gguf_runs_as_transformers_runs_the_values_it_holds(tmp_path, 
     assert f"model: {model_type}: " in shown.stdout, shown.stdout
 
 
+@pytest.mark.parametrize("kwargs", [{"tensor_parallel_size": 2}, {"tensor_parallel_size": 2, "enable_expert_parallel": True}])
+def test_gpt_oss_gguf_split_over_ranks(tmp_path, kwargs):
+    """gpt-oss's GGUF read one tensor per expert over two ranks: split inside each expert, or each
+    rank holding whole experts with their down biases (each rank adds its own experts')."""
+    cls, rope, sizes, _ = FAMILIES["gpt_oss"]
+    model = gpt_oss(rope, **sizes)
+    model.save_pretrained(tmp_path)
+    llm = wl.LLM(str(convert(tmp_path, tmp_path / "f32.gguf", "--gguf-type", "f32", "--no-tokenizer")), **kwargs)
+    for n in (1, 7):
+        ids = sequence(n, seed=n)
+        assert error(engine_logits(llm, ids), reference(model, ids)) < TOLERANCE
+
+
 def test_gpt_oss_mxfp4_experts_are_written_decoded(tmp_path):
     """The released checkpoints' MXFP4 experts, decoded to the type --gguf-type names (here F32
     stacks; without it they stay MXFP4, as below): the engine on the GGUF computes transformers'
