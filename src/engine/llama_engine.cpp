@@ -69,11 +69,11 @@ void LlamaEngine::bind() {
     Layer L{};
     L.kv_heads = lp.kv_heads, L.kv_head0 = lp.kv_head0, L.kv_offset = kv_width_;
     L.kv_group = lp.kv_heads ? c.num_heads / c.layer_kv_heads(l) : 0;
-    L.k_dim = L.v_dim = c.head_dim, L.scale = scale;
+    L.scale = scale;
     L.kv_width = lp.kv_heads * 2 * c.head_dim;
     if (c.latent_attention() && lp.kv_heads) {
       L.latent = bind_latent(at + "self_attn.");
-      L.k_dim = c.mla.qk_head_dim(), L.v_dim = c.mla.v_head_dim, L.scale = float(c.mla.softmax_scale);
+      L.scale = float(c.mla.softmax_scale);
       L.kv_width = c.mla.kv_lora_rank + c.mla.qk_rope_head_dim;  // every head's keys and values come from it
     }
     kv_width_ += L.kv_width;
@@ -209,27 +209,27 @@ void LlamaEngine::attention_weights(const Layer& L, uint64_t h, float* scores, u
 }
 
 void LlamaEngine::attention(const Layer& L, uint64_t pos) {
-  const uint64_t kd = L.k_dim, vd = L.v_dim, width = L.kv_width, values = L.kv_heads * kd;
+  const uint64_t hd = config_.head_dim, width = L.kv_width, values_at = L.kv_heads * hd;
   const float* cache = kv_cache_.data() + L.kv_offset * positions_;
   const uint64_t first = first_visible(L, pos);
   // One task per query head.
   pool_.run(part_.q_heads, [&](size_t h) {
     const uint64_t kv_local = (part_.q_head0 + h) / L.kv_group - L.kv_head0;
-    const float* q = qkv_.data() + h * kd;
+    const float* q = qkv_.data() + h * hd;
     thread_local std::vector<float> scores;
     scores.resize(pos + 1);
     for (uint64_t t = first; t <= pos; ++t) {
-      const float* k = cache + t * width + kv_local * kd;
+      const float* k = cache + t * width + kv_local * hd;
       float s = 0;
-      for (uint64_t j = 0; j < kd; ++j) s += q[j] * k[j];
+      for (uint64_t j = 0; j < hd; ++j) s += q[j] * k[j];
       scores[t] = s * L.scale;
     }
     attention_weights(L, h, scores.data(), first, pos);
-    float* out = att_.data() + h * vd;
-    std::fill(out, out + vd, 0.0f);
+    float* out = att_.data() + h * hd;
+    std::fill(out, out + hd, 0.0f);
     for (uint64_t t = first; t <= pos; ++t) {
-      const float* v = cache + t * width + values + kv_local * vd;
-      for (uint64_t j = 0; j < vd; ++j) out[j] += scores[t] * v[j];
+      const float* v = cache + t * width + values_at + kv_local * hd;
+      for (uint64_t j = 0; j < hd; ++j) out[j] += scores[t] * v[j];
     }
   });
 }

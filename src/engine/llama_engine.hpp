@@ -82,10 +82,7 @@ class LlamaEngine {
     // This rank's kv heads (0: the layer has no attention), the first one's index, the query heads
     // that share each, and where the layer's cache begins and how wide it is (in floats per position).
     uint64_t kv_heads = 0, kv_head0 = 0, kv_group = 0, kv_offset = 0, kv_width = 0;
-    // Each head's query and key width, its value width (head_dim both, but for latent attention),
-    // and what the scores are multiplied by.
-    uint64_t k_dim = 0, v_dim = 0;
-    float scale = 1;
+    float scale = 1;  // what the scores are multiplied by
   };
   LlamaConfig config_;
   Communicator& comm_;
