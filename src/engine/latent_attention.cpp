@@ -1,7 +1,12 @@
 // DeepSeek's multi-head latent attention, one rank's heads. The latents (q_a_proj's and
-// kv_a_proj_with_mqa's, each normalised) are computed whole on every rank; kv_b_proj expands this
-// position's into its heads' keys [nope | shared rope key] and values, which are cached as any
-// layer's are, and the attention over them is the engine's own (attention()).
+// kv_a_proj_with_mqa's, each normalised) are computed whole on every rank, and the cache holds each
+// position's kv latent and turned rotary key: kv_lora_rank + qk_rope_head_dim floats, where the keys
+// and values kv_b_proj expands them into would be heads * (qk_head_dim + v_head_dim).
+// kv_b_proj is absorbed instead of applied to every cached position: head h's rows are
+// [W_UK (qk_nope_head_dim rows) | W_UV (v_head_dim rows)], each of kv_lora_rank columns, so
+//   q_nope . (W_UK c) = (W_UK^T q_nope) . c   and   sum_t p_t W_UV c_t = W_UV (sum_t p_t c_t).
+#include <cblas.h>
+
 #include <algorithm>
 
 #include "engine/engine_math.hpp"
@@ -45,14 +50,13 @@ void LlamaEngine::latent_attention_block(const Layer& L, uint64_t pos) {
   if (M.kv_a_bias)
     for (uint64_t i = 0; i < kv_a_rows; ++i) kv_latent_[i] += M.kv_a_bias[i];
   rmsnorm(kv_latent_.data(), kv_latent_.data(), M.kv_a_norm, kv_lora, kLatentNormEps, 0.0f);
-  std::vector<MatVec> second{{M.kv_b, dtype_, H * (nope + vd), kv_lora, kv_latent_.data(), kv_expanded_.data()}};
   if (M.q_a) {
     if (M.q_a_bias)
       for (uint64_t i = 0; i < a.q_lora_rank; ++i) q_latent_[i] += M.q_a_bias[i];
     rmsnorm(q_latent_.data(), q_latent_.data(), M.q_a_norm, a.q_lora_rank, kLatentNormEps, 0.0f);
-    second.push_back({M.q_b, dtype_, H * qk, a.q_lora_rank, q_latent_.data(), q});
+    const MatVec q_b{M.q_b, dtype_, H * qk, a.q_lora_rank, q_latent_.data(), q};
+    run_matvecs(pool_, {&q_b, 1});
   }
-  run_matvecs(pool_, second);
   // The rotary parts: each head's query's last qk_rope_head_dim, and the one key they share.
   const RopeTable& turn = ropes_[L.rope];
   float* k_rope = kv_latent_.data() + kv_lora;
@@ -63,18 +67,39 @@ void LlamaEngine::latent_attention_block(const Layer& L, uint64_t pos) {
     rope(q + nope, H, qk, turn.cos, turn.sin);
     rope(k_rope, 1, a.qk_rope_head_dim, turn.cos, turn.sin);
   }
-  float* k_cache = k_cache_.data() + L.kv_offset * positions_ + pos * H * qk;
-  float* v_cache = v_cache_.data() + L.kv_offset * positions_ + pos * H * vd;
-  for (uint64_t h = 0; h < H; ++h) {
-    const float* expanded = kv_expanded_.data() + h * (nope + vd);
-    std::copy_n(expanded, nope, k_cache + h * qk);
-    std::copy_n(k_rope, a.qk_rope_head_dim, k_cache + h * qk + nope);
-    std::copy_n(expanded + nope, vd, v_cache + h * vd);
-  }
-  attention(L, pos);
+  std::copy(kv_latent_.begin(), kv_latent_.end(), kv_cache_.begin() + L.kv_offset * positions_ + pos * L.kv_width);
+  latent_attention(L, pos);
   const MatVec o{L.o, dtype_, D, H * vd, att_.data(), partial_.data()};
   run_matvecs(pool_, {&o, 1});
   add_all_reduced(L.o_bias, nullptr);
+}
+
+// att_ = each head's output over the cached latents; one task per head. The head's query in the
+// cache's terms is [W_UK^T q_nope | q_rope], so its scores are one product with the cached rows, and
+// the latents' weighted sum another (sgemv straight on the F32 cache, whose rows are wider than the
+// latent they are summed over).
+void LlamaEngine::latent_attention(const Layer& L, uint64_t pos) {
+  const LatentAttention& a = config_.mla;
+  const uint64_t qk = a.qk_head_dim(), nope = a.qk_nope_head_dim, vd = a.v_head_dim, kv_lora = a.kv_lora_rank;
+  const uint64_t width = L.kv_width, head_bytes = (nope + vd) * kv_lora * dtype_size(dtype_);
+  const float* cache = kv_cache_.data() + L.kv_offset * positions_;
+  const uint64_t first = first_visible(L, pos), seen = pos + 1 - first;
+  pool_.run(part_.q_heads, [&](size_t h) {
+    const std::byte* w_uk = L.latent.kv_b + h * head_bytes;
+    const std::byte* w_uv = w_uk + nope * kv_lora * dtype_size(dtype_);
+    const float* q = qkv_.data() + h * qk;
+    float* query = absorbed_.data() + h * (width + kv_lora);
+    float* mixed = query + width;
+    transposed_matvec(w_uk, dtype_, nope, kv_lora, q, query);
+    std::copy(q + nope, q + qk, query + kv_lora);
+    thread_local std::vector<float> scores;
+    scores.resize(pos + 1);
+    const float* seen_rows = cache + first * width;
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, int(seen), int(width), L.scale, seen_rows, int(width), query, 1, 0.0f, scores.data() + first, 1);
+    attention_weights(L, h, scores.data(), first, pos);
+    cblas_sgemv(CblasRowMajor, CblasTrans, int(seen), int(kv_lora), 1.0f, seen_rows, int(width), scores.data() + first, 1, 0.0f, mixed, 1);
+    matvec({w_uv, dtype_, vd, kv_lora, mixed, att_.data() + h * vd});
+  });
 }
 
 }  // namespace wl

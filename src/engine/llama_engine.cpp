@@ -69,12 +69,14 @@ void LlamaEngine::bind() {
     Layer L{};
     L.kv_heads = lp.kv_heads, L.kv_head0 = lp.kv_head0, L.kv_offset = kv_width_;
     L.kv_group = lp.kv_heads ? c.num_heads / c.layer_kv_heads(l) : 0;
-    L.k_dim = L.v_dim = c.head_dim, L.scale = scale;
+    L.scale = scale;
+    L.kv_width = lp.kv_heads * 2 * c.head_dim;
     if (c.latent_attention() && lp.kv_heads) {
       L.latent = bind_latent(at + "self_attn.");
-      L.k_dim = c.mla.qk_head_dim(), L.v_dim = c.mla.v_head_dim, L.scale = float(c.mla.softmax_scale);
+      L.scale = float(c.mla.softmax_scale);
+      L.kv_width = c.mla.kv_lora_rank + c.mla.qk_rope_head_dim;  // every head's keys and values come from it
     }
-    kv_width_ += lp.kv_heads * std::max(L.k_dim, L.v_dim);  // the keys' region, then as wide for the values
+    kv_width_ += L.kv_width;
     widest_kv = std::max(widest_kv, lp.kv_heads);
     // Gemma 2 and GLM-4 normalise each sublayer's output too; OLMo 2 the outputs only.
     const LayerNorms norms = layer_norms(c);
@@ -133,7 +135,7 @@ void LlamaEngine::bind() {
     att_.resize(part_.q_heads * std::max(hd, a.v_head_dim));
     q_latent_.resize(a.q_lora_rank);
     kv_latent_.resize(a.kv_lora_rank + a.qk_rope_head_dim);
-    kv_expanded_.resize(part_.q_heads * (a.qk_nope_head_dim + a.v_head_dim));
+    absorbed_.resize(part_.q_heads * (2 * a.kv_lora_rank + a.qk_rope_head_dim));
   }
   partial_.resize(c.hidden_size);
   expert_out_.resize(c.hidden_size);
@@ -153,9 +155,7 @@ void LlamaEngine::reset(uint64_t positions) {
     throw Error(ErrorCode::InvalidArgument, fmt::format("{} positions exceed the model's context of {}", positions, config_.context_length()));
   if (!bound_) bind();
   positions_ = positions;
-  const uint64_t n = positions * kv_width_;
-  k_cache_.assign(n, 0.0f);
-  v_cache_.assign(n, 0.0f);
+  kv_cache_.assign(positions * kv_width_, 0.0f);
   for (size_t i = 0; i < ropes_.size(); ++i)
     if (rope_scaling(i).depends_on_length()) ropes_[i].inv_freq = rotary_frequencies(config_, 0, i == 1), ropes_[i].length = 0;
 }
@@ -191,39 +191,45 @@ void LlamaEngine::add_all_reduced(const float* bias, const float* post_norm) {
     for (uint64_t i = 0; i < D; ++i) x_[i] += partial_[i];
 }
 
-void LlamaEngine::attention(const Layer& L, uint64_t pos) {
-  const LlamaConfig& c = config_;
-  const uint64_t kd = L.k_dim, vd = L.v_dim, kw = L.kv_heads * kd, vw = L.kv_heads * vd, window = L.window;
-  const float* k_cache = k_cache_.data() + L.kv_offset * positions_;
-  const float* v_cache = v_cache_.data() + L.kv_offset * positions_;
-  const float scale = L.scale;
+uint64_t LlamaEngine::first_visible(const Layer& L, uint64_t pos) {
   // A sliding window shows a position itself and the window - 1 positions before it; a chunk (Llama 4)
   // the positions of its own chunk.
-  uint64_t first = window && pos + 1 > window ? pos + 1 - window : 0;
+  uint64_t first = L.window && pos + 1 > L.window ? pos + 1 - L.window : 0;
   if (L.chunk) first = std::max(first, pos - pos % L.chunk);
+  return first;
+}
+
+void LlamaEngine::attention_weights(const Layer& L, uint64_t h, float* scores, uint64_t first, uint64_t pos) const {
+  soft_cap(scores + first, pos + 1 - first, config_.attn_logit_softcapping);
+  float max = *std::max_element(scores + first, scores + pos + 1);
+  if (L.sinks) max = std::max(max, L.sinks[h]);  // gpt-oss: the sink joins the softmax, with no value
+  float sum = L.sinks ? std::exp(L.sinks[h] - max) : 0.0f;
+  for (uint64_t t = first; t <= pos; ++t) sum += scores[t] = std::exp(scores[t] - max);
+  for (uint64_t t = first; t <= pos; ++t) scores[t] /= sum;
+}
+
+void LlamaEngine::attention(const Layer& L, uint64_t pos) {
+  const uint64_t hd = config_.head_dim, width = L.kv_width, values_at = L.kv_heads * hd;
+  const float* cache = kv_cache_.data() + L.kv_offset * positions_;
+  const uint64_t first = first_visible(L, pos);
   // One task per query head.
   pool_.run(part_.q_heads, [&](size_t h) {
     const uint64_t kv_local = (part_.q_head0 + h) / L.kv_group - L.kv_head0;
-    const float* q = qkv_.data() + h * kd;
+    const float* q = qkv_.data() + h * hd;
     thread_local std::vector<float> scores;
     scores.resize(pos + 1);
     for (uint64_t t = first; t <= pos; ++t) {
-      const float* k = k_cache + t * kw + kv_local * kd;
+      const float* k = cache + t * width + kv_local * hd;
       float s = 0;
-      for (uint64_t j = 0; j < kd; ++j) s += q[j] * k[j];
-      scores[t] = s * scale;
+      for (uint64_t j = 0; j < hd; ++j) s += q[j] * k[j];
+      scores[t] = s * L.scale;
     }
-    soft_cap(scores.data() + first, pos + 1 - first, c.attn_logit_softcapping);
-    float max = *std::max_element(scores.begin() + first, scores.end());
-    if (L.sinks) max = std::max(max, L.sinks[h]);  // gpt-oss: the sink joins the softmax, with no value
-    float sum = L.sinks ? std::exp(L.sinks[h] - max) : 0.0f;
-    for (uint64_t t = first; t <= pos; ++t) sum += scores[t] = std::exp(scores[t] - max);
-    float* out = att_.data() + h * vd;
-    std::fill(out, out + vd, 0.0f);
+    attention_weights(L, h, scores.data(), first, pos);
+    float* out = att_.data() + h * hd;
+    std::fill(out, out + hd, 0.0f);
     for (uint64_t t = first; t <= pos; ++t) {
-      const float* v = v_cache + t * vw + kv_local * vd;
-      const float a = scores[t] / sum;
-      for (uint64_t j = 0; j < vd; ++j) out[j] += a * v[j];
+      const float* v = cache + t * width + values_at + kv_local * hd;
+      for (uint64_t j = 0; j < hd; ++j) out[j] += scores[t] * v[j];
     }
   });
 }
@@ -262,9 +268,9 @@ void LlamaEngine::attention_block(const Layer& L, uint64_t pos) {
     const float t = float(std::log1p(std::floor(double(pos + 1) / double(config_.attn_floor_scale))) * config_.attn_scale + 1.0);
     for (uint64_t i = 0; i < part_.q_heads * hd; ++i) q[i] *= t;
   }
-  const uint64_t at = L.kv_offset * positions_ + pos * kvw;
-  std::copy(k, k + kvw, k_cache_.begin() + at);
-  std::copy(v, v + kvw, v_cache_.begin() + at);
+  float* cached = kv_cache_.data() + L.kv_offset * positions_ + pos * L.kv_width;
+  std::copy(k, k + kvw, cached);
+  std::copy(v, v + kvw, cached + kvw);
   attention(L, pos);
   const MatVec o{L.o, dtype_, D, part_.q_heads * hd, att_.data(), partial_.data()};
   run_matvecs(pool_, {&o, 1});

@@ -36,6 +36,9 @@ class LlamaEngine {
 
   // Empties the KV cache and makes room for `positions` positions (at most max_position_embeddings).
   void reset(uint64_t positions);
+  // The KV cache's floats per position, summed over layers (known from the first reset()): a q/k/v
+  // layer's keys and values for its kv heads, a latent-attention layer's kv latent and rotary key.
+  uint64_t kv_cache_floats_per_position() const noexcept { return kv_width_; }
   // Feeds `token` at position `pos` (0, 1, 2, ... after reset) and returns the next-token logits,
   // the whole vocabulary's on every rank. Every rank calls it with the same arguments.
   const std::vector<float>& forward(int32_t token, uint64_t pos);
@@ -77,12 +80,9 @@ class LlamaEngine {
     bool turns = true;  // false: this layer's queries and keys do not turn (SmolLM3, Llama 4)
     uint64_t chunk = 0;  // Llama 4's chunked attention: the chunk's length (0: none)
     // This rank's kv heads (0: the layer has no attention), the first one's index, the query heads
-    // that share each, and where the layer's cache begins (in floats per position).
-    uint64_t kv_heads = 0, kv_head0 = 0, kv_group = 0, kv_offset = 0;
-    // Each head's query and key width, its value width (head_dim both, but for latent attention),
-    // and what the scores are multiplied by.
-    uint64_t k_dim = 0, v_dim = 0;
-    float scale = 1;
+    // that share each, and where the layer's cache begins and how wide it is (in floats per position).
+    uint64_t kv_heads = 0, kv_head0 = 0, kv_group = 0, kv_offset = 0, kv_width = 0;
+    float scale = 1;  // what the scores are multiplied by
   };
   LlamaConfig config_;
   Communicator& comm_;
@@ -98,10 +98,13 @@ class LlamaEngine {
   bool bound_ = false;
   uint64_t positions_ = 0;
   uint64_t kv_width_ = 0;  // the cache's floats per position, summed over layers
-  // Per-token activations and this rank's KV cache: [layer][position][the layer's kv_heads * head_dim].
-  std::vector<float> x_, xb_, qkv_, att_, partial_, expert_out_, router_logits_, gate_up_, hidden_, k_cache_, v_cache_;
+  // Per-token activations and this rank's KV cache: [layer][position][the layer's kv_width], which is
+  // the keys then the values of its kv heads, or latent attention's kv latent then rotary key.
+  std::vector<float> x_, xb_, qkv_, att_, partial_, expert_out_, router_logits_, gate_up_, hidden_, kv_cache_;
   std::vector<float> weighted_in_;  // Llama 4: an expert's input times its weight
-  std::vector<float> q_latent_, kv_latent_, kv_expanded_;  // latent attention's [q_lora_rank], [kv_lora_rank + rope], kv_b_proj's
+  // Latent attention's [q_lora_rank], [kv_lora_rank + rope] and, per head, its query in the cache's
+  // terms [kv_lora_rank + rope] and the cached latents' weighted sum [kv_lora_rank].
+  std::vector<float> q_latent_, kv_latent_, absorbed_;
   // Rotary frequencies (rope scaling applied) and this position's cos and sin: [0] every layer's,
   // [1] the sliding-window layers' own where the configuration gives them (sliding_rope_theta).
   struct RopeTable {
@@ -117,9 +120,14 @@ class LlamaEngine {
   Mlp bind_mlp(const std::string& at, uint64_t units) const;
   Latent bind_latent(const std::string& at) const;
   void attention_block(const Layer& L, uint64_t pos);
-  // DeepSeek's: the latents computed whole, each head's keys and values expanded from them and cached.
+  // DeepSeek's: the latents computed whole and cached; each head attends to them through kv_b_proj.
   void latent_attention_block(const Layer& L, uint64_t pos);
+  void latent_attention(const Layer& L, uint64_t pos);
   void attention(const Layer& L, uint64_t pos);
+  // The first position `pos` attends to: a sliding window's or a chunk's (Llama 4) first, else 0.
+  static uint64_t first_visible(const Layer& L, uint64_t pos);
+  // scores[first..pos] (query head h's, scaled) become its attention weights, summing to 1.
+  void attention_weights(const Layer& L, uint64_t h, float* scores, uint64_t first, uint64_t pos) const;
   void ffn_block(const Layer& L);
   void input_norm(const float* norm);  // xb_ = the sublayer's input: x_ normalised by `norm` (null: as it is)
   void whole_projection_norms(const Layer& L, float* q, float* k);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/dot_hwy.hpp"
+#include "weightloader/dtype_convert.hpp"
 
 namespace wl {
 
@@ -48,6 +49,20 @@ void init_blas_threads() {
 void release_blas_threads() {
   init_blas_threads();
   if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
+void matvec(const MatVec& m) { run_block({&m, 0, m.rows}); }
+
+// BF16 and F16 weights are widened into this thread's buffer first: sgemv then reads them as F32.
+void transposed_matvec(const std::byte* w, DType dtype, uint64_t rows, uint64_t cols, const float* x, float* y) {
+  const float* w32 = reinterpret_cast<const float*>(w);
+  if (dtype != DType::F32) {
+    thread_local std::vector<float> widened;
+    widened.resize(rows * cols);
+    convert(dtype, w, DType::F32, widened.data(), rows * cols);
+    w32 = widened.data();
+  }
+  cblas_sgemv(CblasRowMajor, CblasTrans, int(rows), int(cols), 1.0f, w32, int(cols), x, 1, 0.0f, y, 1);
 }
 
 void run_matvecs(ThreadPool& pool, std::span<const MatVec> jobs) {

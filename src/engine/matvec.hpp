@@ -24,6 +24,12 @@ struct MatVec {
 // Runs every product, all of them in one parallel step.
 void run_matvecs(ThreadPool& pool, std::span<const MatVec> jobs);
 
+// One product on the calling thread (a task of a parallel step its caller runs).
+void matvec(const MatVec& m);
+
+// y[cols] = the sum over r of x[r] * w[r, :] (x is [rows]): the transposed product, on the calling thread.
+void transposed_matvec(const std::byte* w, DType dtype, uint64_t rows, uint64_t cols, const float* x, float* y);
+
 // Keeps OpenBLAS to one thread per call: the engine's own pool provides the parallelism.
 void init_blas_threads();
 

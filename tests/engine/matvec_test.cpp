@@ -43,5 +43,28 @@ TEST(MatVec, EveryDtypeMatchesAPlainLoop) {
   }
 }
 
+TEST(MatVec, TransposedProductMatchesAPlainLoop) {
+  init_blas_threads();
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    const uint64_t rows = 9, cols = 37;
+    std::vector<float> w(rows * cols), x(rows);
+    for (float& v : w) v = dist(rng);
+    for (float& v : x) v = dist(rng);
+    std::vector<std::byte> stored(w.size() * dtype_size(dtype));
+    convert(DType::F32, w.data(), dtype, stored.data(), w.size());
+    std::vector<float> exact(w.size());
+    convert(dtype, stored.data(), DType::F32, exact.data(), w.size());
+    std::vector<float> y(cols, NAN);
+    transposed_matvec(stored.data(), dtype, rows, cols, x.data(), y.data());
+    for (uint64_t c = 0; c < cols; ++c) {
+      double want = 0;
+      for (uint64_t r = 0; r < rows; ++r) want += double(exact[r * cols + c]) * x[r];
+      ASSERT_NEAR(y[c], want, 1e-5) << dtype_name(dtype) << " column " << c;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace wl
