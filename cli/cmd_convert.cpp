@@ -37,7 +37,7 @@ void add_convert_command(CLI::App& app) {
   std::string gguf_types;
   for (const GgufOutputType& t : gguf_output_types()) gguf_types += fmt::format("\n  {:<6} {}", t.name, t.about);
   cmd->add_option("--gguf-type", a->gguf_type,
-                  "gguf: type of the matrices (default f16; vectors stay f32; a matrix whose rows are not whole blocks of a "
+                  "gguf: type of the matrices (default f16; vectors, biases, sinks and routers stay f32, as llama.cpp's converter keeps them; a matrix whose rows are not whole blocks of a "
                   "block type is written f16, as llama.cpp's converter does; naming a type also decodes MXFP4 experts to it, "
                   "see --gguf-mxfp4); the block types are quantised byte for byte as gguf-py's gguf.quants.quantize does:" +
                       gguf_types);
