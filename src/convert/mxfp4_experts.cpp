@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "convert/split_part.hpp"
+
 namespace wl {
 
 std::optional<quant::Mxfp4Stored> mxfp4_part_blocks(const TensorInfo& t, const StoredParts& how) {
@@ -29,7 +31,7 @@ uint64_t write_mxfp4_part(const WeightSource& s, const quant::Mxfp4Stored& m, co
     s.read(m.blocks, DType::U8, blocks.data(), Slice{0, e, e + 1});
     s.read(m.scales, DType::U8, scales.data(), Slice{0, e, e + 1});
     for (uint64_t r = 0; r < part_rows; ++r) {  // the part's row r: column `from` of the dense tensor
-      const uint64_t from = how.interleaved ? r * n + index : index * part_rows + r;
+      const uint64_t from = part_source(how, index, r, part_rows);
       for (uint64_t g = 0; g < groups; ++g)
         ggml_mxfp4_block(scales[from * groups + g], &blocks[(from * groups + g) * 16], &out[(r * groups + g) * 17]);
     }

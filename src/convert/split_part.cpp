@@ -53,15 +53,11 @@ TensorView stored_part(const TensorView& whole, const StoredParts& how, size_t i
   float* out = part.data<float>();
   if (splits_rows(how)) {
     const uint64_t slab = whole.numel() / shape.front();
-    for (uint64_t k = 0; k < split.front(); ++k) {
-      const uint64_t from = how.interleaved ? k * n + index : index * split.front() + k;
-      std::copy_n(in + from * slab, slab, out + k * slab);
-    }
+    for (uint64_t k = 0; k < split.front(); ++k) std::copy_n(in + part_source(how, index, k, split.front()) * slab, slab, out + k * slab);
   } else {
     const uint64_t cols = shape.empty() ? 1 : shape.back(), part_cols = split.empty() ? 1 : split.back();
-    const uint64_t c0 = how.columns ? (how.interleaved ? index : index * part_cols) : 0, step = how.columns && how.interleaved ? n : 1;
     for (uint64_t r = 0; cols && r < whole.numel() / cols; ++r)
-      for (uint64_t c = 0; c < part_cols; ++c) out[r * part_cols + c] = in[r * cols + c0 + c * step];
+      for (uint64_t c = 0; c < part_cols; ++c) out[r * part_cols + c] = in[r * cols + (how.columns ? part_source(how, index, c, part_cols) : c)];
   }
   if (!how.transposed) return part;
   // Each matrix of the last two dims, [m, k], as [k, m].

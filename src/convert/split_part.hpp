@@ -4,7 +4,9 @@
 // transposed into nn.Linear's [out, in], as it writes them to GGUF.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "weightloader/name_schemes.hpp"
@@ -20,6 +22,12 @@ Shape stored_part_shape(const Shape& shape, const StoredParts& how, const std::s
 // The part's values from `whole` (F32, of a shape stored_part_shape accepts): the rows or columns
 // the part holds, its last two dims swapped where `how.transposed`.
 TensorView stored_part(const TensorView& whole, const StoredParts& how, size_t index);
+
+// Which of the split dim's `part_count * n` source rows (or columns) the part's k-th is: every n-th
+// from `index` when the parts are interleaved, else the index-th block of `part_count`.
+inline uint64_t part_source(const StoredParts& how, size_t index, uint64_t k, uint64_t part_count) {
+  return how.interleaved ? k * std::max<uint64_t>(how.names.size(), 1) + index : index * part_count + k;
+}
 
 // Whether the split can be applied to each slot along dim 0 in turn (one expert of a stack in memory
 // at a time): it keeps dim 0, and leaves a slot the dims it works on.

@@ -119,6 +119,22 @@ struct GgufStreamWriter::State {
   }
   void encode(const std::byte* in, DType from, uint64_t elems, const GgufWriteEntry& entry);
   uint64_t rows_in(const Shape& part, const GgufWriteEntry& entry) const;
+
+  // The entry the next write fills; InvalidArgument naming `call` after finish() or past the last.
+  const GgufWriteEntry& current(const char* call) const {
+    if (finished) throw Error(ErrorCode::InvalidArgument, fmt::format("{}() after finish()", call), path);
+    if (next >= entries.size())
+      throw Error(ErrorCode::InvalidArgument, fmt::format("{}() after every declared tensor was written", call), path);
+    return entries[next];
+  }
+  // `rows` more rows of the current entry are written; after its last, the padding up to the next.
+  void advance(uint64_t rows) {
+    rows_done += rows;
+    if (rows_done < (entries[next].shape.empty() ? 1 : entries[next].shape[0])) return;
+    write_padded_to((plan[next].offset + plan[next].nbytes + alignment - 1) / alignment * alignment);
+    rows_done = 0;
+    ++next;
+  }
 };
 
 namespace {
@@ -298,11 +314,7 @@ void GgufStreamWriter::write_tensor(const TensorView& tensor) {
 
 void GgufStreamWriter::write_part(const TensorView& part) {
   State& s = *state_;
-  if (s.finished) throw Error(ErrorCode::InvalidArgument, "write_tensor() after finish()", s.path);
-  if (s.next >= s.entries.size())
-    throw Error(ErrorCode::InvalidArgument, "write_tensor() after every declared tensor was written", s.path);
-  const GgufWriteEntry& entry = s.entries[s.next];
-  const Planned& plan = s.plan[s.next];
+  const GgufWriteEntry& entry = s.current("write_tensor");
   if (!part.defined()) throw Error(ErrorCode::InvalidArgument, "tensor has no data", s.path, entry.name);
   const uint64_t rows = s.rows_in(part.shape(), entry);
   const TensorView src = part.is_contiguous() ? part : part.to(part.dtype());
@@ -328,19 +340,12 @@ void GgufStreamWriter::write_part(const TensorView& part) {
       s.encode(in, src.dtype(), n * row_elems, entry);
     }
   }
-  s.rows_done += rows;
-  if (s.rows_done < (entry.shape.empty() ? 1 : entry.shape[0])) return;
-  s.write_padded_to((plan.offset + plan.nbytes + s.alignment - 1) / s.alignment * s.alignment);
-  s.rows_done = 0;
-  ++s.next;
+  s.advance(rows);
 }
 
 void GgufStreamWriter::write_stored(std::span<const std::byte> bytes) {
   State& s = *state_;
-  if (s.finished) throw Error(ErrorCode::InvalidArgument, "write_stored() after finish()", s.path);
-  if (s.next >= s.entries.size())
-    throw Error(ErrorCode::InvalidArgument, "write_stored() after every declared tensor was written", s.path);
-  const GgufWriteEntry& entry = s.entries[s.next];
+  const GgufWriteEntry& entry = s.current("write_stored");
   const Planned& plan = s.plan[s.next];
   const uint64_t rows = entry.shape.empty() ? 1 : entry.shape[0];
   const uint64_t slice = rows == 0 ? 0 : plan.nbytes / rows;
@@ -351,11 +356,7 @@ void GgufStreamWriter::write_stored(std::span<const std::byte> bytes) {
                 s.path, entry.name);
   s.out.write(bytes.data(), bytes.size());
   s.data_written += bytes.size();
-  s.rows_done += bytes.size() / slice;
-  if (s.rows_done < rows) return;
-  s.write_padded_to((plan.offset + plan.nbytes + s.alignment - 1) / s.alignment * s.alignment);
-  s.rows_done = 0;
-  ++s.next;
+  s.advance(bytes.size() / slice);
 }
 
 void GgufStreamWriter::finish() {
