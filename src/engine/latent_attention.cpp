@@ -74,31 +74,40 @@ void LlamaEngine::latent_attention_block(const Layer& L, uint64_t pos) {
   add_all_reduced(L.o_bias, nullptr);
 }
 
-// att_ = each head's output over the cached latents; one task per head. The head's query in the
-// cache's terms is [W_UK^T q_nope | q_rope], so its scores are one product with the cached rows, and
-// the latents' weighted sum another (sgemv straight on the F32 cache, whose rows are wider than the
-// latent they are summed over).
+// att_ = each head's output over the cached latents. A head's query in the cache's terms is
+// [W_UK^T q_nope | q_rope], so its scores are one product with the cached rows and the latents'
+// weighted sum another. One task per group of heads (as many groups as threads): both products are
+// matrix products over the group's queries, which read the cached rows once per group, not once per
+// head (the cache is what a long context makes large).
 void LlamaEngine::latent_attention(const Layer& L, uint64_t pos) {
   const LatentAttention& a = config_.mla;
-  const uint64_t qk = a.qk_head_dim(), nope = a.qk_nope_head_dim, vd = a.v_head_dim, kv_lora = a.kv_lora_rank;
+  const uint64_t H = part_.q_heads, qk = a.qk_head_dim(), nope = a.qk_nope_head_dim, vd = a.v_head_dim, kv_lora = a.kv_lora_rank;
   const uint64_t width = L.kv_width, head_bytes = (nope + vd) * kv_lora * dtype_size(dtype_);
   const float* cache = kv_cache_.data() + L.kv_offset * positions_;
-  const uint64_t first = first_visible(L, pos), seen = pos + 1 - first;
-  pool_.run(part_.q_heads, [&](size_t h) {
-    const std::byte* w_uk = L.latent.kv_b + h * head_bytes;
-    const std::byte* w_uv = w_uk + nope * kv_lora * dtype_size(dtype_);
-    const float* q = qkv_.data() + h * qk;
-    float* query = absorbed_.data() + h * (width + kv_lora);
-    float* mixed = query + width;
-    transposed_matvec(w_uk, dtype_, nope, kv_lora, q, query);
-    std::copy(q + nope, q + qk, query + kv_lora);
-    thread_local std::vector<float> scores;
-    scores.resize(pos + 1);
-    const float* seen_rows = cache + first * width;
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, int(seen), int(width), L.scale, seen_rows, int(width), query, 1, 0.0f, scores.data() + first, 1);
-    attention_weights(L, h, scores.data(), first, pos);
-    cblas_sgemv(CblasRowMajor, CblasTrans, int(seen), int(kv_lora), 1.0f, seen_rows, int(width), scores.data() + first, 1, 0.0f, mixed, 1);
-    matvec({w_uv, dtype_, vd, kv_lora, mixed, att_.data() + h * vd});
+  const uint64_t first = first_visible(L, pos), seen = pos + 1 - first, stride = pos + 1;
+  const float* seen_rows = cache + first * width;
+  float* queries = absorbed_.data();       // H rows of width
+  float* mixed = queries + H * width;      // H rows of kv_lora
+  const size_t groups = std::min<size_t>(H, pool_.size());
+  pool_.run(groups, [&](size_t g) {
+    const uint64_t h0 = H * g / groups, n = H * (g + 1) / groups - h0;
+    for (uint64_t h = h0; h < h0 + n; ++h) {
+      const float* q = qkv_.data() + h * qk;
+      transposed_matvec(L.latent.kv_b + h * head_bytes, dtype_, nope, kv_lora, q, queries + h * width);
+      std::copy(q + nope, q + qk, queries + h * width + kv_lora);
+    }
+    thread_local std::vector<float> scores;  // a row of pos + 1 per head of the group
+    scores.resize(n * stride);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n), int(seen), int(width), L.scale, queries + h0 * width, int(width),
+                seen_rows, int(width), 0.0f, scores.data() + first, int(stride));
+    for (uint64_t i = 0; i < n; ++i) attention_weights(L, h0 + i, scores.data() + i * stride, first, pos);
+    // The weighted sums over the rows' latents (their first kv_lora floats).
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(kv_lora), int(seen), 1.0f, scores.data() + first, int(stride),
+                seen_rows, int(width), 0.0f, mixed + h0 * kv_lora, int(kv_lora));
+    for (uint64_t h = h0; h < h0 + n; ++h) {
+      const std::byte* w_uv = L.latent.kv_b + h * head_bytes + nope * kv_lora * dtype_size(dtype_);
+      matvec({w_uv, dtype_, vd, kv_lora, mixed + h * kv_lora, att_.data() + h * vd});
+    }
   });
 }
 
