@@ -99,21 +99,35 @@ ReadStats auto_read(const std::string& path, bool cold) {
   return s;
 }
 
-TEST(IoProbe, OffMeansNoProbeAndAutoByRule) {
+// Each test's own folder, profile (WL_IO_PROFILE, set for the test) and 64 MiB file.
+class IoProbe : public ::testing::Test {
+ protected:
   test::TempDir dir;
-  const ProfileEnv env("off");
+  const std::string profile = dir.file("io-profile.json");
+  const ProfileEnv env{profile};
+  const std::string path = big_file(dir);
+};
+
+// The same where the file's filesystem takes O_DIRECT; skipped elsewhere.
+class IoProbeDirect : public IoProbe {
+ protected:
+  void SetUp() override {
+    if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+  }
+};
+using IoProbeDirectDeathTest = IoProbeDirect;
+
+TEST_F(IoProbe, OffMeansNoProbeAndAutoByRule) {
+  const ProfileEnv off("off");
   EXPECT_EQ(io_profile_path(), "");
-  File file(big_file(dir));
+  File file(path);
   EXPECT_FALSE(storage_probe(file));
   EXPECT_FALSE(memory_probe(file));
 }
 
-TEST(IoProbe, MeasuresOncePerDeviceAndRemembers) {
-  test::TempDir dir;
-  const std::string profile = dir.file("cache/io-profile.json");
-  const ProfileEnv env(profile);
-  const std::string path = big_file(dir);
-  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+TEST_F(IoProbeDirect, MeasuresOncePerDeviceAndRemembers) {
+  const std::string cached_profile = dir.file("cache/io-profile.json");  // its folder made by the probe
+  const ProfileEnv in_cache(cached_profile);
   File file(path);
   const std::optional<StorageProbe> first = storage_probe(file);
   ASSERT_TRUE(first);
@@ -122,13 +136,13 @@ TEST(IoProbe, MeasuresOncePerDeviceAndRemembers) {
   if (test::io_uring_allowed()) {
     EXPECT_GT(first->uring_gbps, 0);
   }
-  const nlohmann::json saved = read_json(profile);
+  const nlohmann::json saved = read_json(cached_profile);
   EXPECT_EQ(saved["storage"][device_key(path)]["direct_gbps"].get<double>(), first->direct_gbps);
   EXPECT_EQ(saved["storage"][device_key(path)]["uring_gbps"].get<double>(), first->uring_gbps);
   // Remembered: a second probe measures nothing and returns what the profile says.
   nlohmann::json edited = saved;
   edited["storage"][device_key(path)]["direct_gbps"] = 123.0;
-  write_json(profile, edited);
+  write_json(cached_profile, edited);
   EXPECT_EQ(storage_probe(file)->direct_gbps, 123.0);
 
   const std::optional<MemoryProbe> memory = memory_probe(file);
@@ -137,30 +151,20 @@ TEST(IoProbe, MeasuresOncePerDeviceAndRemembers) {
   ASSERT_EQ(memory->converting.size(), 4u);
   for (const auto* ways : {&memory->raw, &memory->converting})
     for (const MemoryProbe::Way& w : *ways) EXPECT_GT(w.gbps, 0) << io_mode_name(w.mode) << w.prefault;
-  const nlohmann::json saved_memory = read_json(profile)["memory"][memory_profile_key()];
+  const nlohmann::json saved_memory = read_json(cached_profile)["memory"][memory_profile_key()];
   EXPECT_EQ(saved_memory["converting"]["mmap prefault"].get<double>(), memory->converting[2].gbps);
   EXPECT_EQ(saved_memory["raw"]["pread"].get<double>(), memory->raw[1].gbps);
-  EXPECT_EQ(read_json(profile)["storage"][device_key(path)]["direct_gbps"].get<double>(), 123.0);  // kept
+  EXPECT_EQ(read_json(cached_profile)["storage"][device_key(path)]["direct_gbps"].get<double>(), 123.0);  // kept
 }
 
-TEST(IoProbe, ADamagedProfileIsMeasuredAgain) {
-  test::TempDir dir;
-  const std::string profile = dir.file("io-profile.json");
-  const ProfileEnv env(profile);
-  const std::string path = big_file(dir);
-  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+TEST_F(IoProbeDirect, ADamagedProfileIsMeasuredAgain) {
   test::write_bytes(profile, "{\"storage\": [1, 2");
   File file(path);
   ASSERT_TRUE(storage_probe(file));
   EXPECT_TRUE(read_json(profile)["storage"].contains(device_key(path)));
 }
 
-TEST(IoProbe, AutoReadsColdFilesTheWayTheDeviceMeasuredFaster) {
-  test::TempDir dir;
-  const std::string profile = dir.file("io-profile.json");
-  const ProfileEnv env(profile);
-  const std::string path = big_file(dir);
-  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+TEST_F(IoProbeDirect, AutoReadsColdFilesTheWayTheDeviceMeasuredFaster) {
   write_json(profile, storage_profile(path, 1.0, 2.5, 1.2));
   ReadStats s = auto_read(path, true);
   EXPECT_EQ(s.mode, IoMode::Pread) << s.mode_reason;
@@ -179,12 +183,7 @@ TEST(IoProbe, AutoReadsColdFilesTheWayTheDeviceMeasuredFaster) {
   EXPECT_EQ(s.mode, IoMode::Pread) << s.mode_reason;
 }
 
-TEST(IoProbe, AStorageProfileFromBeforeUringIsMeasuredAgain) {
-  test::TempDir dir;
-  const std::string profile = dir.file("io-profile.json");
-  const ProfileEnv env(profile);
-  const std::string path = big_file(dir);
-  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
+TEST_F(IoProbeDirect, AStorageProfileFromBeforeUringIsMeasuredAgain) {
   write_json(profile, {{"storage", {{device_key(path), {{"direct_gbps", 123.0}, {"buffered_gbps", 2.5}}}}}});
   File file(path);
   const std::optional<StorageProbe> p = storage_probe(file);
@@ -194,13 +193,8 @@ TEST(IoProbe, AStorageProfileFromBeforeUringIsMeasuredAgain) {
 }
 
 // Death test in its own process: a seccomp filter refusing io_uring cannot be undone.
-TEST(IoProbeDeathTest, AutoNeverPicksUringWhereTheKernelRefusesIt) {
+TEST_F(IoProbeDirectDeathTest, AutoNeverPicksUringWhereTheKernelRefusesIt) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  test::TempDir dir;
-  const std::string profile = dir.file("io-profile.json");
-  const ProfileEnv env(profile);
-  const std::string path = big_file(dir);
-  if (!direct_supported(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
   write_json(profile, storage_profile(path, 1.0, 0.5, 3.0));  // io_uring measured fastest, elsewhere
   EXPECT_EXIT(
       {
@@ -230,11 +224,7 @@ nlohmann::json memory_profile(double pread_pf, double pread, double mmap_pf, dou
   return {{"memory", {{memory_profile_key(), {{"raw", ways}, {"converting", ways}}}}}};
 }
 
-TEST(IoProbe, AutoReadsCachedFilesTheWayTheMachineMeasuredFastest) {
-  test::TempDir dir;
-  const std::string profile = dir.file("io-profile.json");
-  const ProfileEnv env(profile);
-  const std::string path = big_file(dir);
+TEST_F(IoProbe, AutoReadsCachedFilesTheWayTheMachineMeasuredFastest) {
   write_json(profile, memory_profile(7.0, 9.0, 6.0, 6.0));
   ReadStats s = auto_read(path, false);
   EXPECT_EQ(s.mode, IoMode::Pread) << s.mode_reason;
@@ -251,11 +241,8 @@ TEST(IoProbe, AutoReadsCachedFilesTheWayTheMachineMeasuredFastest) {
   EXPECT_NE(s.mode_reason.find("pread, prefault"), std::string::npos) << s.mode_reason;
 }
 
-TEST(IoProbe, AnOlderProfileIsMeasuredAgain) {
-  test::TempDir dir;
-  const std::string profile = dir.file("io-profile.json");
-  const ProfileEnv env(profile);
-  File file(big_file(dir));
+TEST_F(IoProbe, AnOlderProfileIsMeasuredAgain) {
+  File file(path);
   write_json(profile, {{"memory", {{memory_profile_key(), {{"prefault_gbps", 7.0}, {"fault_in_read_gbps", 9.0}}}}}});
   ASSERT_TRUE(memory_probe(file));
   EXPECT_TRUE(read_json(profile)["memory"][memory_profile_key()].contains("converting"));
