@@ -83,9 +83,8 @@ void LlamaEngine::latent_attention(const Layer& L, uint64_t pos) {
   const LatentAttention& a = config_.mla;
   const uint64_t H = part_.q_heads, qk = a.qk_head_dim(), nope = a.qk_nope_head_dim, vd = a.v_head_dim, kv_lora = a.kv_lora_rank;
   const uint64_t width = L.kv_width, head_bytes = (nope + vd) * kv_lora * dtype_size(dtype_);
-  const float* cache = kv_cache_.data() + L.kv_offset * positions_;
   const uint64_t first = first_visible(L, pos), seen = pos + 1 - first, stride = pos + 1;
-  const float* seen_rows = cache + first * width;
+  const float* seen_rows = kv_cache_.data() + L.kv_offset * positions_ + first * width;  // the layer's visible cached rows
   float* queries = absorbed_.data();       // H rows of width
   float* mixed = queries + H * width;      // H rows of kv_lora
   const size_t groups = std::min<size_t>(H, pool_.size());

@@ -91,6 +91,9 @@ uint64_t alignment_of(const GgufMetadata& metadata, const std::string& path) {
   return *a;
 }
 
+// An entry's rows: its first dim (a scalar is one row). Parts and row orders count in them.
+uint64_t rows_of(const GgufWriteEntry& e) { return e.shape.empty() ? 1 : e.shape[0]; }
+
 // Where and how one entry is stored.
 struct Planned {
   uint64_t offset = 0;  // in the data section
@@ -130,7 +133,7 @@ struct GgufStreamWriter::State {
   // `rows` more rows of the current entry are written; after its last, the padding up to the next.
   void advance(uint64_t rows) {
     rows_done += rows;
-    if (rows_done < (entries[next].shape.empty() ? 1 : entries[next].shape[0])) return;
+    if (rows_done < rows_of(entries[next])) return;
     write_padded_to((plan[next].offset + plan[next].nbytes + alignment - 1) / alignment * alignment);
     rows_done = 0;
     ++next;
@@ -143,7 +146,7 @@ namespace {
 // whole blocks to be moved one by one.
 void check_row_order(const GgufWriteEntry& e, uint64_t block_elems, const std::string& path) {
   if (e.row_order.empty()) return;
-  const uint64_t rows = e.shape.empty() ? 1 : e.shape[0];
+  const uint64_t rows = rows_of(e);
   if (e.row_order.size() != rows ||
       std::any_of(e.row_order.begin(), e.row_order.end(), [&](uint64_t r) { return r >= rows; }))
     throw Error(ErrorCode::InvalidArgument,
@@ -284,7 +287,7 @@ GgufStreamWriter::~GgufStreamWriter() = default;
 // Rows (slices along dim 0) of the current entry that `part` holds: all of them for the entry's
 // shape, one for its shape without dim 0, or part.shape[0] for its shape with a smaller dim 0.
 uint64_t GgufStreamWriter::State::rows_in(const Shape& part, const GgufWriteEntry& entry) const {
-  const uint64_t rows = entry.shape.empty() ? 1 : entry.shape[0];
+  const uint64_t rows = rows_of(entry);
   const Shape inner = entry.shape.empty() ? Shape{} : Shape(entry.shape.begin() + 1, entry.shape.end());
   uint64_t n = 0;
   if (part == entry.shape && rows_done == 0) n = rows;
@@ -347,7 +350,7 @@ void GgufStreamWriter::write_stored(std::span<const std::byte> bytes) {
   State& s = *state_;
   const GgufWriteEntry& entry = s.current("write_stored");
   const Planned& plan = s.plan[s.next];
-  const uint64_t rows = entry.shape.empty() ? 1 : entry.shape[0];
+  const uint64_t rows = rows_of(entry);
   const uint64_t slice = rows == 0 ? 0 : plan.nbytes / rows;
   if (!entry.row_order.empty() || slice == 0 || bytes.size() % slice != 0 || s.rows_done + bytes.size() / slice > rows)
     throw Error(ErrorCode::InvalidArgument,
